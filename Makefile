@@ -1,0 +1,195 @@
+# pinwheel - one non-recursive Makefile.
+#
+#   make              build build/libpinwheel.{a,so} and build/pinwheel
+#   make test         install missing packages, build, run every test
+#   make asan / tsan / ubsan   the same tests under a sanitizer
+#   make bench        Google Benchmark micro benchmarks (table + JSON)
+#   make run          the main job (see README.md)
+#   make install PREFIX=/usr/local [DESTDIR=...]
+#   make format / format-check / clean
+#   V=1               print full command lines
+#
+# Sanitizer builds live in their own folders (build-asan, build-tsan,
+# build-ubsan); they re-enter this Makefile with BUILD and SAN set.
+
+VERSION := 0.1.0
+CC ?= cc
+CXX ?= c++
+ifeq ($(origin CC),default)
+CC := cc
+endif
+ifeq ($(origin CXX),default)
+CXX := c++
+endif
+BUILD ?= build
+SAN ?=
+PREFIX ?= /usr/local
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+BINDIR ?= $(PREFIX)/bin
+
+DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
+	libbenchmark-dev libcriterion-dev g++ pkg-config
+
+WARN := -Wall -Wextra -Werror
+OPT ?= -O2
+CPPFLAGS := -D_GNU_SOURCE -Iinclude -Icore -Ishard -Itimer -Inet -Inuma
+CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC $(CFLAGS)
+CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
+LDLIBS_ALL := -luring -lpthread $(LDLIBS)
+
+ifneq ($(SAN),)
+CFLAGS_ALL += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+CXXFLAGS_ALL += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
+SANLD := -fsanitize=$(SAN)
+endif
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c))
+APP_SRCS := $(sort $(wildcard apps/*.c))
+TEST_SRCS := $(sort $(wildcard tests/*.c))
+BENCH_SRCS := $(sort $(wildcard bench/*.c))
+
+LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+APP_OBJS := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
+BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/bench/shim.o
+
+LIB_A := $(BUILD)/libpinwheel.a
+LIB_SO := $(BUILD)/libpinwheel.so
+PINWHEEL := $(BUILD)/pinwheel
+TESTS := $(BUILD)/pinwheel-tests
+BENCHES := $(BUILD)/pinwheel-bench
+DEPS_STAMP := build/.deps-ok
+
+.PHONY: all deps test test-run test-install asan tsan ubsan bench run \
+	install format format-check clean
+
+all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
+
+# Checked once per package list; delete the stamp (or make clean) to recheck.
+$(DEPS_STAMP): scripts/deps.sh
+	@mkdir -p $(dir $@)
+	$(Q)sh scripts/deps.sh $(DEPS_PKGS)
+	@echo "$(DEPS_PKGS)" > $@
+
+deps:
+	$(Q)sh scripts/deps.sh $(DEPS_PKGS)
+
+$(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call msg,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+$(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call msg,CXX,$<)
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -Ibench -c $< -o $@
+
+$(LIB_A): $(LIB_OBJS)
+	$(call msg,AR,$@)
+	$(Q)rm -f $@ && ar rcs $@ $^
+
+$(LIB_SO): $(LIB_OBJS)
+	$(call msg,LD,$@)
+	$(Q)$(CC) -shared -Wl,-soname,libpinwheel.so.0 $(SANLD) -o $@ $^ \
+		$(LDLIBS_ALL)
+
+$(PINWHEEL): $(APP_OBJS) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SANLD) -o $@ $(APP_OBJS) $(LIB_A) $(LDLIBS_ALL)
+
+# Criterion cannot start inside a ThreadSanitizer process, so the TSan
+# build runs the same test files on tests/tsan (a Criterion-compatible
+# header and a fork-per-test runner).
+ifeq ($(SAN),thread)
+TEST_OBJS += $(BUILD)/obj/tests/tsan/runner.o
+TEST_LIBS :=
+$(BUILD)/obj/tests/%.o: CPPFLAGS += -Itests/tsan
+else
+TEST_LIBS := -lcriterion
+endif
+
+$(TESTS): $(TEST_OBJS) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(LIB_A) $(TEST_LIBS) \
+		$(LDLIBS_ALL) -ldl
+
+$(BENCHES): $(BENCH_OBJS) $(LIB_A)
+	$(call msg,LD,$@)
+	$(Q)$(CXX) $(SANLD) -o $@ $(BENCH_OBJS) $(LIB_A) -lbenchmark \
+		$(LDLIBS_ALL)
+
+# The tests find the sources (install test, README example) from here.
+$(BUILD)/obj/tests/%.o: CPPFLAGS += -DPW_SRCDIR='"$(CURDIR)"' \
+	-DPW_BUILDDIR='"$(CURDIR)/$(BUILD)"'
+
+# Tests run in parallel, one process per test; TEST_ARGS adds Criterion
+# flags (e.g. TEST_ARGS=--filter='wheel/*').
+test: all test-install $(TESTS)
+	$(Q)$(TESTS) -j2 $(TEST_ARGS)
+
+test-run: $(TESTS) $(PINWHEEL)
+	$(Q)$(TESTS) -j2 $(TEST_ARGS)
+
+# Installs into a scratch prefix and builds docs/example.c against it
+# with nothing but pkg-config.
+test-install: all
+	$(Q)sh scripts/test-install.sh
+
+asan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-asan \
+		SAN=address,undefined PW_TEST_SCALE=0.1 test-run
+tsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-tsan SAN=thread \
+		PW_TEST_SCALE=0.1 test-run
+ubsan:
+	$(Q)$(MAKE) --no-print-directory BUILD=build-ubsan SAN=undefined \
+		test-run
+# Randomised tests scale their op counts by PW_TEST_SCALE (default 1).
+export PW_TEST_SCALE
+
+bench: all $(BENCHES)
+	$(Q)$(BENCHES) --benchmark_out=$(BUILD)/bench.json \
+		--benchmark_out_format=json $(BENCH_ARGS)
+
+run: all
+	$(Q)sh scripts/run.sh $(PINWHEEL)
+
+install: all
+	install -d $(DESTDIR)$(INCLUDEDIR)/pinwheel $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(BINDIR)
+	install -m 644 include/pinwheel.h $(DESTDIR)$(INCLUDEDIR)/
+	install -m 644 include/pinwheel/*.h $(DESTDIR)$(INCLUDEDIR)/pinwheel/
+	install -m 644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/libpinwheel.so.$(VERSION)
+	ln -sf libpinwheel.so.$(VERSION) $(DESTDIR)$(LIBDIR)/libpinwheel.so.0
+	ln -sf libpinwheel.so.0 $(DESTDIR)$(LIBDIR)/libpinwheel.so
+	install -m 755 $(PINWHEEL) $(DESTDIR)$(BINDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@INCLUDEDIR@|$(INCLUDEDIR)|; s|@VERSION@|$(VERSION)|' \
+		scripts/pinwheel.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pinwheel.pc
+
+FORMAT_SRCS = $(sort $(wildcard include/*.h include/pinwheel/*.h core/*.[ch] \
+	shard/*.[ch] timer/*.[ch] net/*.[ch] numa/*.[ch] apps/*.[ch] \
+	tests/*.[ch] bench/*.[ch] docs/*.c))
+
+format:
+	$(Q)sh scripts/deps.sh clang-format
+	$(Q)clang-format -i $(FORMAT_SRCS)
+
+format-check:
+	$(Q)sh scripts/deps.sh clang-format
+	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
+	@echo "format-check: $(words $(FORMAT_SRCS)) files clean"
+
+clean:
+	rm -rf build build-asan build-tsan build-ubsan
+
+-include $(wildcard $(BUILD)/obj/*/*.d)

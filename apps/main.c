@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - the pinwheel command: subcommand dispatch, --help, --version.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pinwheel.h"
+#include "apps.h"
+
+static const struct pw_app_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *what;
+} cmds[] = {
+	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: pinwheel [--help | --version] COMMAND [ARGS]\n\n"
+		   "commands:\n");
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].what);
+	fprintf(f, "\n'pinwheel COMMAND --help' describes a command.\n");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc < 2) {
+		usage(stderr);
+		return 2;
+	}
+	if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
+		usage(stdout);
+		return 0;
+	}
+	if (!strcmp(argv[1], "--version")) {
+		printf("pinwheel %s\n", pw_version());
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
+		if (!strcmp(argv[1], cmds[i].name))
+			return cmds[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "pinwheel: unknown command '%s'\n", argv[1]);
+	usage(stderr);
+	return 2;
+}

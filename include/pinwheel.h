@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinwheel.h - the whole public API of pinwheel, a thread-per-core async
+ * runtime for Linux on io_uring. One header per module under pinwheel/.
+ */
+#ifndef PINWHEEL_H
+#define PINWHEEL_H
+
+#include "pinwheel/version.h"
+#include "pinwheel/list.h"
+#include "pinwheel/task.h"
+#include "pinwheel/runtime.h"
+#include "pinwheel/op.h"
+
+#endif /* PINWHEEL_H */

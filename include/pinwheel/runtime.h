@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinwheel/runtime.h - creating, driving and destroying a runtime.
+ *
+ * A runtime is a set of shards. Each shard is a thread pinned to one CPU
+ * that owns an io_uring ring, a run queue, a timer wheel and a slab. The
+ * shards start in pw_runtime_create() and run until pw_runtime_destroy();
+ * other threads hand them work with pw_block_on() and pw_runtime_spawn(),
+ * which travel through the shard's external inbox.
+ */
+#ifndef PINWHEEL_RUNTIME_H
+#define PINWHEEL_RUNTIME_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pw_runtime;
+
+/* Bounds the runtime accepts. */
+#define PW_MAX_SHARDS	    1024
+#define PW_RING_ENTRIES_MIN 8
+#define PW_RING_ENTRIES_MAX 32768
+
+/* Flags for struct pw_config.flags. */
+#define PW_CONFIG_NO_PIN       0x1u /* do not pin shard threads */
+#define PW_CONFIG_NO_DEFER     0x2u /* skip DEFER_TASKRUN, use COOP_TASKRUN */
+#define PW_CONFIG_PAUSED_CLOCK 0x4u /* virtual time (see pinwheel/time.h) */
+
+/* Runtime configuration. Initialise with pw_config_init(), then adjust. */
+struct pw_config {
+	unsigned shards;       /* number of shards, 1..PW_MAX_SHARDS */
+	const int *cpus;       /* CPU of each shard, or NULL: the allowed
+				  CPUs in order, wrapping around */
+	unsigned ring_entries; /* SQ entries per shard ring, a power of two */
+	unsigned cq_factor;    /* CQ size = ring_entries * cq_factor, 1..64 */
+	unsigned batch;	       /* tasks polled per loop turn before I/O */
+	uint64_t tick_ns;      /* timer wheel tick, 1000..1000000000 ns */
+	uint32_t flags;	       /* PW_CONFIG_* */
+};
+
+/**
+ * pw_config_init - fill @cfg with the defaults: 1 shard, CPUs from the
+ * affinity mask, 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on.
+ * Context: any thread.
+ */
+void pw_config_init(struct pw_config *cfg);
+
+/**
+ * pw_runtime_create - start a runtime.
+ * @rtp: receives the runtime.
+ * @cfg: the configuration, or NULL for the defaults.
+ *
+ * Starts every shard thread, pins it, and sets up its io_uring ring
+ * (SINGLE_ISSUER|DEFER_TASKRUN, or COOP_TASKRUN where the kernel refuses
+ * DEFER_TASKRUN). Returns only once every shard runs, or none does.
+ *
+ * Return: 0; -EINVAL for a NULL @rtp or a field out of range; -ENOSYS or
+ * -EPERM when io_uring is unavailable (see pw_strerror_setup()); -ENOMEM;
+ * or the -errno of a failed thread, pinning or ring set-up.
+ * Context: any thread that is not a shard.
+ */
+int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
+
+/**
+ * pw_block_on - run a task on shard 0 and wait for it.
+ * @fn: the poll function; @state: its state, used in place (it lives on in
+ * the caller while the task runs); @result: receives the task's result, or
+ * NULL.
+ *
+ * Other tasks keep running on the shards after it returns.
+ * Return: 0 with *@result set; -EINVAL for a bad @rt or NULL @fn;
+ * -EDEADLK when called on a shard thread; -ESHUTDOWN if the runtime is
+ * stopping; -ENOMEM. The task's own errors travel in *@result.
+ * Context: any thread that is not a shard of @rt.
+ */
+int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
+		int64_t *result);
+
+/**
+ * pw_runtime_spawn - spawn a detached task on @shard from any thread.
+ * @state/@size/@drop: as pw_spawn(): @size bytes are copied (at most
+ * PW_TASK_STATE_MAX), or @state is passed as is when @size is 0.
+ *
+ * Return: 0; -EINVAL for a bad @rt, NULL @fn or bad size; -ENODEV for a
+ * shard out of range; -ESHUTDOWN if the runtime is stopping; -ENOMEM.
+ * Context: any thread.
+ */
+int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
+		     const void *state, size_t size, pw_drop_fn drop);
+
+/**
+ * pw_runtime_destroy - stop every shard and free the runtime.
+ *
+ * A clean shutdown: each shard stops taking work, drops every task (their
+ * drop hooks run and cancel in-flight operations), waits for every
+ * operation's final completion, closes its ring and exits; the threads are
+ * joined. No fd or memory is left behind. Wakers must not be used after.
+ * Return: 0; -EINVAL for an unknown or already destroyed @rt; -EDEADLK
+ * when called on one of its shards.
+ * Context: any thread that is not a shard of @rt.
+ */
+int pw_runtime_destroy(struct pw_runtime *rt);
+
+/**
+ * pw_runtime_shards - number of shards of @rt, or -EINVAL.
+ * Context: any thread.
+ */
+int pw_runtime_shards(struct pw_runtime *rt);
+
+/**
+ * pw_shard_id - index of the shard running the caller, or -EPERM when
+ * the caller is not a shard thread. Context: any thread.
+ */
+int pw_shard_id(void);
+
+/* Counters of one shard. Read with pw_runtime_stats(). */
+struct pw_shard_stats {
+	uint64_t spawned;	 /* tasks spawned on the shard */
+	uint64_t polls;		 /* task polls */
+	uint64_t local_wakes;	 /* wakes made on the shard */
+	uint64_t remote_wakes;	 /* wakes received through the inbox */
+	uint64_t inbox_msgs;	 /* inbox messages processed */
+	uint64_t budget_yields;	 /* polls ended by the coop budget */
+	uint64_t kernel_waits;	 /* blocking waits in io_uring */
+	uint64_t wakeups_sent;	 /* eventfd writes that roused it */
+	uint64_t sqes_submitted; /* SQEs handed to the kernel */
+	uint64_t cqes_reaped;	 /* CQEs processed */
+	uint64_t slab_chunks;	 /* slab chunks allocated so far */
+	uint64_t live_tasks;	 /* tasks whose memory is held */
+	uint64_t timers_fired;	 /* timer wheel entries fired */
+	uint64_t inflight_ops;	 /* kernel operations in flight */
+	bool defer_taskrun;	 /* ring uses DEFER_TASKRUN */
+	int cpu;		 /* CPU the shard is pinned to, or -1 */
+};
+
+/**
+ * pw_runtime_stats - copy shard @shard's counters into @out.
+ * Counters are updated by the shard and read without stopping it, so
+ * they may lag by a few events.
+ * Return: 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad shard.
+ * Context: any thread.
+ */
+int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
+		     struct pw_shard_stats *out);
+
+/**
+ * pw_strerror_setup - explain a pw_runtime_create() error to a person:
+ * what is wrong and how to fix it (e.g. the io_uring_disabled sysctl).
+ * Return: a static string. Context: any thread.
+ */
+const char *pw_strerror_setup(int err);
+
+/** pw_version - the library version as "MAJOR.MINOR.PATCH". */
+const char *pw_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINWHEEL_RUNTIME_H */

@@ -1,0 +1,759 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shard.c - the per-core engine: start, loop, inbox, stop.
+ *
+ * Each shard is one pinned thread running this loop:
+ *
+ *   1. drain the external inbox (bounded): foreign spawns and wakes;
+ *   2. poll up to cfg.batch ready tasks, FIFO;
+ *   3. fire expired timers;
+ *   4. if nothing is runnable, publish "asleep", re-check the inbox and
+ *      wait once in io_uring_submit_and_wait_timeout() bounded by the next
+ *      timer; otherwise submit queued SQEs and enter the kernel only when
+ *      there is something to submit or the kernel flagged completions;
+ *   5. reap every CQE in one batch, waking their tasks.
+ *
+ * Waking a sleeping shard: producers push to the inbox (a seq_cst
+ * exchange) and then read the asleep flag (seq_cst); the shard stores the
+ * flag (seq_cst) and then checks the inbox (seq_cst). One of the two sees
+ * the other, so either the shard notices the work or the producer writes
+ * the shard's eventfd, whose read is always armed in the ring. No wake-up
+ * is lost, and a producer makes no syscall while the shard is awake.
+ *
+ * Shutdown drops every task (their drop hooks cancel operations), cancels
+ * the eventfd read, keeps reaping until no operation is in flight, then
+ * releases the ring, the eventfd and the slab.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pinwheel/version.h"
+#include "shard_int.h"
+#include "time_int.h"
+
+/* A spawn or block_on request from another thread. */
+struct pw__spawn_msg {
+	struct pw__mpsc_node node;
+	pw_poll_fn fn;
+	pw_drop_fn drop;
+	const void *state;
+	size_t size;
+	struct pw__blockon *bo;
+	_Alignas(16) unsigned char data[];
+};
+
+struct pw__blockon {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;	/* memory released; the caller may return */
+	bool have;	/* the task completed with a result */
+	int64_t result; /* its result */
+	pw_poll_fn fn;
+	void *state;
+};
+
+/* Registry of live runtimes: validates handles passed by other threads. */
+static pthread_mutex_t reg_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t reg_cv = PTHREAD_COND_INITIALIZER;
+static struct pw_runtime *reg_head;
+
+static bool rt_enter(struct pw_runtime *rt)
+{
+	bool found = false;
+
+	if (!rt)
+		return false;
+	pthread_mutex_lock(&reg_mu);
+	for (struct pw_runtime *r = reg_head; r; r = r->reg_next) {
+		if (r == rt) {
+			rt->callers++;
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&reg_mu);
+	return found;
+}
+
+static void rt_leave(struct pw_runtime *rt)
+{
+	pthread_mutex_lock(&reg_mu);
+	if (--rt->callers == 0)
+		pthread_cond_broadcast(&reg_cv);
+	pthread_mutex_unlock(&reg_mu);
+}
+
+void pw__shard_rouse(struct pw__shard *s)
+{
+	/* seq_cst load: pairs with the shard's seq_cst store of asleep
+	 * that precedes its inbox check (see the top of this file). The
+	 * exchange lets one producer of many make the syscall. */
+	if (atomic_load(&s->asleep) && atomic_exchange(&s->asleep, 0)) {
+		uint64_t one = 1;
+		ssize_t n = write(s->efd, &one, sizeof(one));
+		(void)n; /* cannot fail: the counter never nears overflow */
+		/* relaxed: a statistic written by rousing threads only. */
+		atomic_fetch_add_explicit(&s->stats.wakeups_sent, 1,
+					  memory_order_relaxed);
+	}
+}
+
+void pw__shard_post(struct pw__shard *s, struct pw__mpsc_node *n)
+{
+	pw__mpsc_push(&s->inbox, n);
+	pw__shard_rouse(s);
+}
+
+static void arm_eventfd(struct pw__shard *s)
+{
+	struct io_uring_sqe *sqe = pw__shard_sqe(s);
+
+	if (!sqe)
+		return; /* retried at the next reap or turn */
+	io_uring_prep_read(sqe, s->efd, &s->efd_buf, sizeof(s->efd_buf), 0);
+	io_uring_sqe_set_data64(sqe, PW__UD_EVENTFD);
+	s->efd_armed = true;
+	s->inflight++;
+}
+
+static void blockon_signal(struct pw__blockon *bo)
+{
+	pthread_mutex_lock(&bo->mu);
+	bo->done = true;
+	pthread_cond_signal(&bo->cv);
+	pthread_mutex_unlock(&bo->mu);
+}
+
+void pw__blockon_release(void *state)
+{
+	blockon_signal(state);
+}
+
+static enum pw_poll blockon_poll(struct pw_cx *cx, void *state)
+{
+	struct pw__blockon *bo = state;
+	enum pw_poll r = bo->fn(cx, bo->state);
+
+	if (r == PW_READY) {
+		bo->result = cx->result;
+		bo->have = true;
+	}
+	return r;
+}
+
+static void handle_spawn(struct pw__shard *s, struct pw__spawn_msg *m)
+{
+	struct pw__task *t;
+	int err = -ESHUTDOWN;
+
+	if (!s->stopping) {
+		if (m->bo)
+			err = pw__task_new(s, &t, blockon_poll, m->bo, 0, NULL);
+		else
+			err = pw__task_new(s, &t, m->fn,
+					   m->size ? m->data : m->state,
+					   m->size, m->drop);
+	}
+	if (!err && m->bo)
+		t->flags |= PW__T_BLOCKON;
+	if (err) {
+		if (m->bo) {
+			blockon_signal(m->bo);
+		} else {
+			fprintf(stderr,
+				"pinwheel: shard %u: spawn from another "
+				"thread failed: %s\n",
+				s->id, strerror(-err));
+			if (m->drop)
+				m->drop(m->size ? m->data : (void *)m->state);
+		}
+	}
+	free(m);
+}
+
+static void drain_inbox(struct pw__shard *s, unsigned max)
+{
+	while (max--) {
+		struct pw__mpsc_node *n = pw__mpsc_pop(&s->inbox);
+		if (!n)
+			break;
+		PW__STAT_INC(s, inbox_msgs);
+		if (n->kind == PW__MSG_TASK)
+			pw__task_remote_event(
+				s, pw_container_of(n, struct pw__task, inbox));
+		else
+			handle_spawn(s, pw_container_of(n, struct pw__spawn_msg,
+							node));
+	}
+}
+
+static void dispatch(struct pw__shard *s, struct io_uring_cqe *cqe)
+{
+	uint64_t ud = cqe->user_data;
+
+	switch (ud & PW__UD_TAG_MASK) {
+	case 0:
+		pw__op_complete(s, (struct pw_op *)(uintptr_t)ud, cqe);
+		break;
+	case PW__UD_EVENTFD:
+		s->inflight--;
+		s->efd_armed = false;
+		if (!s->stopping)
+			arm_eventfd(s);
+		break;
+	default: /* PW__UD_IGNORE: a cancel request's own completion */
+		s->inflight--;
+		break;
+	}
+}
+
+static void reap(struct pw__shard *s)
+{
+	struct io_uring_cqe *cqe;
+	unsigned head, n = 0;
+
+	io_uring_for_each_cqe (&s->ring, head, cqe) {
+		dispatch(s, cqe);
+		n++;
+	}
+	if (n) {
+		io_uring_cq_advance(&s->ring, n);
+		PW__STAT_ADD(s, cqes_reaped, n);
+	}
+}
+
+static void note_submitted(struct pw__shard *s)
+{
+	if (s->sq_dirty) {
+		PW__STAT_ADD(s, sqes_submitted, s->sq_dirty);
+		s->sq_dirty = 0;
+	}
+}
+
+/* Busy path: hand over SQEs, collect completions, never block. */
+static void poke(struct pw__shard *s)
+{
+	/* relaxed: a hint the kernel sets when completions wait for us;
+	 * a stale read only delays them to the next turn. */
+	unsigned kflags = __atomic_load_n(s->ring.sq.kflags, __ATOMIC_RELAXED);
+
+	if (s->sq_dirty || (kflags & IORING_SQ_TASKRUN)) {
+		note_submitted(s);
+		io_uring_submit_and_get_events(&s->ring);
+	}
+}
+
+/* Idle path: sleep in the kernel until a CQE, a rouse or the deadline. */
+static void sleep_in_kernel(struct pw__shard *s)
+{
+	struct io_uring_cqe *cqe;
+	struct __kernel_timespec ts, *tsp = NULL;
+	uint64_t wait_ns;
+
+	/* seq_cst store, then seq_cst loads of the inbox and stop flag:
+	 * pairs with the producers' push and rouse (top of file). */
+	atomic_store(&s->asleep, 1);
+	if (!pw__mpsc_empty(&s->inbox) ||
+	    (!s->stopping && atomic_load(&s->stop)) ||
+	    !pw__time_may_sleep(s, &wait_ns)) {
+		atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
+		poke(s);
+		return;
+	}
+	if (wait_ns != UINT64_MAX) {
+		ts.tv_sec = (long long)(wait_ns / 1000000000u);
+		ts.tv_nsec = (long long)(wait_ns % 1000000000u);
+		tsp = &ts;
+	}
+	PW__STAT_INC(s, kernel_waits);
+	note_submitted(s);
+	io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, tsp, NULL);
+	/* relaxed: only the shard reads it as cleared; rousers that raced
+	 * with the wake merely write the eventfd once more. */
+	atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
+}
+
+static void begin_stop(struct pw__shard *s)
+{
+	s->stopping = true;
+	while (!pw_list_empty(&s->tasks)) {
+		struct pw__task *t =
+			pw_list_first_entry(&s->tasks, struct pw__task, link);
+		pw__task_finish(s, t, -ECANCELED, true);
+	}
+	if (s->efd_armed) {
+		struct io_uring_sqe *sqe = pw__shard_sqe(s);
+		if (sqe) {
+			io_uring_prep_cancel64(sqe, PW__UD_EVENTFD, 0);
+			io_uring_sqe_set_data64(sqe, PW__UD_IGNORE);
+			s->inflight++;
+		}
+	}
+}
+
+static void shard_loop(struct pw__shard *s)
+{
+	unsigned batch = s->rt->cfg.batch;
+
+	for (;;) {
+		pw__time_update(s);
+		drain_inbox(s, 4096);
+		/* seq_cst: pairs with the store in pw_runtime_destroy(). */
+		if (!s->stopping && atomic_load(&s->stop))
+			begin_stop(s);
+		for (unsigned n = 0; n < batch && s->rq_head; n++) {
+			struct pw__task *t = s->rq_head;
+			s->rq_head = t->next;
+			if (!s->rq_head)
+				s->rq_tail = NULL;
+			pw__task_run(s, t);
+		}
+		pw__time_fire(s);
+		/* relaxed: a statistic for readers on other threads. */
+		atomic_store_explicit(&s->stats.inflight_ops, s->inflight,
+				      memory_order_relaxed);
+		if (s->stopping && !s->rq_head && !s->inflight &&
+		    pw__mpsc_empty(&s->inbox))
+			break;
+		if (s->rq_head)
+			poke(s);
+		else
+			sleep_in_kernel(s);
+		reap(s);
+	}
+}
+
+static int ring_setup(struct pw__shard *s)
+{
+	const struct pw_config *c = &s->rt->cfg;
+	struct io_uring_params p;
+	unsigned base = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL;
+	unsigned tries[] = {
+		IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+			IORING_SETUP_TASKRUN_FLAG,
+		IORING_SETUP_COOP_TASKRUN | IORING_SETUP_TASKRUN_FLAG,
+		0,
+	};
+	int err = -EINVAL;
+
+	for (unsigned i = (c->flags & PW_CONFIG_NO_DEFER) ? 1 : 0; i < 3; i++) {
+		memset(&p, 0, sizeof(p));
+		p.flags = base | tries[i];
+		p.cq_entries = c->ring_entries * c->cq_factor;
+		err = io_uring_queue_init_params(c->ring_entries, &s->ring, &p);
+		if (!err) {
+			s->defer = i == 0;
+			return 0;
+		}
+		if (err != -EINVAL)
+			break; /* ENOSYS, EPERM, ENOMEM: no flag will help */
+	}
+	return err;
+}
+
+static int shard_start(struct pw__shard *s)
+{
+	if (s->cpu >= 0 && !(s->rt->cfg.flags & PW_CONFIG_NO_PIN)) {
+		cpu_set_t set;
+		CPU_ZERO(&set);
+		CPU_SET(s->cpu, &set);
+		int err = pthread_setaffinity_np(pthread_self(), sizeof(set),
+						 &set);
+		if (err)
+			return -err;
+	}
+	/* Closed by rt_free(), after the thread is joined. */
+	s->efd = eventfd(0, EFD_CLOEXEC);
+	if (s->efd < 0)
+		return -errno;
+	int err = ring_setup(s);
+	if (err)
+		return err;
+	s->ring_ok = true;
+	pw__time_init(s);
+	arm_eventfd(s);
+	return 0;
+}
+
+static void shard_teardown(struct pw__shard *s)
+{
+	if (s->ring_ok)
+		io_uring_queue_exit(&s->ring);
+	s->ring_ok = false;
+	pw__slab_destroy(&s->slab);
+	/* The eventfd stays open until the thread is joined: a rousing
+	 * thread may still write to it (rt_free() closes it). */
+}
+
+static void *shard_main(void *arg)
+{
+	struct pw__shard *s = arg;
+	struct pw_runtime *rt = s->rt;
+
+	pw__cur_shard = s;
+	int err = shard_start(s);
+
+	pthread_mutex_lock(&rt->start_mu);
+	s->start_err = err;
+	rt->started++;
+	pthread_cond_broadcast(&rt->start_cv);
+	pthread_mutex_unlock(&rt->start_mu);
+	if (!err)
+		shard_loop(s);
+	shard_teardown(s);
+	pw__cur_shard = NULL;
+	return NULL;
+}
+
+void pw_config_init(struct pw_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->shards = 1;
+	cfg->ring_entries = 256;
+	cfg->cq_factor = 8;
+	cfg->batch = 64;
+	cfg->tick_ns = 1000000;
+}
+
+static int config_check(const struct pw_config *c, int ncpu)
+{
+	if (c->shards < 1 || c->shards > PW_MAX_SHARDS)
+		return -EINVAL;
+	if (c->ring_entries < PW_RING_ENTRIES_MIN ||
+	    c->ring_entries > PW_RING_ENTRIES_MAX ||
+	    (c->ring_entries & (c->ring_entries - 1)))
+		return -EINVAL;
+	if (c->cq_factor < 1 || c->cq_factor > 64 || c->batch < 1)
+		return -EINVAL;
+	if (c->tick_ns < 1000 || c->tick_ns > 1000000000)
+		return -EINVAL;
+	if (c->flags &
+	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK))
+		return -EINVAL;
+	if (c->cpus) {
+		for (unsigned i = 0; i < c->shards; i++)
+			if (c->cpus[i] < 0 || c->cpus[i] >= ncpu)
+				return -EINVAL;
+	}
+	return 0;
+}
+
+/* Resolve the CPU of each shard: the configured list, or the CPUs of the
+ * affinity mask in order, wrapping around. */
+static int resolve_cpus(struct pw_runtime *rt)
+{
+	cpu_set_t set;
+	int allowed[CPU_SETSIZE], n = 0;
+
+	rt->cpus = calloc(rt->nshards, sizeof(int));
+	if (!rt->cpus)
+		return -ENOMEM;
+	if (rt->cfg.cpus) {
+		memcpy(rt->cpus, rt->cfg.cpus, rt->nshards * sizeof(int));
+		return 0;
+	}
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &set))
+				allowed[n++] = c;
+	for (unsigned i = 0; i < rt->nshards; i++)
+		rt->cpus[i] = n ? allowed[i % (unsigned)n] : -1;
+	return 0;
+}
+
+static void rt_free(struct pw_runtime *rt)
+{
+	if (rt->shards)
+		for (unsigned i = 0; i < rt->nshards; i++) {
+			if (rt->shards[i] && rt->shards[i]->efd >= 0)
+				close(rt->shards[i]->efd);
+			free(rt->shards[i]);
+		}
+	free(rt->shards);
+	free(rt->cpus);
+	pthread_mutex_destroy(&rt->start_mu);
+	pthread_cond_destroy(&rt->start_cv);
+	free(rt);
+}
+
+/* Stop and join shards [0, n). */
+static void stop_shards(struct pw_runtime *rt, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		/* seq_cst store: pairs with the shard's load after it
+		 * publishes asleep (sleep_in_kernel) and in its loop. */
+		atomic_store(&rt->shards[i]->stop, true);
+		pw__shard_rouse(rt->shards[i]);
+	}
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(rt->shards[i]->thread, NULL);
+}
+
+int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
+{
+	struct pw_config defaults;
+	struct pw_runtime *rt;
+	unsigned launched = 0;
+	int err;
+
+	if (!rtp)
+		return -EINVAL;
+	*rtp = NULL;
+	if (pw__cur_shard)
+		return -EDEADLK;
+	if (!cfg) {
+		pw_config_init(&defaults);
+		cfg = &defaults;
+	}
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	err = config_check(cfg, ncpu > 0 ? (int)ncpu : CPU_SETSIZE);
+	if (err)
+		return err;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return -ENOMEM;
+	rt->cfg = *cfg;
+	rt->cfg.cpus = NULL;
+	rt->nshards = cfg->shards;
+	pthread_mutex_init(&rt->start_mu, NULL);
+	pthread_cond_init(&rt->start_cv, NULL);
+	rt->start_ns = pw__clock_ns();
+	rt->shards = calloc(rt->nshards, sizeof(*rt->shards));
+	rt->cfg.cpus = cfg->cpus;
+	err = !rt->shards ? -ENOMEM : resolve_cpus(rt);
+	rt->cfg.cpus = NULL; /* the caller's array need not outlive us */
+	if (err)
+		goto out_free;
+	for (unsigned i = 0; i < rt->nshards; i++) {
+		struct pw__shard *s = aligned_alloc(64, sizeof(*s));
+		if (!s) {
+			err = -ENOMEM;
+			goto out_free;
+		}
+		memset(s, 0, sizeof(*s));
+		rt->shards[i] = s;
+		s->rt = rt;
+		s->id = i;
+		s->cpu = rt->cpus[i];
+		s->efd = -1;
+		pw_list_init(&s->tasks);
+		pw__slab_init(&s->slab);
+		pw__mpsc_init(&s->inbox);
+	}
+	for (; launched < rt->nshards; launched++) {
+		struct pw__shard *s = rt->shards[launched];
+		err = -pthread_create(&s->thread, NULL, shard_main, s);
+		if (err)
+			break;
+	}
+	pthread_mutex_lock(&rt->start_mu);
+	while (rt->started < launched)
+		pthread_cond_wait(&rt->start_cv, &rt->start_mu);
+	pthread_mutex_unlock(&rt->start_mu);
+	for (unsigned i = 0; !err && i < launched; i++)
+		err = rt->shards[i]->start_err;
+	if (err) {
+		stop_shards(rt, launched);
+		goto out_free;
+	}
+	pthread_mutex_lock(&reg_mu);
+	rt->reg_next = reg_head;
+	reg_head = rt;
+	pthread_mutex_unlock(&reg_mu);
+	*rtp = rt;
+	return 0;
+
+out_free:
+	rt_free(rt);
+	return err;
+}
+
+static bool on_shard_of(struct pw_runtime *rt)
+{
+	return pw__cur_shard && pw__cur_shard->rt == rt;
+}
+
+int pw_runtime_destroy(struct pw_runtime *rt)
+{
+	struct pw_runtime **pp;
+
+	if (!rt)
+		return -EINVAL;
+	pthread_mutex_lock(&reg_mu);
+	for (pp = &reg_head; *pp && *pp != rt; pp = &(*pp)->reg_next)
+		;
+	if (!*pp) {
+		pthread_mutex_unlock(&reg_mu);
+		return -EINVAL;
+	}
+	if (on_shard_of(rt)) {
+		pthread_mutex_unlock(&reg_mu);
+		return -EDEADLK;
+	}
+	*pp = rt->reg_next;
+	/* No new caller can find it; wait for those inside a push. */
+	while (rt->callers)
+		pthread_cond_wait(&reg_cv, &reg_mu);
+	pthread_mutex_unlock(&reg_mu);
+	stop_shards(rt, rt->nshards);
+	rt_free(rt);
+	return 0;
+}
+
+static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
+		      const void *state, size_t size, pw_drop_fn drop,
+		      struct pw__blockon *bo)
+{
+	struct pw__spawn_msg *m = malloc(sizeof(*m) + size);
+
+	if (!m)
+		return -ENOMEM;
+	m->node.kind = PW__MSG_SPAWN;
+	m->fn = fn;
+	m->drop = drop;
+	m->state = state;
+	m->size = size;
+	m->bo = bo;
+	if (size)
+		memcpy(m->data, state, size);
+	pw__shard_post(rt->shards[shard], &m->node);
+	return 0;
+}
+
+int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
+		     const void *state, size_t size, pw_drop_fn drop)
+{
+	if (!fn || size > PW_TASK_STATE_MAX || (size && !state))
+		return -EINVAL;
+	if (!rt_enter(rt))
+		return -EINVAL;
+	int err = shard >= rt->nshards ?
+			  -ENODEV :
+			  post_spawn(rt, shard, fn, state, size, drop, NULL);
+	rt_leave(rt);
+	return err;
+}
+
+int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
+		int64_t *result)
+{
+	struct pw__blockon bo = { .fn = fn, .state = state };
+
+	if (!fn)
+		return -EINVAL;
+	if (on_shard_of(rt))
+		return -EDEADLK;
+	if (!rt_enter(rt))
+		return -EINVAL;
+	pthread_mutex_init(&bo.mu, NULL);
+	pthread_cond_init(&bo.cv, NULL);
+	int err = post_spawn(rt, 0, NULL, NULL, 0, NULL, &bo);
+	rt_leave(rt);
+	if (!err) {
+		pthread_mutex_lock(&bo.mu);
+		while (!bo.done)
+			pthread_cond_wait(&bo.cv, &bo.mu);
+		pthread_mutex_unlock(&bo.mu);
+		err = bo.have ? 0 : -ESHUTDOWN;
+		if (bo.have && result)
+			*result = bo.result;
+	}
+	pthread_mutex_destroy(&bo.mu);
+	pthread_cond_destroy(&bo.cv);
+	return err;
+}
+
+int pw_runtime_shards(struct pw_runtime *rt)
+{
+	if (!rt_enter(rt))
+		return -EINVAL;
+	int n = (int)rt->nshards;
+	rt_leave(rt);
+	return n;
+}
+
+int pw_shard_id(void)
+{
+	return pw__cur_shard ? (int)pw__cur_shard->id : -EPERM;
+}
+
+#define LOAD(f) atomic_load_explicit(&s->stats.f, memory_order_relaxed)
+
+int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
+		     struct pw_shard_stats *out)
+{
+	if (!out)
+		return -EINVAL;
+	if (!rt_enter(rt))
+		return -EINVAL;
+	if (shard >= rt->nshards) {
+		rt_leave(rt);
+		return -ENODEV;
+	}
+	struct pw__shard *s = rt->shards[shard];
+	memset(out, 0, sizeof(*out));
+	out->spawned = LOAD(spawned);
+	out->polls = LOAD(polls);
+	out->local_wakes = LOAD(local_wakes);
+	out->remote_wakes = LOAD(remote_wakes);
+	out->inbox_msgs = LOAD(inbox_msgs);
+	out->budget_yields = LOAD(budget_yields);
+	out->kernel_waits = LOAD(kernel_waits);
+	out->wakeups_sent = LOAD(wakeups_sent);
+	out->sqes_submitted = LOAD(sqes_submitted);
+	out->cqes_reaped = LOAD(cqes_reaped);
+	out->slab_chunks = LOAD(slab_chunks);
+	out->live_tasks = LOAD(live_tasks);
+	out->timers_fired = LOAD(timers_fired);
+	out->inflight_ops = LOAD(inflight_ops);
+	out->defer_taskrun = s->defer;
+	out->cpu = (rt->cfg.flags & PW_CONFIG_NO_PIN) ? -1 : s->cpu;
+	rt_leave(rt);
+	return 0;
+}
+
+const char *pw_strerror_setup(int err)
+{
+	switch (err) {
+	case 0:
+		return "no error";
+	case -EPERM:
+		return "io_uring is not permitted for this process: the "
+		       "kernel.io_uring_disabled sysctl is 1 or 2 (set it to "
+		       "0: `sysctl -w kernel.io_uring_disabled=0`, or add the "
+		       "user to the group in kernel.io_uring_group), or a "
+		       "security policy forbids it";
+	case -ENOSYS:
+		return "io_uring is unavailable: the kernel lacks it "
+		       "(CONFIG_IO_URING, Linux 6.1 or later is needed) or a "
+		       "container's seccomp profile blocks io_uring_setup "
+		       "(run the container with a profile that allows the "
+		       "io_uring_* system calls)";
+	case -ENOMEM:
+		return "out of memory setting up the io_uring rings (raise "
+		       "RLIMIT_MEMLOCK with `ulimit -l`, or use fewer ring "
+		       "entries)";
+	case -EINVAL:
+		return "invalid runtime configuration (shards, ring entries, "
+		       "CQ factor, batch, tick or flags out of range)";
+	case -EDEADLK:
+		return "called from a shard thread";
+	default:
+		return "the runtime could not start (thread, pinning or "
+		       "io_uring set-up failed)";
+	}
+}
+
+const char *pw_version(void)
+{
+	return PW_VERSION;
+}

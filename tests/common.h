@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * common.h - helpers shared by pinwheel's Criterion tests.
+ */
+#ifndef PW_TESTS_COMMON_H
+#define PW_TESTS_COMMON_H
+
+#include <dirent.h>
+#include <stdlib.h>
+
+#include <criterion/criterion.h>
+
+#include "pinwheel.h"
+
+/* PW_TEST_SCALE (a float, default 1) scales randomised op counts. */
+static inline double pw_test_scale(void)
+{
+	const char *s = getenv("PW_TEST_SCALE");
+	double v = s ? atof(s) : 1.0;
+	return v > 0 ? v : 1.0;
+}
+
+/* Number of open fds of this process. */
+static inline int pw_test_open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	cr_assert_not_null(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n - 3; /* ".", "..", and the DIR's own fd */
+}
+
+/* A one-shard runtime with default settings; fails the test if it
+ * cannot start. */
+static inline struct pw_runtime *pw_test_runtime(unsigned shards)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.shards = shards;
+	int err = pw_runtime_create(&rt, &cfg);
+	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
+		     pw_strerror_setup(err));
+	return rt;
+}
+
+/* Run @fn(@state) on shard 0 and return its result. */
+static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
+				       void *state)
+{
+	int64_t res = 0;
+	int err = pw_block_on(rt, fn, state, &res);
+	cr_assert_eq(err, 0, "pw_block_on: %d", err);
+	return res;
+}
+
+#endif /* PW_TESTS_COMMON_H */

@@ -1,0 +1,178 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_alloc.c - after warm-up, spawn, wake and poll make no allocator
+ * call: the shard thread's calls to malloc and friends are counted by
+ * interposing them (in builds without a sanitizer, which owns malloc
+ * there), and the slab's chunk count must not move either.
+ */
+#include <stdatomic.h>
+#include <stddef.h>
+
+#include "common.h"
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PW_COUNT_MALLOC 0
+#else
+#define PW_COUNT_MALLOC 1
+#endif
+
+#if PW_COUNT_MALLOC
+/* glibc's own entry points, which the interposers forward to. */
+void *__libc_malloc(size_t);
+void *__libc_calloc(size_t, size_t);
+void *__libc_realloc(void *, size_t);
+void *__libc_memalign(size_t, size_t);
+void __libc_free(void *);
+
+/* Calls made by shard threads: only they touch the counted paths. */
+static _Atomic unsigned long shard_allocs;
+
+static void count(void)
+{
+	if (pw_shard_id() >= 0)
+		/* relaxed: a statistic read after pw_block_on() returns. */
+		atomic_fetch_add_explicit(&shard_allocs, 1,
+					  memory_order_relaxed);
+}
+
+void *malloc(size_t n)
+{
+	count();
+	return __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t m)
+{
+	count();
+	return __libc_calloc(n, m);
+}
+
+void *realloc(void *p, size_t n)
+{
+	count();
+	return __libc_realloc(p, n);
+}
+
+void *aligned_alloc(size_t a, size_t n)
+{
+	count();
+	return __libc_memalign(a, n);
+}
+
+int posix_memalign(void **p, size_t a, size_t n)
+{
+	count();
+	*p = __libc_memalign(a, n);
+	return *p ? 0 : 12;
+}
+
+void free(void *p)
+{
+	if (p)
+		count();
+	__libc_free(p);
+}
+#endif
+
+static unsigned long allocs(void)
+{
+#if PW_COUNT_MALLOC
+	return atomic_load(&shard_allocs);
+#else
+	return 0;
+#endif
+}
+
+/* A child that parks once, is woken by the parent, then finishes. */
+struct kid {
+	int polls;
+	struct pw_waker *slot;
+};
+
+static enum pw_poll kid_poll(struct pw_cx *cx, void *state)
+{
+	struct kid *k = state;
+	if (k->polls++ == 0) {
+		struct pw_waker w = pw_cx_waker(cx);
+		pw_waker_clone(k->slot, &w);
+		return PW_PENDING;
+	}
+	return pw_ready(cx, k->polls);
+}
+
+struct round {
+	int rounds, i, phase;
+	unsigned long before, after;
+	uint64_t chunks_before;
+	struct pw_runtime *rt;
+	struct pw_join j[64];
+	struct pw_waker w[64];
+};
+
+static uint64_t chunks(struct pw_runtime *rt)
+{
+	struct pw_shard_stats st;
+	pw_runtime_stats(rt, 0, &st);
+	return st.slab_chunks;
+}
+
+/* One round: spawn 64 children, let them park, wake each, join each. */
+static enum pw_poll round_poll(struct pw_cx *cx, void *state)
+{
+	struct round *r = state;
+	for (;;) {
+		switch (r->phase) {
+		case 0:
+			if (r->i == r->rounds)
+				return pw_ready(cx, 0);
+			if (r->i == 100) { /* warm */
+				r->before = allocs();
+				r->chunks_before = chunks(r->rt);
+			}
+			for (int k = 0; k < 64; k++) {
+				struct kid kid = { 0, &r->w[k] };
+				cr_assert_eq(pw_spawn(&r->j[k], kid_poll, &kid,
+						      sizeof(kid), NULL),
+					     0);
+			}
+			r->phase = 1;
+			return pw_yield(cx);
+		case 1:
+			for (int k = 0; k < 64; k++)
+				pw_waker_wake(&r->w[k]);
+			r->phase = 2;
+			/* fall through */
+		case 2:
+			for (int k = 0; k < 64; k++) {
+				int64_t v;
+				if (r->j[k].task &&
+				    pw_join_poll(cx, &r->j[k], &v) ==
+					    PW_PENDING)
+					return PW_PENDING;
+			}
+			r->phase = 0;
+			r->i++;
+			if (r->i == r->rounds)
+				r->after = allocs();
+			break;
+		}
+	}
+}
+
+Test(alloc, spawn_wake_poll_allocate_nothing_after_warmup)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct round r;
+	r.rounds = 1100;
+	r.rt = rt;
+	pw_test_block_on(rt, round_poll, &r);
+	cr_assert_eq(r.after, r.before, "%lu allocator calls after warm-up",
+		     r.after - r.before);
+	cr_assert_eq(chunks(rt), r.chunks_before, "the slab grew");
+	cr_assert_gt(r.chunks_before, 0);
+#if PW_COUNT_MALLOC
+	/* The counter does see the shard's allocations (slab chunks). */
+	cr_assert_gt(r.before, 0);
+#endif
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}

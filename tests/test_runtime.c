@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_runtime.c - create, block_on and destroy: configuration checks,
+ * clean shutdown with work in flight, handles used after destroy, calls
+ * from the wrong thread, and io_uring being unavailable.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <liburing.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+
+static enum pw_poll answer_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	return pw_ready(cx, 42);
+}
+
+Test(runtime, create_block_on_destroy_leaves_no_fd)
+{
+	int fds = pw_test_open_fds();
+	for (int i = 0; i < 20; i++) {
+		struct pw_runtime *rt = pw_test_runtime(1 + i % 2);
+		cr_assert_eq(pw_runtime_shards(rt), 1 + i % 2);
+		cr_assert_eq(pw_test_block_on(rt, answer_poll, NULL), 42);
+		cr_assert_eq(pw_runtime_destroy(rt), 0);
+	}
+	cr_assert_eq(pw_test_open_fds(), fds);
+}
+
+Test(runtime, shard_is_pinned_and_uses_defer_taskrun)
+{
+	cpu_set_t set;
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	int first = -1;
+	for (int c = 0; c < CPU_SETSIZE && first < 0; c++)
+		if (CPU_ISSET(c, &set))
+			first = c;
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_shard_stats st;
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert_eq(st.cpu, first);
+	cr_assert(st.defer_taskrun, "kernel 6.1+ accepts DEFER_TASKRUN");
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+
+	struct pw_config cfg;
+	pw_config_init(&cfg);
+	cfg.flags = PW_CONFIG_NO_DEFER;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert(!st.defer_taskrun);
+	cr_assert_eq(pw_test_block_on(rt, answer_poll, NULL), 42);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Shutdown with work in flight: readers blocked on pipes, tasks parked
+ * forever, tasks queued; every drop hook runs once, every fd is back. */
+static _Atomic int drops;
+
+struct blocked {
+	int fds[2];
+	char buf[8];
+	struct pw_op op;
+	bool park;
+};
+
+static void prep_read(struct io_uring_sqe *sqe, void *arg)
+{
+	struct blocked *b = arg;
+	io_uring_prep_read(sqe, b->fds[0], b->buf, sizeof(b->buf), 0);
+}
+
+static enum pw_poll blocked_poll(struct pw_cx *cx, void *state)
+{
+	struct blocked *b = state;
+	int32_t res;
+	if (b->park)
+		return PW_PENDING;
+	if (pw_op_poll(cx, &b->op, prep_read, b, &res) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, res);
+}
+
+static void blocked_drop(void *state)
+{
+	struct blocked *b = state;
+	pw_op_cancel(&b->op);
+	close(b->fds[0]);
+	close(b->fds[1]);
+	atomic_fetch_add(&drops, 1);
+}
+
+static enum pw_poll spawn_blocked(struct pw_cx *cx, void *state)
+{
+	int *n = state;
+	for (int i = 0; i < *n; i++) {
+		struct blocked b = { .park = i % 3 == 0 };
+		cr_assert_eq(pipe(b.fds), 0);
+		pw_op_init(&b.op);
+		cr_assert_eq(pw_spawn(NULL, blocked_poll, &b, sizeof(b),
+				      blocked_drop),
+			     0);
+	}
+	return pw_ready(cx, 0);
+}
+
+Test(runtime, destroy_drops_tasks_and_cancels_operations)
+{
+	int fds = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(2);
+	int n = 300;
+	pw_test_block_on(rt, spawn_blocked, &n);
+	cr_assert_eq(
+		pw_runtime_spawn(rt, 1, spawn_blocked, &n, sizeof(n), NULL), 0);
+	usleep(20000);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(atomic_load(&drops), 2 * n);
+	cr_assert_eq(pw_test_open_fds(), fds);
+}
+
+Test(runtime, handles_after_destroy_are_refused)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_shard_stats st;
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), -EINVAL);
+	cr_assert_eq(pw_block_on(rt, answer_poll, NULL, NULL), -EINVAL);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), -EINVAL);
+	cr_assert_eq(pw_runtime_shards(rt), -EINVAL);
+	cr_assert_eq(pw_runtime_destroy(NULL), -EINVAL);
+}
+
+Test(runtime, bad_configuration)
+{
+	struct pw_config c;
+	struct pw_runtime *rt = (void *)1;
+	cr_assert_eq(pw_runtime_create(NULL, NULL), -EINVAL);
+#define BAD(field, value)                                         \
+	do {                                                      \
+		pw_config_init(&c);                               \
+		c.field = value;                                  \
+		cr_assert_eq(pw_runtime_create(&rt, &c), -EINVAL, \
+			     #field " = " #value);                \
+		cr_assert_null(rt);                               \
+	} while (0)
+	BAD(shards, 0);
+	BAD(shards, PW_MAX_SHARDS + 1);
+	BAD(ring_entries, 7);
+	BAD(ring_entries, 100);
+	BAD(ring_entries, 65536);
+	BAD(cq_factor, 0);
+	BAD(cq_factor, 65);
+	BAD(batch, 0);
+	BAD(tick_ns, 999);
+	BAD(tick_ns, 2000000000);
+	BAD(flags, 0x80);
+	static const int neg[] = { -1 };
+	static const int huge[] = { 1 << 20 };
+	BAD(cpus, neg);
+	BAD(cpus, huge);
+#undef BAD
+	pw_config_init(NULL); /* no crash */
+	cr_assert_eq(pw_block_on(NULL, answer_poll, NULL, NULL), -EINVAL);
+	cr_assert_eq(pw_runtime_stats(NULL, 0, NULL), -EINVAL);
+	struct pw_runtime *ok = pw_test_runtime(1);
+	cr_assert_eq(pw_block_on(ok, NULL, NULL, NULL), -EINVAL);
+	struct pw_shard_stats st;
+	cr_assert_eq(pw_runtime_stats(ok, 1, &st), -ENODEV);
+	cr_assert_eq(pw_runtime_stats(ok, 0, NULL), -EINVAL);
+	cr_assert_eq(pw_runtime_destroy(ok), 0);
+	cr_assert_str_neq(pw_strerror_setup(-ENOSYS), "");
+	cr_assert_str_eq(pw_version(), PW_VERSION);
+}
+
+/* Calls a shard may not make. */
+static struct pw_runtime *RT;
+
+static enum pw_poll wrong_thread_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	struct pw_runtime *other;
+	cr_assert_eq(pw_block_on(RT, answer_poll, NULL, NULL), -EDEADLK);
+	cr_assert_eq(pw_runtime_destroy(RT), -EDEADLK);
+	cr_assert_eq(pw_runtime_create(&other, NULL), -EDEADLK);
+	return pw_ready(cx, 1);
+}
+
+Test(runtime, shard_thread_cannot_block_or_destroy)
+{
+	RT = pw_test_runtime(1);
+	cr_assert_eq(pw_test_block_on(RT, wrong_thread_poll, NULL), 1);
+	cr_assert_eq(pw_runtime_destroy(RT), 0);
+}
+
+/* io_uring refused by a seccomp filter, as a container profile does. */
+static void forbid_io_uring(int err)
+{
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS,
+			 offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_io_uring_setup, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K,
+			 SECCOMP_RET_ERRNO |
+				 ((unsigned)err & SECCOMP_RET_DATA)),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { sizeof(f) / sizeof(f[0]), f };
+	cr_assert_eq(prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), 0);
+	cr_assert_eq(prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog), 0);
+}
+
+Test(runtime, io_uring_unavailable_is_a_clear_error)
+{
+	int fds = pw_test_open_fds();
+	forbid_io_uring(ENOSYS);
+	struct pw_runtime *rt = (void *)1;
+	cr_assert_eq(pw_runtime_create(&rt, NULL), -ENOSYS);
+	cr_assert_null(rt);
+	cr_assert_eq(pw_test_open_fds(), fds, "a failed start leaks no fd");
+	cr_assert(strstr(pw_strerror_setup(-ENOSYS), "seccomp"));
+
+	/* The command says what is wrong and how to fix it. */
+	int pfd[2];
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(pfd[1], 2);
+		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "demo", (char *)0);
+		_exit(127);
+	}
+	close(pfd[1]);
+	char out[1024] = { 0 };
+	size_t got = 0;
+	ssize_t r;
+	while ((r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
+		got += (size_t)r;
+	close(pfd[0]);
+	int status;
+	waitpid(pid, &status, 0);
+	cr_assert(WIFEXITED(status));
+	cr_assert_eq(WEXITSTATUS(status), 1, "exit status");
+	cr_assert(strstr(out, "io_uring"), "message: %s", out);
+	cr_assert(strstr(out, "seccomp"), "message: %s", out);
+}
+
+Test(runtime, io_uring_disabled_by_sysctl_is_eperm)
+{
+	forbid_io_uring(EPERM);
+	struct pw_runtime *rt;
+	cr_assert_eq(pw_runtime_create(&rt, NULL), -EPERM);
+	cr_assert(strstr(pw_strerror_setup(-EPERM), "io_uring_disabled"));
+}

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * time_int.h - the shard's clock and timer wheel, as the loop drives them.
+ * Private to the library. See time.c.
+ */
+#ifndef PW_TIMER_TIME_INT_H
+#define PW_TIMER_TIME_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct pw__shard;
+
+/* Set up the shard's wheel at the runtime's current time. */
+void pw__time_init(struct pw__shard *s);
+
+/* Read the clock once for this loop turn and cache it. */
+void pw__time_update(struct pw__shard *s);
+
+/* Fire every timer due at the cached time. */
+void pw__time_fire(struct pw__shard *s);
+
+/*
+ * May the shard sleep, and for how long? false when a timer is already
+ * due (the loop must turn again without blocking); otherwise true with
+ * *@wait_ns the time until the next wheel expiry, or UINT64_MAX for none.
+ */
+bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns);
+
+/* CLOCK_MONOTONIC in nanoseconds. */
+uint64_t pw__clock_ns(void);
+
+#endif /* PW_TIMER_TIME_INT_H */

@@ -1,0 +1,460 @@
+// SPDX-License-Identifier: MIT
+/*
+ * timer/wheel.c - the per-shard hierarchical timer wheel.
+ *
+ * Why: a shard arms and disarms a timer for nearly every I/O with a
+ * timeout, and almost all of them are cancelled long before they fire.
+ * A wheel makes arm, re-arm and cancel O(1) list operations on a node
+ * embedded in the caller's struct, and finds the next expiry from six
+ * 64-bit masks. Each shard owns its wheel, so there is no lock.
+ *
+ * Layout: 6 levels of 64 slots. A slot of level l covers 64^l ticks, so
+ * level l covers 64^(l+1) ticks. For a tick of 1 ms:
+ *
+ *	level	slot span		level range
+ *	0	1 ms			64 ms
+ *	1	64 ms			4.1 s
+ *	2	4.1 s			4.4 min
+ *	3	4.4 min			4.7 h
+ *	4	4.7 h			12.4 days
+ *	5	12.4 days		2.2 years (2^36 ticks), then a ring
+ *
+ * Placement: a timer is filed under its slot_when, a tick > elapsed. The
+ * level is the 6-bit digit where slot_when first differs from elapsed,
+ * level = (63 - clz((elapsed ^ slot_when) | 63)) / 6, and the slot is
+ * digit `level` of slot_when. So a slot of level l > 0 holds timers that
+ * are due within its span and starts after elapsed; when elapsed reaches
+ * that start the slot "expires": its timers fire if due or are re-filed
+ * from their true deadline, which lands them at a lower level (a
+ * cascade). Nothing cascades more than five times.
+ *
+ * Far deadlines: a deadline outside elapsed's aligned 2^36-tick block
+ * cannot be told apart by six digits. It is filed with slot_when = the
+ * first tick of the next block, which is level 5 slot 0 (slot 0 of level
+ * 5 never holds a timer of the current block, whose level 5 digit is
+ * larger than elapsed's). Level 5 thus acts as a ring. When that slot
+ * expires it holds the only timers left in the wheel, so advance jumps
+ * straight to min(earliest deadline there, target tick) instead of
+ * walking block by block: a jump to 2^60 costs O(timers), not O(2^24).
+ *
+ * Reset to a later tick only stores the new deadline: slot_when stays
+ * and the timer is re-filed when its slot expires. An earlier one
+ * re-files at once.
+ *
+ * Armed already due (deadline <= elapsed), a timer goes to the due list
+ * and fires at the next advance. During an advance, timers found due in
+ * expired slots go to the expired list, then move to an on-stack batch
+ * of up to 32 (state FIRING, no longer counted) whose fns are called in
+ * order. So while a fn runs the wheel is whole, and cancel or re-arm of a
+ * FIRING timer unlinks it from the batch, which skips it.
+ *
+ * Invariants between calls (pw__wheel_check() tests them all):
+ *  - a PENDING timer in slots[l][s] has level l, slot s, elapsed <
+ *    slot_when <= deadline, and either slot_when is in elapsed's 2^36
+ *    block with l, s as placement says, or l = 5, s = 0 and slot_when is
+ *    the first tick of the next block;
+ *  - bit s of occupied[l] is set iff slots[l][s] is not empty;
+ *  - timers in the due and expired lists are PENDING, level
+ *    PW__TIMER_LEVEL_DUE, deadline <= elapsed;
+ *  - count is the number of PENDING timers.
+ * It follows that occupied slots of a lower level all start before those
+ * of a higher one, so the next expiry is in the lowest non-empty level:
+ * rotate its mask to just past elapsed's digit, count trailing zeros.
+ */
+#include "wheel.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#define SLOT_MASK  ((uint64_t)PW__WHEEL_SLOTS - 1)
+#define TOP_LEVEL  (PW__WHEEL_LEVELS - 1)
+#define RANGE_BITS (PW__WHEEL_LEVELS * PW__WHEEL_SLOT_BITS) /* 36 */
+#define RANGE_MASK ((UINT64_C(1) << RANGE_BITS) - 1)
+#define RING_SLOT  0 /* level 5 slot of the next block's first tick */
+
+_Static_assert(PW__WHEEL_SLOTS == 1 << PW__WHEEL_SLOT_BITS, "slot bits");
+_Static_assert(PW__WHEEL_SLOTS == 64, "occupied masks are 64 bits");
+_Static_assert(RANGE_BITS < 64, "the wheel must not cover 64 bits");
+_Static_assert(PW__TIMER_LEVEL_DUE < 256, "level is a uint8_t");
+
+static inline unsigned level_for(uint64_t elapsed, uint64_t when)
+{
+	uint64_t masked = (elapsed ^ when) | SLOT_MASK;
+	unsigned level = (63 - __builtin_clzll(masked)) / PW__WHEEL_SLOT_BITS;
+
+	return level > TOP_LEVEL ? TOP_LEVEL : level;
+}
+
+static inline unsigned slot_for(uint64_t when, unsigned level)
+{
+	return (when >> (level * PW__WHEEL_SLOT_BITS)) & SLOT_MASK;
+}
+
+/* Whether @when is in @elapsed's 2^36-tick block (the wheel's range). */
+static inline bool in_range(uint64_t elapsed, uint64_t when)
+{
+	return ((elapsed ^ when) >> RANGE_BITS) == 0;
+}
+
+/*
+ * The first tick of the block after @elapsed's. Only called when some
+ * deadline lies beyond that block, so @elapsed is not in the last block
+ * and this does not wrap.
+ */
+static inline uint64_t ring_tick(uint64_t elapsed)
+{
+	return (elapsed | RANGE_MASK) + 1;
+}
+
+static inline uint64_t rotr64(uint64_t x, unsigned r)
+{
+	return (x >> r) | (x << ((64 - r) & 63));
+}
+
+/*
+ * The start tick of the first occupied slot of level @l (occupied[l] must
+ * not be 0), and that slot in *@slot. Slots come after elapsed's digit:
+ * rotating the mask right by digit + 1 puts the next one at bit 0, so the
+ * distance is ctz + 1, from 1 to 64 (64 only for the ring slot when
+ * elapsed's level 5 digit is 0).
+ */
+static inline uint64_t level_next(const struct pw__wheel *w, unsigned l,
+				  unsigned *slot)
+{
+	unsigned shift = l * PW__WHEEL_SLOT_BITS;
+	uint64_t pos = w->elapsed >> shift;
+	unsigned cur = pos & SLOT_MASK;
+	uint64_t rot = rotr64(w->occupied[l], (cur + 1) & SLOT_MASK);
+	unsigned dist = (unsigned)__builtin_ctzll(rot) + 1;
+
+	*slot = (cur + dist) & SLOT_MASK;
+	return (pos + dist) << shift;
+}
+
+/* File PENDING @t, deadline > elapsed, in the slot its deadline selects. */
+static inline void place(struct pw__wheel *w, struct pw__timer *t)
+{
+	uint64_t when = t->deadline;
+	unsigned level, slot;
+
+	if (!in_range(w->elapsed, when))
+		when = ring_tick(w->elapsed);
+	level = level_for(w->elapsed, when);
+	slot = slot_for(when, level);
+	t->slot_when = when;
+	t->level = (uint8_t)level;
+	t->slot = (uint8_t)slot;
+	pw_list_add_tail(&t->node, &w->slots[level][slot]);
+	w->occupied[level] |= UINT64_C(1) << slot;
+}
+
+/* Take @t out of whatever list holds it; it is then in no list. */
+static inline void detach(struct pw__wheel *w, struct pw__timer *t)
+{
+	if (t->state == PW__TIMER_PENDING) {
+		pw_list_del_init(&t->node);
+		w->count--;
+		if (t->level < PW__WHEEL_LEVELS &&
+		    pw_list_empty(&w->slots[t->level][t->slot]))
+			w->occupied[t->level] &= ~(UINT64_C(1) << t->slot);
+	} else if (t->state == PW__TIMER_FIRING) {
+		pw_list_del_init(&t->node);
+	}
+}
+
+void pw__wheel_init(struct pw__wheel *w, uint64_t now_tick)
+{
+	w->elapsed = now_tick;
+	for (unsigned l = 0; l < PW__WHEEL_LEVELS; l++) {
+		w->occupied[l] = 0;
+		for (unsigned s = 0; s < PW__WHEEL_SLOTS; s++)
+			pw_list_init(&w->slots[l][s]);
+	}
+	w->count = 0;
+	w->expiries = 0;
+	w->refiled = 0;
+	pw_list_init(&w->due);
+	pw_list_init(&w->expired);
+}
+
+void pw__timer_init(struct pw__timer *t, pw__timer_fn fn)
+{
+	pw_list_init(&t->node);
+	t->deadline = 0;
+	t->slot_when = 0;
+	t->fn = fn;
+	t->level = 0;
+	t->slot = 0;
+	t->state = PW__TIMER_IDLE;
+}
+
+void pw__wheel_insert(struct pw__wheel *w, struct pw__timer *t,
+		      uint64_t deadline)
+{
+	detach(w, t);
+	t->deadline = deadline;
+	t->state = PW__TIMER_PENDING;
+	w->count++;
+	if (deadline <= w->elapsed) {
+		t->slot_when = deadline;
+		t->level = PW__TIMER_LEVEL_DUE;
+		t->slot = 0;
+		pw_list_add_tail(&t->node, &w->due);
+		return;
+	}
+	place(w, t);
+}
+
+void pw__wheel_reset(struct pw__wheel *w, struct pw__timer *t,
+		     uint64_t deadline)
+{
+	if (t->state == PW__TIMER_PENDING && t->level < PW__WHEEL_LEVELS &&
+	    deadline >= t->slot_when) {
+		t->deadline = deadline;
+		return;
+	}
+	pw__wheel_insert(w, t, deadline);
+}
+
+bool pw__wheel_cancel(struct pw__wheel *w, struct pw__timer *t)
+{
+	if (t->state != PW__TIMER_PENDING && t->state != PW__TIMER_FIRING)
+		return false;
+	detach(w, t);
+	t->state = PW__TIMER_IDLE;
+	return true;
+}
+
+uint64_t pw__wheel_next(const struct pw__wheel *w)
+{
+	unsigned slot;
+
+	if (!pw_list_empty(&w->due) || !pw_list_empty(&w->expired))
+		return w->elapsed;
+	for (unsigned l = 0; l < PW__WHEEL_LEVELS; l++)
+		if (w->occupied[l])
+			return level_next(w, l, &slot);
+	return UINT64_MAX;
+}
+
+/*
+ * Fire the expired list in batches. Each batch leaves the wheel (FIRING,
+ * uncounted) before any of its fns runs; a fn that cancels or re-arms a
+ * later member of the batch unlinks it, so it is skipped.
+ */
+static size_t fire_expired(struct pw__wheel *w)
+{
+	struct pw_list batch;
+	struct pw__timer *t;
+	size_t calls = 0;
+
+	while (!pw_list_empty(&w->expired)) {
+		pw_list_init(&batch);
+		for (int i = 0; i < PW__WHEEL_BATCH; i++) {
+			if (pw_list_empty(&w->expired))
+				break;
+			t = pw_list_first_entry(&w->expired, struct pw__timer,
+						node);
+			pw_list_del(&t->node);
+			pw_list_add_tail(&t->node, &batch);
+			t->state = PW__TIMER_FIRING;
+			w->count--;
+		}
+		while (!pw_list_empty(&batch)) {
+			t = pw_list_first_entry(&batch, struct pw__timer, node);
+			pw_list_del_init(&t->node);
+			t->state = PW__TIMER_FIRED;
+			calls++;
+			t->fn(t); /* may free t's container: not touched again */
+		}
+	}
+	return calls;
+}
+
+/*
+ * Expire slots[@l][@slot], which starts at @start <= @now: move elapsed
+ * there, send due timers to the expired list and re-file the others.
+ */
+static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
+			uint64_t start, uint64_t now)
+{
+	struct pw_list todo, *pos;
+	struct pw__timer *t;
+
+	pw_list_init(&todo);
+	pw_list_splice_tail_init(&w->slots[l][slot], &todo);
+	w->occupied[l] &= ~(UINT64_C(1) << slot);
+	w->elapsed = start;
+	w->expiries++;
+	if (l == TOP_LEVEL && slot == RING_SLOT) {
+		/*
+		 * The ring slot expires last of all slots: these are the only
+		 * timers left, so time may jump to the earliest of them (or to
+		 * now) without passing any other slot.
+		 */
+		uint64_t min = now;
+
+		pw_list_for_each (pos, &todo) {
+			t = pw_list_entry(pos, struct pw__timer, node);
+			if (t->deadline < min)
+				min = t->deadline;
+		}
+		w->elapsed = min;
+	}
+	while (!pw_list_empty(&todo)) {
+		t = pw_list_first_entry(&todo, struct pw__timer, node);
+		pw_list_del(&t->node);
+		if (t->deadline <= w->elapsed) {
+			t->level = PW__TIMER_LEVEL_DUE;
+			t->slot = 0;
+			pw_list_add_tail(&t->node, &w->expired);
+		} else {
+			place(w, t);
+			w->refiled++;
+		}
+	}
+}
+
+size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick)
+{
+	size_t calls;
+	uint64_t start;
+	unsigned l, slot;
+
+	if (now_tick < w->elapsed)
+		now_tick = w->elapsed;
+	/* Timers armed due before this call; ones armed by fns wait. */
+	pw_list_splice_tail_init(&w->due, &w->expired);
+	calls = fire_expired(w);
+	for (;;) {
+		for (l = 0; l < PW__WHEEL_LEVELS && !w->occupied[l]; l++)
+			;
+		if (l == PW__WHEEL_LEVELS)
+			break;
+		start = level_next(w, l, &slot);
+		if (start > now_tick)
+			break;
+		expire_slot(w, l, slot, start, now_tick);
+		calls += fire_expired(w);
+	}
+	w->elapsed = now_tick;
+	return calls;
+}
+
+__attribute__((format(printf, 3, 4))) static int
+check_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+/* Walk one list of @w; *@n counts timers seen, bounded to stop on a loop. */
+static int check_list(const struct pw__wheel *w, const struct pw_list *head,
+		      unsigned l, unsigned s, size_t *n, char *err,
+		      size_t errlen)
+{
+	const uint64_t e = w->elapsed;
+	const struct pw_list *pos;
+	const struct pw__timer *t;
+
+	for (pos = head->next; pos != head; pos = pos->next) {
+		if (++*n > w->count)
+			return check_fail(err, errlen,
+					  "more timers linked than count %zu",
+					  w->count);
+		if (pos->next->prev != pos || pos->prev->next != pos)
+			return check_fail(err, errlen,
+					  "broken links in list %u/%u", l, s);
+		t = pw_list_entry(pos, const struct pw__timer, node);
+		if (t->state != PW__TIMER_PENDING)
+			return check_fail(err, errlen,
+					  "timer in list %u/%u has state %u", l,
+					  s, t->state);
+		if (t->level != l || t->slot != s)
+			return check_fail(err, errlen,
+					  "timer says %u/%u but is in %u/%u",
+					  t->level, t->slot, l, s);
+		if (t->slot_when > t->deadline)
+			return check_fail(err, errlen,
+					  "slot_when %llu > deadline %llu",
+					  (unsigned long long)t->slot_when,
+					  (unsigned long long)t->deadline);
+		if (l == PW__TIMER_LEVEL_DUE) {
+			if (t->deadline > e)
+				return check_fail(
+					err, errlen,
+					"due timer deadline %llu > elapsed %llu",
+					(unsigned long long)t->deadline,
+					(unsigned long long)e);
+			continue;
+		}
+		if (t->slot_when <= e)
+			return check_fail(
+				err, errlen,
+				"slot_when %llu <= elapsed %llu in %u/%u",
+				(unsigned long long)t->slot_when,
+				(unsigned long long)e, l, s);
+		if (in_range(e, t->slot_when)) {
+			if (level_for(e, t->slot_when) != l ||
+			    slot_for(t->slot_when, l) != s)
+				return check_fail(
+					err, errlen,
+					"slot_when %llu at elapsed %llu belongs in %u/%u, not %u/%u",
+					(unsigned long long)t->slot_when,
+					(unsigned long long)e,
+					level_for(e, t->slot_when),
+					slot_for(t->slot_when,
+						 level_for(e, t->slot_when)),
+					l, s);
+		} else if (l != TOP_LEVEL || s != RING_SLOT ||
+			   t->slot_when != ring_tick(e)) {
+			return check_fail(
+				err, errlen,
+				"far slot_when %llu at elapsed %llu is not the ring tick, in %u/%u",
+				(unsigned long long)t->slot_when,
+				(unsigned long long)e, l, s);
+		}
+	}
+	return 0;
+}
+
+int pw__wheel_check(const struct pw__wheel *w, char *err, size_t errlen)
+{
+	size_t n = 0;
+	int ret;
+
+	for (unsigned l = 0; l < PW__WHEEL_LEVELS; l++) {
+		for (unsigned s = 0; s < PW__WHEEL_SLOTS; s++) {
+			const struct pw_list *head = &w->slots[l][s];
+			bool bit = (w->occupied[l] >> s) & 1;
+
+			if (bit == pw_list_empty(head))
+				return check_fail(
+					err, errlen,
+					"slot %u/%u: occupied bit %d, list %s",
+					l, s, bit, bit ? "empty" : "not empty");
+			ret = check_list(w, head, l, s, &n, err, errlen);
+			if (ret)
+				return ret;
+		}
+	}
+	ret = check_list(w, &w->due, PW__TIMER_LEVEL_DUE, 0, &n, err, errlen);
+	if (ret)
+		return ret;
+	ret = check_list(w, &w->expired, PW__TIMER_LEVEL_DUE, 0, &n, err,
+			 errlen);
+	if (ret)
+		return ret;
+	if (n != w->count)
+		return check_fail(err, errlen,
+				  "count %zu but %zu timers linked", w->count,
+				  n);
+	return 0;
+}
