@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * tests/test_wheel.c - the per-shard timer wheel (timer/wheel.c).
  *
@@ -538,6 +538,8 @@ static void batch_hook(struct ut *u)
 		cr_assert_eq(bu[32].t.state, PW__TIMER_PENDING);
 		cr_assert_eq(bu[32].t.level, PW__TIMER_LEVEL_DUE);
 		cr_assert_eq(ulog.w->count, 100 - 32);
+		/* Timers waiting for their batch are due: next is now. */
+		cr_assert_eq(pw__wheel_next(ulog.w), 50);
 		/* 50 waits in the expired list (second batch): cancel it. */
 		cr_assert(pw__wheel_cancel(ulog.w, &bu[50].t));
 		/* 31 is FIRING in this batch: cancel it. */
@@ -549,6 +551,9 @@ static void batch_hook(struct ut *u)
 		/* Same batch, later: 45 cancelled, 70 moved to 60. */
 		cr_assert(pw__wheel_cancel(ulog.w, &bu[45].t));
 		pw__wheel_reset(ulog.w, &bu[70].t, 60);
+	} else if (u->id == 99) {
+		/* The last of the slot: only 70, moved to 60, is left. */
+		cr_assert_eq(pw__wheel_next(ulog.w), 60);
 	}
 }
 

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: MIT
+/* SPDX-License-Identifier: MIT */
 /*
  * timer/wheel.c - the per-shard hierarchical timer wheel.
  *
@@ -64,6 +64,7 @@
 #include "wheel.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -245,45 +246,72 @@ uint64_t pw__wheel_next(const struct pw__wheel *w)
  */
 static size_t fire_expired(struct pw__wheel *w)
 {
-	struct pw_list batch;
+	struct pw_list batch, *first, *cut;
 	struct pw__timer *t;
-	size_t calls = 0;
+	size_t calls = 0, n;
 
 	while (!pw_list_empty(&w->expired)) {
-		pw_list_init(&batch);
-		for (int i = 0; i < PW__WHEEL_BATCH; i++) {
-			if (pw_list_empty(&w->expired))
-				break;
-			t = pw_list_first_entry(&w->expired, struct pw__timer,
-						node);
-			pw_list_del(&t->node);
-			pw_list_add_tail(&t->node, &batch);
+		/* Cut the first PW__WHEEL_BATCH timers off as one segment. */
+		first = w->expired.next;
+		cut = first;
+		for (n = 1;; n++) {
+			t = pw_list_entry(cut, struct pw__timer, node);
 			t->state = PW__TIMER_FIRING;
-			w->count--;
+			if (n == PW__WHEEL_BATCH || cut->next == &w->expired)
+				break;
+			cut = cut->next;
 		}
+		w->count -= n;
+		w->expired.next = cut->next;
+		cut->next->prev = &w->expired;
+		batch.next = first;
+		first->prev = &batch;
+		batch.prev = cut;
+		cut->next = &batch;
+
 		while (!pw_list_empty(&batch)) {
 			t = pw_list_first_entry(&batch, struct pw__timer, node);
 			pw_list_del_init(&t->node);
 			t->state = PW__TIMER_FIRED;
 			calls++;
-			t->fn(t); /* may free t's container: not touched again */
+			/* fn may free t's container: t is not touched again. */
+			t->fn(t);
 		}
 	}
 	return calls;
 }
 
 /*
+ * @n->prev, read for its side effect of pulling @n into the cache: the
+ * volatile access keeps the compiler from dropping a walk whose result is
+ * otherwise unused.
+ */
+static inline struct pw_list *touch_prev(struct pw_list *n)
+{
+	return *(struct pw_list *const volatile *)&n->prev;
+}
+
+/*
  * Expire slots[@l][@slot], which starts at @start <= @now: move elapsed
  * there, send due timers to the expired list and re-file the others.
+ *
+ * The slot's chain is detached whole and walked without unlinking node by
+ * node (no fn runs meanwhile, so nobody sees it). A long chain is mostly
+ * cold: each hop is a cache miss that the next hop waits for. A second
+ * walker follows the prev links from the tail toward the first one, only
+ * loading nodes, so two misses are in flight instead of one. That halves
+ * the wait for a chain that stays cached until the walkers meet (up to
+ * some thousand timers); a longer one is evicted first and gains little.
  */
 static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 			uint64_t start, uint64_t now)
 {
-	struct pw_list todo, *pos;
+	struct pw_list *head = &w->slots[l][slot];
+	struct pw_list *pos = head->next, *last = head->prev, *back, *next;
 	struct pw__timer *t;
+	bool done;
 
-	pw_list_init(&todo);
-	pw_list_splice_tail_init(&w->slots[l][slot], &todo);
+	pw_list_init(head);
 	w->occupied[l] &= ~(UINT64_C(1) << slot);
 	w->elapsed = start;
 	w->expiries++;
@@ -294,17 +322,24 @@ static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 		 * now) without passing any other slot.
 		 */
 		uint64_t min = now;
+		struct pw_list *p = pos;
 
-		pw_list_for_each (pos, &todo) {
-			t = pw_list_entry(pos, struct pw__timer, node);
+		for (;;) {
+			t = pw_list_entry(p, struct pw__timer, node);
 			if (t->deadline < min)
 				min = t->deadline;
+			if (p == last)
+				break;
+			p = p->next;
 		}
 		w->elapsed = min;
 	}
-	while (!pw_list_empty(&todo)) {
-		t = pw_list_first_entry(&todo, struct pw__timer, node);
-		pw_list_del(&t->node);
+	back = last;
+	do {
+		/* pos and everything after it up to last are untouched. */
+		next = pos->next;
+		done = pos == last;
+		t = pw_list_entry(pos, struct pw__timer, node);
 		if (t->deadline <= w->elapsed) {
 			t->level = PW__TIMER_LEVEL_DUE;
 			t->slot = 0;
@@ -313,7 +348,10 @@ static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 			place(w, t);
 			w->refiled++;
 		}
-	}
+		pos = next;
+		if (back != pos && !done)
+			back = touch_prev(back); /* stays at or after pos */
+	} while (!done);
 }
 
 size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick)
@@ -325,8 +363,11 @@ size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick)
 	if (now_tick < w->elapsed)
 		now_tick = w->elapsed;
 	/* Timers armed due before this call; ones armed by fns wait. */
-	pw_list_splice_tail_init(&w->due, &w->expired);
-	calls = fire_expired(w);
+	calls = 0;
+	if (!pw_list_empty(&w->due)) {
+		pw_list_splice_tail_init(&w->due, &w->expired);
+		calls = fire_expired(w);
+	}
 	for (;;) {
 		for (l = 0; l < PW__WHEEL_LEVELS && !w->occupied[l]; l++)
 			;
@@ -336,7 +377,8 @@ size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick)
 		if (start > now_tick)
 			break;
 		expire_slot(w, l, slot, start, now_tick);
-		calls += fire_expired(w);
+		if (!pw_list_empty(&w->expired))
+			calls += fire_expired(w);
 	}
 	w->elapsed = now_tick;
 	return calls;
@@ -363,6 +405,7 @@ static int check_list(const struct pw__wheel *w, const struct pw_list *head,
 	const uint64_t e = w->elapsed;
 	const struct pw_list *pos;
 	const struct pw__timer *t;
+	uint64_t when;
 
 	for (pos = head->next; pos != head; pos = pos->next) {
 		if (++*n > w->count)
@@ -373,6 +416,7 @@ static int check_list(const struct pw__wheel *w, const struct pw_list *head,
 			return check_fail(err, errlen,
 					  "broken links in list %u/%u", l, s);
 		t = pw_list_entry(pos, const struct pw__timer, node);
+		when = t->slot_when;
 		if (t->state != PW__TIMER_PENDING)
 			return check_fail(err, errlen,
 					  "timer in list %u/%u has state %u", l,
@@ -381,45 +425,41 @@ static int check_list(const struct pw__wheel *w, const struct pw_list *head,
 			return check_fail(err, errlen,
 					  "timer says %u/%u but is in %u/%u",
 					  t->level, t->slot, l, s);
-		if (t->slot_when > t->deadline)
+		if (when > t->deadline)
 			return check_fail(err, errlen,
-					  "slot_when %llu > deadline %llu",
-					  (unsigned long long)t->slot_when,
-					  (unsigned long long)t->deadline);
+					  "slot_when %" PRIu64
+					  " > deadline %" PRIu64,
+					  when, t->deadline);
 		if (l == PW__TIMER_LEVEL_DUE) {
 			if (t->deadline > e)
-				return check_fail(
-					err, errlen,
-					"due timer deadline %llu > elapsed %llu",
-					(unsigned long long)t->deadline,
-					(unsigned long long)e);
+				return check_fail(err, errlen,
+						  "due deadline %" PRIu64
+						  " > elapsed %" PRIu64,
+						  t->deadline, e);
 			continue;
 		}
-		if (t->slot_when <= e)
-			return check_fail(
-				err, errlen,
-				"slot_when %llu <= elapsed %llu in %u/%u",
-				(unsigned long long)t->slot_when,
-				(unsigned long long)e, l, s);
-		if (in_range(e, t->slot_when)) {
-			if (level_for(e, t->slot_when) != l ||
-			    slot_for(t->slot_when, l) != s)
-				return check_fail(
-					err, errlen,
-					"slot_when %llu at elapsed %llu belongs in %u/%u, not %u/%u",
-					(unsigned long long)t->slot_when,
-					(unsigned long long)e,
-					level_for(e, t->slot_when),
-					slot_for(t->slot_when,
-						 level_for(e, t->slot_when)),
-					l, s);
+		if (when <= e)
+			return check_fail(err, errlen,
+					  "slot_when %" PRIu64
+					  " <= elapsed %" PRIu64 " in %u/%u",
+					  when, e, l, s);
+		if (in_range(e, when)) {
+			unsigned wl = level_for(e, when);
+
+			if (wl != l || slot_for(when, l) != s)
+				return check_fail(err, errlen,
+						  "slot_when %" PRIu64
+						  " at elapsed %" PRIu64
+						  " is in %u/%u, not %u/%u",
+						  when, e, l, s, wl,
+						  slot_for(when, wl));
 		} else if (l != TOP_LEVEL || s != RING_SLOT ||
-			   t->slot_when != ring_tick(e)) {
-			return check_fail(
-				err, errlen,
-				"far slot_when %llu at elapsed %llu is not the ring tick, in %u/%u",
-				(unsigned long long)t->slot_when,
-				(unsigned long long)e, l, s);
+			   when != ring_tick(e)) {
+			return check_fail(err, errlen,
+					  "far slot_when %" PRIu64
+					  " at elapsed %" PRIu64
+					  " is not the ring tick (%u/%u)",
+					  when, e, l, s);
 		}
 	}
 	return 0;

@@ -56,7 +56,8 @@ struct pw__timer {
 
 /* The wheel of one shard. */
 struct pw__wheel {
-	uint64_t elapsed; /* current tick; all deadline <= elapsed handed out */
+	uint64_t elapsed; /* current tick; deadlines <= it were handed out,
+			   * but for timers armed since (they wait in due) */
 	uint64_t occupied[PW__WHEEL_LEVELS]; /* bit s <=> slots[l][s] in use */
 	struct pw_list slots[PW__WHEEL_LEVELS][PW__WHEEL_SLOTS];
 	size_t count;	    /* timers PENDING in the wheel (any list) */
