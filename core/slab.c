@@ -9,13 +9,11 @@
 
 #include <stdlib.h>
 
-struct pw__slab_free {
-	struct pw__slab_free *next;
-};
-
 struct pw__slab_chunk {
 	struct pw__slab_chunk *next;
-	char pad[56]; /* blocks start 64-byte aligned */
+	size_t bsize;  /* bytes per block */
+	size_t blocks; /* blocks in this chunk */
+	char pad[40];  /* blocks start 64-byte aligned */
 };
 
 void pw__slab_init(struct pw__slab *s)
@@ -27,7 +25,7 @@ void pw__slab_init(struct pw__slab *s)
 	s->live = 0;
 }
 
-static int slab_grow(struct pw__slab *s, int cls)
+int pw__slab_grow(struct pw__slab *s, int cls)
 {
 	size_t bsize = (size_t)1 << (PW__SLAB_MIN_SHIFT + cls);
 	size_t n = PW__SLAB_CHUNK / bsize;
@@ -40,6 +38,8 @@ static int slab_grow(struct pw__slab *s, int cls)
 	if (!c)
 		return -1;
 	c->next = s->chunks;
+	c->bsize = bsize;
+	c->blocks = n;
 	s->chunks = c;
 	s->nchunks++;
 	/* Push in reverse so the first block handed out is the lowest. */
@@ -47,32 +47,23 @@ static int slab_grow(struct pw__slab *s, int cls)
 	for (size_t i = n; i-- > 0;) {
 		struct pw__slab_free *f = (void *)(base + i * bsize);
 		f->next = s->free[cls];
+		f->mark = PW__SLAB_FREE_MARK;
 		s->free[cls] = f;
 	}
 	return 0;
 }
 
-void *pw__slab_alloc(struct pw__slab *s, int cls)
+void pw__slab_walk(struct pw__slab *s, void (*fn)(void *blk, void *arg),
+		   void *arg)
 {
-	struct pw__slab_free *f = s->free[cls];
-
-	if (__builtin_expect(!f, 0)) {
-		if (slab_grow(s, cls) < 0)
-			return NULL;
-		f = s->free[cls];
+	for (struct pw__slab_chunk *c = s->chunks; c; c = c->next) {
+		char *base = (char *)(c + 1);
+		for (size_t i = 0; i < c->blocks; i++) {
+			struct pw__slab_free *f = (void *)(base + i * c->bsize);
+			if (f->mark != PW__SLAB_FREE_MARK)
+				fn(f, arg);
+		}
 	}
-	s->free[cls] = f->next;
-	s->live++;
-	return f;
-}
-
-void pw__slab_free(struct pw__slab *s, void *p, int cls)
-{
-	struct pw__slab_free *f = p;
-
-	f->next = s->free[cls];
-	s->free[cls] = f;
-	s->live--;
 }
 
 void pw__slab_destroy(struct pw__slab *s)

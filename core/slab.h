@@ -19,7 +19,6 @@
 #define PW__SLAB_MAX	   ((size_t)1 << (PW__SLAB_MIN_SHIFT + PW__SLAB_CLASSES - 1))
 #define PW__SLAB_CHUNK	   ((size_t)64 << 10) /* bytes per chunk, at least */
 
-struct pw__slab_free;
 struct pw__slab_chunk;
 
 struct pw__slab {
@@ -43,14 +42,54 @@ static inline int pw__slab_class(size_t size)
 	       PW__SLAB_MIN_SHIFT;
 }
 
+/* A free block: the free-list link, then a marker that tells a walk
+ * (pw__slab_walk) it is free. A block in use must never hold
+ * PW__SLAB_FREE_MARK in its second word. */
+struct pw__slab_free {
+	struct pw__slab_free *next;
+	uintptr_t mark;
+};
+
+#define PW__SLAB_FREE_MARK ((uintptr_t)0x5ab0f1ee5ab0f1eeull)
+
+/* Carve a new chunk for class @cls: 0, or -1 when memory is short. */
+int pw__slab_grow(struct pw__slab *s, int cls);
+
 /**
  * pw__slab_alloc - a block of class @cls (64-byte aligned), or NULL when
  * a new chunk cannot be allocated. Context: the owning shard.
  */
-void *pw__slab_alloc(struct pw__slab *s, int cls);
+static inline void *pw__slab_alloc(struct pw__slab *s, int cls)
+{
+	struct pw__slab_free *f = s->free[cls];
+
+	if (__builtin_expect(!f, 0)) {
+		if (pw__slab_grow(s, cls) < 0)
+			return NULL;
+		f = s->free[cls];
+	}
+	s->free[cls] = f->next;
+	s->live++;
+	return f;
+}
 
 /** pw__slab_free - return a block of class @cls. */
-void pw__slab_free(struct pw__slab *s, void *p, int cls);
+static inline void pw__slab_free(struct pw__slab *s, void *p, int cls)
+{
+	struct pw__slab_free *f = p;
+
+	f->next = s->free[cls];
+	f->mark = PW__SLAB_FREE_MARK;
+	s->free[cls] = f;
+	s->live--;
+}
+
+/**
+ * pw__slab_walk - call @fn on every block in use, oldest chunk last.
+ * @fn may free blocks (they are skipped once free) but not allocate.
+ */
+void pw__slab_walk(struct pw__slab *s, void (*fn)(void *blk, void *arg),
+		   void *arg);
 
 /** pw__slab_destroy - free every chunk, live blocks included. */
 void pw__slab_destroy(struct pw__slab *s);

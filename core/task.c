@@ -30,50 +30,33 @@
 #include "shard_int.h"
 #include "task_int.h"
 
-_Thread_local struct pw__shard *pw__cur_shard;
+_Thread_local struct pw__shard *pw__cur_shard
+	__attribute__((tls_model("initial-exec")));
 
-static inline void rq_push(struct pw__shard *s, struct pw__task *t)
+/* A pw_block_on() caller may go once nothing uses its state: the task
+ * is done and no kernel operation still points into it. */
+static inline void blockon_check(struct pw__task *t)
 {
-	t->next = NULL;
-	if (s->rq_tail)
-		s->rq_tail->next = t;
-	else
-		s->rq_head = t;
-	s->rq_tail = t;
-}
-
-void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
-{
-	uint16_t f = t->flags;
-
-	if (f & (PW__T_DONE | PW__T_SCHEDULED))
-		return;
-	if (f & PW__T_RUNNING) {
-		t->flags = f | PW__T_NOTIFIED;
-		return;
-	}
-	t->flags = f | PW__T_SCHEDULED;
-	rq_push(s, t);
-}
-
-void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
-{
-	/* A pw_block_on() caller may go once nothing uses its state: the
-	 * task is done and no kernel operation still points into it. */
 	if ((t->flags & (PW__T_BLOCKON | PW__T_DONE)) ==
 		    (PW__T_BLOCKON | PW__T_DONE) &&
 	    !t->pins) {
 		t->flags &= (uint16_t)~PW__T_BLOCKON;
 		pw__blockon_release(t->state);
 	}
-	if (t->refs || t->pins || !(t->flags & PW__T_DONE) ||
-	    (t->flags & (PW__T_SCHEDULED | PW__T_RUNNING)))
+}
+
+void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
+{
+	blockon_check(t);
+	if ((t->flags & (PW__T_DONE | PW__T_SCHEDULED | PW__T_RUNNING)) !=
+	    PW__T_DONE)
+		return;
+	if (t->refs > 0 || t->pins)
 		return;
 	/* acquire: pairs with the acq_rel read-modify-writes of other
 	 * threads; zero means none holds a reference or has a node queued. */
 	if (atomic_load_explicit(&t->remote, memory_order_acquire))
 		return;
-	PW__STAT_ADD(s, live_tasks, -1);
 	pw__slab_free(&s->slab, t, t->cls);
 }
 
@@ -91,9 +74,14 @@ static void fold_remote(struct pw__task *t)
 	t->refs += (int32_t)((int64_t)old >> 2);
 }
 
-static void unref(struct pw__shard *s, struct pw__task *t)
+static inline void unref(struct pw__shard *s, struct pw__task *t)
 {
-	if (--t->refs <= 0)
+	if (--t->refs > 0)
+		return;
+	/* acquire: as in pw__task_maybe_free(). With no owner-side
+	 * reference left, a zero here means no thread holds one at all,
+	 * so nothing can change it: no read-modify-write needed. */
+	if (atomic_load_explicit(&t->remote, memory_order_acquire))
 		fold_remote(t);
 	pw__task_maybe_free(s, t);
 }
@@ -146,7 +134,6 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 			       (cancelled ? PW__T_CANCELLED : 0)) &
 			      ~(PW__T_NOTIFIED | PW__T_ABORT));
 	t->result = res;
-	pw_list_del_init(&t->link);
 	if (t->drop)
 		t->drop(t->state);
 	struct pw__task *j = t->joiner;
@@ -156,6 +143,7 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		PW__STAT_INC(s, local_wakes);
 		unref(s, j);
 	}
+	blockon_check(t);
 	unref(s, t); /* the scheduler's reference */
 }
 
@@ -182,7 +170,7 @@ void pw__task_run(struct pw__shard *s, struct pw__task *t)
 	if (t->flags & (PW__T_NOTIFIED | PW__T_ABORT)) {
 		t->flags = (uint16_t)((t->flags & ~PW__T_NOTIFIED) |
 				      PW__T_SCHEDULED);
-		rq_push(s, t);
+		pw__runq_push(&s->runq, t);
 	}
 }
 
@@ -196,9 +184,6 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	struct pw__task *t = pw__slab_alloc(&s->slab, cls);
 	if (!t)
 		return -ENOMEM;
-	/* relaxed: a statistic for readers on other threads. */
-	atomic_store_explicit(&s->stats.slab_chunks, s->slab.nchunks,
-			      memory_order_relaxed);
 	t->next = NULL;
 	t->shard = s;
 	t->fn = fn;
@@ -218,9 +203,7 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	} else {
 		t->state = (void *)state;
 	}
-	pw_list_add_tail(&t->link, &s->tasks);
 	PW__STAT_INC(s, spawned);
-	PW__STAT_INC(s, live_tasks);
 	pw__task_schedule(s, t);
 	*tp = t;
 	return 0;
@@ -314,7 +297,7 @@ int pw_join_abort(struct pw_join *j)
 	t->flags |= PW__T_ABORT;
 	if (!(t->flags & (PW__T_SCHEDULED | PW__T_RUNNING))) {
 		t->flags |= PW__T_SCHEDULED;
-		rq_push(t->shard, t);
+		pw__runq_push(&t->shard->runq, t);
 	}
 	return 0;
 }

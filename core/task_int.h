@@ -42,17 +42,16 @@ struct pw__shard;
 
 struct pw__task {
 	struct pw__task *next;	 /* run queue link */
-	struct pw__shard *shard; /* owner */
+	struct pw__shard *shard; /* owner (never PW__SLAB_FREE_MARK) */
 	pw_poll_fn fn;		 /* poll function */
 	void *state;		 /* copied state (below) or borrowed */
 	pw_drop_fn drop;	 /* drop hook or NULL */
 	int64_t result;		 /* result once DONE */
-	struct pw_list link;	 /* in shard->tasks while not DONE */
 	struct pw__task *joiner; /* task awaiting this one (owns a ref) */
 	int32_t refs;		 /* owner-side references (see remote) */
-	uint32_t pins;		 /* kernel operations awaiting their CQE */
 	uint16_t flags;		 /* PW__T_* */
 	int8_t cls;		 /* slab class of this block */
+	uint32_t pins;		 /* kernel operations awaiting their CQE */
 	/* Remote references and wake (other threads): the true reference
 	 * count is refs + (remote >> 2); see task.c. */
 	_Atomic uint64_t remote;
@@ -62,9 +61,56 @@ struct pw__task {
 
 #define PW__TASK_HDR ((sizeof(struct pw__task) + 15) & ~(size_t)15)
 
+/* Run queue of a shard: FIFO, singly linked through task->next. */
+struct pw__runq {
+	struct pw__task *head, *tail;
+};
+
+static inline void pw__runq_push(struct pw__runq *q, struct pw__task *t)
+{
+	t->next = NULL;
+	if (q->tail)
+		q->tail->next = t;
+	else
+		q->head = t;
+	q->tail = t;
+}
+
+static inline struct pw__task *pw__runq_pop(struct pw__runq *q)
+{
+	struct pw__task *t = q->head;
+
+	if (t) {
+		q->head = t->next;
+		if (!q->head)
+			q->tail = NULL;
+	}
+	return t;
+}
+
+/* The run queue of shard @s (defined with the shard). */
+static inline struct pw__runq *pw__shard_runq(struct pw__shard *s);
+
+/*
+ * Wake @t on its own shard: queue it unless it is done or queued already;
+ * a task being polled is marked NOTIFIED and re-queued after its poll.
+ */
+static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
+{
+	uint16_t f = t->flags;
+
+	if (f & (PW__T_DONE | PW__T_SCHEDULED))
+		return;
+	if (f & PW__T_RUNNING) {
+		t->flags = f | PW__T_NOTIFIED;
+		return;
+	}
+	t->flags = f | PW__T_SCHEDULED;
+	pw__runq_push(pw__shard_runq(s), t);
+}
+
 /* Called by the shard loop. */
 void pw__task_run(struct pw__shard *s, struct pw__task *t);
-void pw__task_schedule(struct pw__shard *s, struct pw__task *t);
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t);
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t);
 void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
@@ -75,7 +121,9 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 /* A pw_block_on() task's state is no longer used: wake its caller. */
 void pw__blockon_release(void *state);
 
-/* The shard running on this thread, or NULL. */
-extern _Thread_local struct pw__shard *pw__cur_shard;
+/* The shard running on this thread, or NULL. initial-exec: one load
+ * from the thread pointer, no __tls_get_addr call, in the .so too. */
+extern _Thread_local struct pw__shard *pw__cur_shard
+	__attribute__((tls_model("initial-exec")));
 
 #endif /* PW_CORE_TASK_INT_H */

@@ -280,14 +280,19 @@ static void sleep_in_kernel(struct pw__shard *s)
 	atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
 }
 
+/* Shutdown: every task not yet finished is dropped as if aborted. */
+static void drop_task(void *blk, void *arg)
+{
+	struct pw__task *t = blk;
+
+	if (!(t->flags & PW__T_DONE))
+		pw__task_finish(arg, t, -ECANCELED, true);
+}
+
 static void begin_stop(struct pw__shard *s)
 {
 	s->stopping = true;
-	while (!pw_list_empty(&s->tasks)) {
-		struct pw__task *t =
-			pw_list_first_entry(&s->tasks, struct pw__task, link);
-		pw__task_finish(s, t, -ECANCELED, true);
-	}
+	pw__slab_walk(&s->slab, drop_task, s);
 	if (s->efd_armed) {
 		struct io_uring_sqe *sqe = pw__shard_sqe(s);
 		if (sqe) {
@@ -296,6 +301,18 @@ static void begin_stop(struct pw__shard *s)
 			s->inflight++;
 		}
 	}
+}
+
+/* Counters kept as plain fields elsewhere, published once per turn. */
+static void publish_stats(struct pw__shard *s)
+{
+	/* relaxed: statistics for readers on other threads. */
+	atomic_store_explicit(&s->stats.inflight_ops, s->inflight,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.live_tasks, s->slab.live,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.slab_chunks, s->slab.nchunks,
+			      memory_order_relaxed);
 }
 
 static void shard_loop(struct pw__shard *s)
@@ -308,21 +325,18 @@ static void shard_loop(struct pw__shard *s)
 		/* seq_cst: pairs with the store in pw_runtime_destroy(). */
 		if (!s->stopping && atomic_load(&s->stop))
 			begin_stop(s);
-		for (unsigned n = 0; n < batch && s->rq_head; n++) {
-			struct pw__task *t = s->rq_head;
-			s->rq_head = t->next;
-			if (!s->rq_head)
-				s->rq_tail = NULL;
+		for (unsigned n = 0; n < batch; n++) {
+			struct pw__task *t = pw__runq_pop(&s->runq);
+			if (!t)
+				break;
 			pw__task_run(s, t);
 		}
 		pw__time_fire(s);
-		/* relaxed: a statistic for readers on other threads. */
-		atomic_store_explicit(&s->stats.inflight_ops, s->inflight,
-				      memory_order_relaxed);
-		if (s->stopping && !s->rq_head && !s->inflight &&
+		publish_stats(s);
+		if (s->stopping && !s->runq.head && !s->inflight &&
 		    pw__mpsc_empty(&s->inbox))
 			break;
-		if (s->rq_head)
+		if (s->runq.head)
 			poke(s);
 		else
 			sleep_in_kernel(s);
@@ -534,7 +548,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	if (err)
 		goto out_free;
 	for (unsigned i = 0; i < rt->nshards; i++) {
-		struct pw__shard *s = aligned_alloc(64, sizeof(*s));
+		struct pw__shard *s = aligned_alloc(
+			4096, (sizeof(*s) + 4095) & ~(size_t)4095);
 		if (!s) {
 			err = -ENOMEM;
 			goto out_free;
@@ -545,7 +560,6 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 		s->id = i;
 		s->cpu = rt->cpus[i];
 		s->efd = -1;
-		pw_list_init(&s->tasks);
 		pw__slab_init(&s->slab);
 		pw__mpsc_init(&s->inbox);
 	}

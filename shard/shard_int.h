@@ -49,9 +49,7 @@ struct pw__shard {
 	unsigned id;
 	int cpu;
 
-	/* Run queue: FIFO singly linked through task->next. */
-	struct pw__task *rq_head, *rq_tail;
-	struct pw_list tasks; /* unfinished tasks */
+	struct pw__runq runq; /* ready tasks */
 	struct pw__slab slab;
 
 	struct io_uring ring;
@@ -97,6 +95,11 @@ struct pw_runtime {
 	unsigned started;  /* shards done with set-up */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at creation: tick 0 */
 };
+
+static inline struct pw__runq *pw__shard_runq(struct pw__shard *s)
+{
+	return &s->runq;
+}
 
 /* Rouse @s if it sleeps in the kernel. Any thread. */
 void pw__shard_rouse(struct pw__shard *s);
