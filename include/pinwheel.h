@@ -11,5 +11,6 @@
 #include "pinwheel/task.h"
 #include "pinwheel/runtime.h"
 #include "pinwheel/op.h"
+#include "pinwheel/time.h"
 
 #endif /* PINWHEEL_H */

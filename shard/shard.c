@@ -257,6 +257,7 @@ static void sleep_in_kernel(struct pw__shard *s)
 	struct __kernel_timespec ts, *tsp = NULL;
 	uint64_t wait_ns;
 
+	pw__time_prepare_sleep(s);
 	/* seq_cst store, then seq_cst loads of the inbox and stop flag:
 	 * pairs with the producers' push and rouse (top of file). */
 	atomic_store(&s->asleep, 1);
@@ -541,6 +542,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	pthread_mutex_init(&rt->start_mu, NULL);
 	pthread_cond_init(&rt->start_cv, NULL);
 	rt->start_ns = pw__clock_ns();
+	rt->paused = (cfg->flags & PW_CONFIG_PAUSED_CLOCK) != 0;
+	atomic_init(&rt->vnow, 0);
 	rt->shards = calloc(rt->nshards, sizeof(*rt->shards));
 	rt->cfg.cpus = cfg->cpus;
 	err = !rt->shards ? -ENOMEM : resolve_cpus(rt);

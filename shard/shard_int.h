@@ -65,6 +65,11 @@ struct pw__shard {
 
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
+	uint64_t tick_ns;	/* the runtime's tick */
+	/* Paused clock: this shard's next wheel expiry in ns, published
+	 * (seq_cst) before its asleep flag; read by the shard that finds
+	 * every shard asleep and moves the clock (time.c). */
+	_Atomic uint64_t next_ns;
 
 	/* shared */
 	struct pw__mpsc inbox;
@@ -94,6 +99,11 @@ struct pw_runtime {
 	pthread_cond_t start_cv;
 	unsigned started;  /* shards done with set-up */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at creation: tick 0 */
+	bool paused;	   /* PW_CONFIG_PAUSED_CLOCK */
+	/* The paused clock, ns since start. Moved forward only, with CAS,
+	 * by pw_time_advance() or the last shard to go idle; shards read it
+	 * once per turn (acquire: pairs with the release CAS). */
+	_Atomic uint64_t vnow;
 };
 
 static inline struct pw__runq *pw__shard_runq(struct pw__shard *s)

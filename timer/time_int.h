@@ -11,6 +11,9 @@
 
 struct pw__shard;
 
+/* Before the asleep flag goes up: publish what the paused clock needs. */
+void pw__time_prepare_sleep(struct pw__shard *s);
+
 /* Set up the shard's wheel at the runtime's current time. */
 void pw__time_init(struct pw__shard *s);
 
@@ -21,9 +24,11 @@ void pw__time_update(struct pw__shard *s);
 void pw__time_fire(struct pw__shard *s);
 
 /*
- * May the shard sleep, and for how long? false when a timer is already
- * due (the loop must turn again without blocking); otherwise true with
- * *@wait_ns the time until the next wheel expiry, or UINT64_MAX for none.
+ * May the shard sleep, and for how long? Called with the asleep flag up.
+ * false when a timer is already due (the loop must turn again without
+ * blocking); otherwise true with *@wait_ns the time until the next wheel
+ * expiry, or UINT64_MAX for none (always, under the paused clock, where
+ * the last shard to go idle moves the clock instead).
  */
 bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns);
 

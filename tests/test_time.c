@@ -1,0 +1,398 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_time.c - sleeps, deadlines and the clocks: exact virtual times
+ * under the paused clock (one and two shards), resets, cancels, bad
+ * input, and the real clock bounding the shard's kernel wait.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+#define MS PW_NSEC_PER_MSEC
+#define US PW_NSEC_PER_USEC
+
+static struct pw_runtime *paused_runtime(unsigned shards)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	pw_config_init(&cfg);
+	cfg.shards = shards;
+	cfg.flags = PW_CONFIG_PAUSED_CLOCK;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	return rt;
+}
+
+/* Sleep for ns, return the time at which it completed. */
+struct napper {
+	uint64_t ns;
+	bool init;
+	struct pw_sleep sl;
+};
+
+static enum pw_poll napper_poll(struct pw_cx *cx, void *state)
+{
+	struct napper *n = state;
+	if (!n->init) {
+		pw_sleep_init(&n->sl, n->ns);
+		n->init = true;
+	}
+	if (pw_sleep_poll(cx, &n->sl) == PW_PENDING)
+		return PW_PENDING;
+	cr_assert(pw_sleep_is_elapsed(&n->sl));
+	return pw_ready(cx, pw_time_now());
+}
+
+static void napper_drop(void *state)
+{
+	struct napper *n = state;
+	pw_sleep_cancel(&n->sl);
+}
+
+Test(time, paused_sleep_1500us_takes_exactly_2ms)
+{
+	struct pw_runtime *rt = paused_runtime(1);
+	struct napper n = { .ns = 1500 * US };
+	cr_assert_eq(pw_test_block_on(rt, napper_poll, &n), (int64_t)(2 * MS));
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+Test(time, zero_sleep_is_ready_at_once)
+{
+	struct pw_runtime *rt = paused_runtime(1);
+	struct napper n = { .ns = 0 };
+	cr_assert_eq(pw_test_block_on(rt, napper_poll, &n), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Several sleepers: exact completion order and virtual times. */
+struct many {
+	int step, done;
+	struct pw_join j[5];
+	int64_t t[5];
+};
+
+static const uint64_t durations[5] = { 5 * MS, 3 * MS, 3 * MS, 10 * MS,
+				       1 * MS };
+
+static int order[5], norder;
+
+static enum pw_poll ordered_napper(struct pw_cx *cx, void *state)
+{
+	struct napper *n = state;
+	enum pw_poll r = napper_poll(cx, state);
+	if (r == PW_READY)
+		order[norder++] = (int)(n->ns / MS);
+	return r;
+}
+
+static enum pw_poll many_poll(struct pw_cx *cx, void *state)
+{
+	struct many *m = state;
+	if (m->step == 0) {
+		for (int i = 0; i < 5; i++) {
+			struct napper n = { .ns = durations[i] };
+			cr_assert_eq(pw_spawn(&m->j[i], ordered_napper, &n,
+					      sizeof(n), napper_drop),
+				     0);
+		}
+		m->step = 1;
+	}
+	for (; m->done < 5; m->done++)
+		if (pw_join_poll(cx, &m->j[m->done], &m->t[m->done]) ==
+		    PW_PENDING)
+			return PW_PENDING;
+	return pw_ready(cx, pw_time_now());
+}
+
+Test(time, paused_sleepers_finish_in_deadline_order_at_exact_times)
+{
+	struct pw_runtime *rt = paused_runtime(1);
+	struct many m = { 0 };
+	cr_assert_eq(pw_test_block_on(rt, many_poll, &m), (int64_t)(10 * MS));
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(m.t[i], (int64_t)durations[i],
+			     "sleeper %d at %lld", i, (long long)m.t[i]);
+	const int want[] = { 1, 3, 3, 5, 10 };
+	cr_assert_eq(norder, 5);
+	for (int i = 0; i < 5; i++)
+		cr_assert_eq(order[i], want[i]);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Two shards, each with its own sleepers: one virtual clock. */
+static _Atomic int64_t shard1_done_at = -1;
+
+static enum pw_poll remote_napper(struct pw_cx *cx, void *state)
+{
+	enum pw_poll r = napper_poll(cx, state);
+	if (r == PW_READY) {
+		cr_assert_eq(pw_shard_id(), 1);
+		atomic_store(&shard1_done_at, cx->result);
+	}
+	return r;
+}
+
+struct two {
+	int step;
+	struct napper n;
+};
+
+static enum pw_poll two_poll(struct pw_cx *cx, void *state)
+{
+	struct two *t = state;
+	if (t->step == 0) {
+		t->n = (struct napper){ .ns = 4 * MS };
+		t->step = 1;
+	}
+	if (napper_poll(cx, &t->n) == PW_PENDING)
+		return PW_PENDING;
+	if (t->step == 1)
+		cr_assert_eq(pw_time_now(), (int64_t)(4 * MS));
+	t->step = 2;
+	/* Wait for shard 1's sleeper, 7 ms, in 1 ms naps. */
+	if (atomic_load(&shard1_done_at) < 0) {
+		t->n = (struct napper){ .ns = 1 * MS };
+		return pw_yield(cx);
+	}
+	return pw_ready(cx, atomic_load(&shard1_done_at));
+}
+
+Test(time, paused_clock_spans_shards)
+{
+	struct pw_runtime *rt = paused_runtime(2);
+	struct napper n = { .ns = 7 * MS };
+	cr_assert_eq(pw_runtime_spawn(rt, 1, remote_napper, &n, sizeof(n),
+				      napper_drop),
+		     0);
+	struct two t = { 0 };
+	cr_assert_eq(pw_test_block_on(rt, two_poll, &t), (int64_t)(7 * MS));
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* pw_time_advance, resets and cancels, step by step. */
+struct script {
+	int step;
+	struct pw_sleep a, b;
+	int64_t at[8];
+};
+
+static enum pw_poll script_poll(struct pw_cx *cx, void *state)
+{
+	struct script *s = state;
+	switch (s->step) {
+	case 0:
+		cr_assert_eq(pw_time_now(), 0);
+		pw_sleep_init(&s->a, 10 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &s->a), PW_PENDING);
+		/* Later: only the deadline moves. */
+		pw_sleep_reset(&s->a, 20 * MS);
+		cr_assert_eq(pw_sleep_deadline(&s->a), 20 * MS);
+		s->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_sleep_poll(cx, &s->a) == PW_PENDING)
+			return PW_PENDING;
+		s->at[0] = pw_time_now(); /* 20 ms */
+		/* Re-arm a fired sleep, then move it earlier. */
+		pw_sleep_reset(&s->a, 50 * MS);
+		cr_assert(!pw_sleep_is_elapsed(&s->a));
+		cr_assert_eq(pw_sleep_poll(cx, &s->a), PW_PENDING);
+		pw_sleep_reset(&s->a, 23 * MS);
+		s->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_sleep_poll(cx, &s->a) == PW_PENDING)
+			return PW_PENDING;
+		s->at[1] = pw_time_now(); /* 23 ms */
+		/* Cancel: twice is harmless; the other sleep fires. */
+		pw_sleep_reset(&s->a, 30 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &s->a), PW_PENDING);
+		cr_assert_eq(pw_sleep_cancel(&s->a), 0);
+		cr_assert_eq(pw_sleep_cancel(&s->a), -EALREADY);
+		pw_sleep_init(&s->b, 12 * MS);
+		s->step = 3;
+		/* fall through */
+	case 3:
+		if (pw_sleep_poll(cx, &s->b) == PW_PENDING)
+			return PW_PENDING;
+		s->at[2] = pw_time_now(); /* 35 ms: the cancelled 30 is gone */
+		/* pw_time_advance: the caller sees the new time at once;
+		 * an armed sleep already due fires on the next turn. */
+		pw_sleep_init(&s->a, 5 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &s->a), PW_PENDING);
+		cr_assert_eq(pw_time_advance(100 * MS), 0);
+		s->at[3] = pw_time_now(); /* 135 ms */
+		s->step = 4;
+		return PW_PENDING; /* the wheel wakes us */
+	case 4:
+		if (pw_sleep_poll(cx, &s->a) == PW_PENDING)
+			return PW_PENDING;
+		s->at[4] = pw_time_now(); /* 135 ms */
+		/* A deadline in the past, reset while armed: next turn. */
+		pw_sleep_init(&s->b, 10 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &s->b), PW_PENDING);
+		pw_sleep_reset(&s->b, 1 * MS);
+		s->step = 5;
+		return PW_PENDING;
+	default:
+		if (pw_sleep_poll(cx, &s->b) == PW_PENDING)
+			return PW_PENDING;
+		s->at[5] = pw_time_now(); /* 135 ms still */
+		/* A past deadline at first poll: ready at once. */
+		pw_sleep_init_at(&s->a, 2 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &s->a), PW_READY);
+		return pw_ready(cx, 0);
+	}
+}
+
+Test(time, reset_cancel_and_advance_exact_times)
+{
+	struct pw_runtime *rt = paused_runtime(1);
+	static struct script s;
+	pw_test_block_on(rt, script_poll, &s);
+	const int64_t want[] = { 20 * MS,  23 * MS,  35 * MS,
+				 135 * MS, 135 * MS, 135 * MS };
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(s.at[i], want[i], "step %d at %lld", i,
+			     (long long)s.at[i]);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A task dropped while its sleep is armed and nothing cancels it: the
+ * task's memory waits for the timer; nothing dangles. */
+static enum pw_poll careless_poll(struct pw_cx *cx, void *state)
+{
+	struct napper *n = state;
+	if (!n->init) {
+		pw_sleep_init(&n->sl, n->ns);
+		n->init = true;
+	}
+	return pw_sleep_poll(cx, &n->sl);
+}
+
+struct dropper {
+	int step;
+	struct pw_join j;
+};
+
+static enum pw_poll dropper_poll(struct pw_cx *cx, void *state)
+{
+	struct dropper *d = state;
+	if (d->step == 0) {
+		struct napper n = { .ns = 50 * MS };
+		pw_spawn(&d->j, careless_poll, &n, sizeof(n), NULL);
+		d->step = 1;
+		return pw_yield(cx);
+	}
+	if (d->step == 1) {
+		pw_join_abort(&d->j);
+		d->step = 2;
+	}
+	int64_t v;
+	if (pw_join_poll(cx, &d->j, &v) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, v);
+}
+
+Test(time, dropped_task_keeps_memory_until_its_timer_fires)
+{
+	struct pw_runtime *rt = paused_runtime(1);
+	struct dropper d = { 0 };
+	cr_assert_eq(pw_test_block_on(rt, dropper_poll, &d), -ECANCELED);
+	/* Every shard is idle: the clock jumps to 50 ms, the entry fires,
+	 * the memory goes. */
+	struct pw_shard_stats st;
+	for (int i = 0; i < 1000; i++) {
+		pw_runtime_stats(rt, 0, &st);
+		if (st.live_tasks == 0 && st.timers_fired == 1)
+			break;
+		usleep(1000);
+	}
+	cr_assert_eq(st.timers_fired, 1);
+	cr_assert_eq(st.live_tasks, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Real clock: never early; an earlier timer shortens the kernel wait. */
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+Test(time, real_clock_sleep_is_never_early)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	for (int i = 0; i < 5; i++) {
+		struct napper n = { .ns = (uint64_t)(3 + i) * MS };
+		uint64_t t0 = mono_ns();
+		int64_t at = pw_test_block_on(rt, napper_poll, &n);
+		uint64_t took = mono_ns() - t0;
+		cr_assert_geq(took, n.ns, "woke after %llu ns",
+			      (unsigned long long)took);
+		cr_assert_geq(at, (int64_t)n.ns);
+	}
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+Test(time, earlier_timer_shortens_the_wait)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	/* A long sleeper first: the shard waits in the kernel for it. */
+	struct napper longn = { .ns = 2000 * MS };
+	cr_assert_eq(pw_runtime_spawn(rt, 0, napper_poll, &longn, sizeof(longn),
+				      napper_drop),
+		     0);
+	usleep(20000);
+	struct napper n = { .ns = 10 * MS };
+	uint64_t t0 = mono_ns();
+	pw_test_block_on(rt, napper_poll, &n);
+	uint64_t took = mono_ns() - t0;
+	cr_assert_lt(took, 1000 * MS, "the 10 ms sleep took %llu ns",
+		     (unsigned long long)took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	cr_assert_eq(pw_sleep_poll(cx, NULL), PW_READY);
+	cr_assert_eq(pw_sleep_poll(NULL, NULL), PW_READY);
+	cr_assert_eq(pw_sleep_cancel(NULL), -EINVAL);
+	struct pw_sleep s;
+	pw_sleep_init(&s, 5 * MS);
+	cr_assert_eq(pw_sleep_cancel(&s), -EALREADY, "never polled");
+	pw_sleep_init(NULL, 1);
+	pw_sleep_init_at(NULL, 1);
+	pw_sleep_reset(NULL, 1);
+	cr_assert_eq(pw_sleep_deadline(NULL), PW_TIME_NEVER);
+	cr_assert(!pw_sleep_is_elapsed(NULL));
+	cr_assert_eq(pw_time_advance(1), -EPERM, "real clock");
+	/* Far deadlines do not overflow. */
+	pw_sleep_init(&s, UINT64_MAX);
+	cr_assert_eq(pw_sleep_deadline(&s), PW_TIME_NEVER);
+	cr_assert_eq(pw_sleep_poll(cx, &s), PW_PENDING);
+	cr_assert_eq(pw_sleep_cancel(&s), 0);
+	struct pw_deadline d = pw_deadline_after(UINT64_MAX);
+	cr_assert_eq(d.at, PW_TIME_NEVER);
+	cr_assert(!pw_deadline_expired(d));
+	d = pw_deadline_after(0);
+	cr_assert(pw_deadline_expired(d));
+	cr_assert_eq(pw_deadline_remaining(d), 0);
+	return pw_ready(cx, 0);
+}
+
+Test(time, bad_input)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	pw_test_block_on(rt, bad_poll, NULL);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_time_now(), -EPERM);
+	cr_assert_eq(pw_time_advance(1), -EPERM);
+	struct pw_deadline d = pw_deadline_after(5);
+	cr_assert_eq(d.at, PW_TIME_NEVER, "no shard: never");
+}
