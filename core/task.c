@@ -86,6 +86,11 @@ static inline void unref(struct pw__shard *s, struct pw__task *t)
 	pw__task_maybe_free(s, t);
 }
 
+void pw__task_unref(struct pw__shard *s, struct pw__task *t)
+{
+	unref(s, t);
+}
+
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t)
 {
 	uint64_t old = atomic_load_explicit(&t->remote, memory_order_relaxed);
@@ -199,7 +204,8 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	t->inbox.kind = PW__MSG_TASK;
 	if (size) {
 		t->state = (char *)t + PW__TASK_HDR;
-		memcpy(t->state, state, size);
+		if (state) /* NULL: the (internal) caller fills it in */
+			memcpy(t->state, state, size);
 	} else {
 		t->state = (void *)state;
 	}
@@ -326,12 +332,24 @@ void pw_waker_wake_by_ref(const struct pw_waker *w)
 	struct pw__task *t = w->task;
 	struct pw__shard *s = t->shard;
 
-	if (pw__cur_shard == s) {
+	struct pw__shard *cur = pw__cur_shard;
+
+	if (cur == s) {
 		PW__STAT_INC(s, local_wakes);
 		pw__task_schedule(s, t);
-	} else {
-		remote_update(t, 0, PW__R_WAKE | PW__R_QUEUED);
+		return;
 	}
+	if (cur && cur->rt == s->rt) {
+		/* The message carries a reference of its own, so the task
+		 * outlives it whatever happens to @w meanwhile. relaxed: as
+		 * in pw_waker_clone(). */
+		atomic_fetch_add_explicit(&t->remote, PW__R_ONE,
+					  memory_order_relaxed);
+		if (pw__mesh_remote_wake(cur, t, true))
+			return;
+		remote_update(t, (uint64_t)0 - PW__R_ONE, 0);
+	}
+	remote_update(t, 0, PW__R_WAKE | PW__R_QUEUED);
 }
 
 void pw_waker_wake(struct pw_waker *w)
@@ -342,11 +360,13 @@ void pw_waker_wake(struct pw_waker *w)
 	struct pw__shard *s = t->shard;
 
 	w->task = NULL;
-	if (pw__cur_shard == s) {
+	struct pw__shard *cur = pw__cur_shard;
+	if (cur == s) {
 		PW__STAT_INC(s, local_wakes);
 		pw__task_schedule(s, t);
 		unref(s, t);
-	} else {
+	} else if (!cur || cur->rt != s->rt ||
+		   !pw__mesh_remote_wake(cur, t, true)) {
 		remote_update(t, (uint64_t)0 - PW__R_ONE,
 			      PW__R_WAKE | PW__R_QUEUED);
 	}
@@ -360,9 +380,11 @@ void pw_waker_drop(struct pw_waker *w)
 	struct pw__shard *s = t->shard;
 
 	w->task = NULL;
-	if (pw__cur_shard == s)
+	struct pw__shard *cur = pw__cur_shard;
+	if (cur == s)
 		unref(s, t);
-	else
+	else if (!cur || cur->rt != s->rt ||
+		 !pw__mesh_remote_wake(cur, t, false))
 		remote_update(t, (uint64_t)0 - PW__R_ONE, PW__R_QUEUED);
 }
 

@@ -88,31 +88,11 @@ static inline struct pw__task *pw__runq_pop(struct pw__runq *q)
 	return t;
 }
 
-/* The run queue of shard @s (defined with the shard). */
-static inline struct pw__runq *pw__shard_runq(struct pw__shard *s);
-
-/*
- * Wake @t on its own shard: queue it unless it is done or queued already;
- * a task being polled is marked NOTIFIED and re-queued after its poll.
- */
-static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
-{
-	uint16_t f = t->flags;
-
-	if (f & (PW__T_DONE | PW__T_SCHEDULED))
-		return;
-	if (f & PW__T_RUNNING) {
-		t->flags = f | PW__T_NOTIFIED;
-		return;
-	}
-	t->flags = f | PW__T_SCHEDULED;
-	pw__runq_push(pw__shard_runq(s), t);
-}
-
 /* Called by the shard loop. */
 void pw__task_run(struct pw__shard *s, struct pw__task *t);
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t);
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t);
+void pw__task_unref(struct pw__shard *s, struct pw__task *t);
 void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		     bool cancelled);
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,

@@ -12,5 +12,6 @@
 #include "pinwheel/runtime.h"
 #include "pinwheel/op.h"
 #include "pinwheel/time.h"
+#include "pinwheel/mesh.h"
 
 #endif /* PINWHEEL_H */

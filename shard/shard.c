@@ -119,8 +119,7 @@ static void arm_eventfd(struct pw__shard *s)
 		return; /* retried at the next reap or turn */
 	io_uring_prep_read(sqe, s->efd, &s->efd_buf, sizeof(s->efd_buf), 0);
 	io_uring_sqe_set_data64(sqe, PW__UD_EVENTFD);
-	s->efd_armed = true;
-	s->inflight++;
+	s->efd_armed = true; /* not in inflight: it is always there */
 }
 
 static void blockon_signal(struct pw__blockon *bo)
@@ -203,13 +202,19 @@ static void dispatch(struct pw__shard *s, struct io_uring_cqe *cqe)
 		pw__op_complete(s, (struct pw_op *)(uintptr_t)ud, cqe);
 		break;
 	case PW__UD_EVENTFD:
-		s->inflight--;
 		s->efd_armed = false;
-		if (!s->stopping)
+		if (!s->exiting)
 			arm_eventfd(s);
 		break;
-	default: /* PW__UD_IGNORE: a cancel request's own completion */
+	case PW__UD_IGNORE: /* a cancel request's own completion */
 		s->inflight--;
+		break;
+	case PW__UD_EFDCANCEL: /* the final cancel of the eventfd read */
+		break;
+	case PW__UD_MSGSEND: /* our MSG_RING failed: rouse another way */
+		pw__mesh_send_failed(s, ud);
+		break;
+	default: /* PW__UD_MSGRING: a peer woke us; the mesh has work */
 		break;
 	}
 }
@@ -261,13 +266,16 @@ static void sleep_in_kernel(struct pw__shard *s)
 	/* seq_cst store, then seq_cst loads of the inbox and stop flag:
 	 * pairs with the producers' push and rouse (top of file). */
 	atomic_store(&s->asleep, 1);
-	if (!pw__mpsc_empty(&s->inbox) ||
+	if (!pw__mpsc_empty(&s->inbox) || !pw__mesh_idle(s) ||
 	    (!s->stopping && atomic_load(&s->stop)) ||
 	    !pw__time_may_sleep(s, &wait_ns)) {
 		atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
 		poke(s);
 		return;
 	}
+	uint64_t cap = pw__mesh_wait_cap(s);
+	if (cap < wait_ns)
+		wait_ns = cap;
 	if (wait_ns != UINT64_MAX) {
 		ts.tv_sec = (long long)(wait_ns / 1000000000u);
 		ts.tv_nsec = (long long)(wait_ns % 1000000000u);
@@ -294,13 +302,27 @@ static void begin_stop(struct pw__shard *s)
 {
 	s->stopping = true;
 	pw__slab_walk(&s->slab, drop_task, s);
-	if (s->efd_armed) {
+}
+
+/*
+ * Every shard is done: withdraw the eventfd read (rousers may still write
+ * the eventfd, which stays open until the thread is joined) and wait for
+ * its final completion, so the kernel never writes into freed memory.
+ */
+static void final_cancel(struct pw__shard *s)
+{
+	struct io_uring_cqe *cqe;
+
+	s->exiting = true;
+	while (s->efd_armed) {
 		struct io_uring_sqe *sqe = pw__shard_sqe(s);
 		if (sqe) {
 			io_uring_prep_cancel64(sqe, PW__UD_EVENTFD, 0);
-			io_uring_sqe_set_data64(sqe, PW__UD_IGNORE);
-			s->inflight++;
+			io_uring_sqe_set_data64(sqe, PW__UD_EFDCANCEL);
 		}
+		note_submitted(s);
+		io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, NULL, NULL);
+		reap(s);
 	}
 }
 
@@ -314,6 +336,10 @@ static void publish_stats(struct pw__shard *s)
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->stats.slab_chunks, s->slab.nchunks,
 			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.mesh_sent, s->sent,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.mesh_received, s->received,
+			      memory_order_relaxed);
 }
 
 static void shard_loop(struct pw__shard *s)
@@ -323,6 +349,7 @@ static void shard_loop(struct pw__shard *s)
 	for (;;) {
 		pw__time_update(s);
 		drain_inbox(s, 4096);
+		pw__mesh_drain(s);
 		/* seq_cst: pairs with the store in pw_runtime_destroy(). */
 		if (!s->stopping && atomic_load(&s->stop))
 			begin_stop(s);
@@ -333,10 +360,13 @@ static void shard_loop(struct pw__shard *s)
 			pw__task_run(s, t);
 		}
 		pw__time_fire(s);
+		pw__mesh_flush(s);
 		publish_stats(s);
-		if (s->stopping && !s->runq.head && !s->inflight &&
-		    pw__mpsc_empty(&s->inbox))
+		if (s->stopping && pw__mpsc_empty(&s->inbox) &&
+		    pw__mesh_stop_done(s)) {
+			final_cancel(s);
 			break;
+		}
 		if (s->runq.head)
 			poke(s);
 		else
@@ -403,6 +433,7 @@ static void shard_teardown(struct pw__shard *s)
 		io_uring_queue_exit(&s->ring);
 	s->ring_ok = false;
 	pw__slab_destroy(&s->slab);
+	pw__slab_destroy(&s->aux);
 	/* The eventfd stays open until the thread is joined: a rousing
 	 * thread may still write to it (rt_free() closes it). */
 }
@@ -431,12 +462,16 @@ void pw_config_init(struct pw_config *cfg)
 {
 	if (!cfg)
 		return;
+	cpu_set_t set;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->shards = 1;
+	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+		cfg->shards = (unsigned)CPU_COUNT(&set);
 	cfg->ring_entries = 256;
 	cfg->cq_factor = 8;
 	cfg->batch = 64;
 	cfg->tick_ns = 1000000;
+	cfg->mesh_batch = 256;
 }
 
 static int config_check(const struct pw_config *c, int ncpu)
@@ -450,6 +485,11 @@ static int config_check(const struct pw_config *c, int ncpu)
 	if (c->cq_factor < 1 || c->cq_factor > 64 || c->batch < 1)
 		return -EINVAL;
 	if (c->tick_ns < 1000 || c->tick_ns > 1000000000)
+		return -EINVAL;
+	if (c->mesh_slots && (c->mesh_slots < 2 || c->mesh_slots > 65536 ||
+			      (c->mesh_slots & (c->mesh_slots - 1))))
+		return -EINVAL;
+	if (c->mesh_batch < 1)
 		return -EINVAL;
 	if (c->flags &
 	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK))
@@ -487,6 +527,7 @@ static int resolve_cpus(struct pw_runtime *rt)
 
 static void rt_free(struct pw_runtime *rt)
 {
+	pw__mesh_destroy(rt);
 	if (rt->shards)
 		for (unsigned i = 0; i < rt->nshards; i++) {
 			if (rt->shards[i] && rt->shards[i]->efd >= 0)
@@ -548,6 +589,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	rt->cfg.cpus = cfg->cpus;
 	err = !rt->shards ? -ENOMEM : resolve_cpus(rt);
 	rt->cfg.cpus = NULL; /* the caller's array need not outlive us */
+	if (!rt->cfg.mesh_slots)
+		rt->cfg.mesh_slots = rt->nshards > 16 ? 64 : 256;
 	if (err)
 		goto out_free;
 	for (unsigned i = 0; i < rt->nshards; i++) {
@@ -564,8 +607,12 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 		s->cpu = rt->cpus[i];
 		s->efd = -1;
 		pw__slab_init(&s->slab);
+		pw__slab_init(&s->aux);
 		pw__mpsc_init(&s->inbox);
 	}
+	err = pw__mesh_create(rt);
+	if (err)
+		goto out_free;
 	for (; launched < rt->nshards; launched++) {
 		struct pw__shard *s = rt->shards[launched];
 		err = -pthread_create(&s->thread, NULL, shard_main, s);
@@ -732,6 +779,10 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
 	out->live_tasks = LOAD(live_tasks);
 	out->timers_fired = LOAD(timers_fired);
 	out->inflight_ops = LOAD(inflight_ops);
+	out->mesh_sent = LOAD(mesh_sent);
+	out->mesh_received = LOAD(mesh_received);
+	out->mesh_overflowed = LOAD(mesh_overflowed);
+	out->msg_rings = LOAD(msg_rings);
 	out->defer_taskrun = s->defer;
 	out->cpu = (rt->cfg.flags & PW_CONFIG_NO_PIN) ? -1 : s->cpu;
 	rt_leave(rt);

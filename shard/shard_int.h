@@ -19,6 +19,7 @@
 #include "pinwheel/runtime.h"
 #include "mpsc.h"
 #include "slab.h"
+#include "spsc.h"
 #include "task_int.h"
 #include "wheel.h"
 
@@ -26,6 +27,26 @@
 #define PW__UD_TAG_MASK 7ull
 #define PW__UD_EVENTFD	1ull /* the inbox eventfd read */
 #define PW__UD_IGNORE	2ull /* a cancel request's own CQE */
+#define PW__UD_MSGRING	3ull /* a MSG_RING wake-up posted to us */
+#define PW__UD_MSGSEND	4ull /* our MSG_RING to shard (ud >> 3) failed */
+#define PW__UD_EFDCANCEL 5ull /* the final cancel of the eventfd read */
+
+/* Messages staged per destination before one batch publish. */
+#define PW__STAGE 32
+
+struct pw__ovf;
+
+/* What a shard keeps for one destination shard. */
+struct pw__outq {
+	struct pw__spsc *ring;	  /* our ring to it */
+	struct pw__ovf *ovf_head; /* waiting for room, oldest first */
+	struct pw__ovf *ovf_tail;
+	struct pw_list waiters; /* pw_calls waiting for a slot */
+	uint32_t nstage;	/* messages in stage[] */
+	uint32_t calls;		/* pw_calls in flight to it */
+	bool pushed;		/* published since the last rouse */
+	struct pw__msg stage[PW__STAGE];
+};
 
 /* Per-shard counters: written by the shard only (relaxed load + store,
  * no read-modify-write), read by any thread (relaxed loads). */
@@ -33,7 +54,8 @@ struct pw__stats {
 	_Atomic uint64_t spawned, polls, local_wakes, remote_wakes, inbox_msgs,
 		budget_yields, kernel_waits, wakeups_sent, sqes_submitted,
 		cqes_reaped, live_tasks, timers_fired, slab_chunks,
-		inflight_ops;
+		inflight_ops, mesh_sent, mesh_received, mesh_overflowed,
+		msg_rings;
 };
 
 #define PW__STAT_ADD(s, f, n)                                              \
@@ -50,12 +72,14 @@ struct pw__shard {
 	int cpu;
 
 	struct pw__runq runq; /* ready tasks */
-	struct pw__slab slab;
+	struct pw__slab slab; /* tasks, and nothing else (walked at stop) */
+	struct pw__slab aux;  /* mesh overflow blocks and spawn staging */
 
 	struct io_uring ring;
 	bool ring_ok;	   /* ring set up */
 	bool defer;	   /* DEFER_TASKRUN in use */
 	bool stopping;	   /* shutdown begun: no new work */
+	bool exiting;	   /* every shard is done: leaving the loop */
 	bool efd_armed;	   /* eventfd read in flight */
 	int efd;	   /* eventfd other threads write to rouse us */
 	uint64_t efd_buf;  /* target of the eventfd read */
@@ -71,8 +95,19 @@ struct pw__shard {
 	 * every shard asleep and moves the clock (time.c). */
 	_Atomic uint64_t next_ns;
 
+	/* The mesh: out[d] toward shard d, in[d] the ring from shard d. */
+	struct pw__outq *out;
+	struct pw__spsc **in;
+	uint32_t ovf_dests;	 /* destinations with an overflow backlog */
+	uint64_t sent, received; /* mesh messages, published below */
+
 	/* shared */
 	struct pw__mpsc inbox;
+	/* Shutdown termination (see mesh.c): 1 while the stopping shard
+	 * has nothing to do; activity counts its returns to work. Stored
+	 * seq_cst, read seq_cst by the shard that checks termination. */
+	_Atomic int quiet;
+	_Atomic uint64_t activity, sent_pub, recv_pub;
 	/* 1 while the shard waits (or is about to wait) in the kernel.
 	 * seq_cst store by the shard, then its seq_cst inbox check; pairs
 	 * with the producers' seq_cst push then seq_cst load in
@@ -98,6 +133,8 @@ struct pw_runtime {
 	pthread_mutex_t start_mu;
 	pthread_cond_t start_cv;
 	unsigned started;  /* shards done with set-up */
+	struct pw__spsc *rings;	   /* nshards * nshards rings, [src][dst] */
+	struct pw__msg *ring_slots; /* their slots */
 	uint64_t start_ns; /* CLOCK_MONOTONIC at creation: tick 0 */
 	bool paused;	   /* PW_CONFIG_PAUSED_CLOCK */
 	/* The paused clock, ns since start. Moved forward only, with CAS,
@@ -106,10 +143,38 @@ struct pw_runtime {
 	_Atomic uint64_t vnow;
 };
 
-static inline struct pw__runq *pw__shard_runq(struct pw__shard *s)
+/*
+ * Wake @t on its own shard: queue it unless it is done or queued already;
+ * a task being polled is marked NOTIFIED and re-queued after its poll.
+ */
+static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
 {
-	return &s->runq;
+	uint16_t f = t->flags;
+
+	if (f & (PW__T_DONE | PW__T_SCHEDULED))
+		return;
+	if (f & PW__T_RUNNING) {
+		t->flags = f | PW__T_NOTIFIED;
+		return;
+	}
+	t->flags = f | PW__T_SCHEDULED;
+	pw__runq_push(&s->runq, t);
 }
+
+/* The mesh (mesh.c). */
+int pw__mesh_create(struct pw_runtime *rt);
+void pw__mesh_destroy(struct pw_runtime *rt);
+int pw__mesh_send(struct pw__shard *s, unsigned dst, const struct pw__msg *m);
+void pw__mesh_drain(struct pw__shard *s);
+void pw__mesh_flush(struct pw__shard *s);
+bool pw__mesh_idle(struct pw__shard *s);
+bool pw__mesh_stop_done(struct pw__shard *s);
+uint64_t pw__mesh_wait_cap(struct pw__shard *s);
+/* Send @t's owner a message carrying one reference of ours: wake (if
+ * @wake) and drop it. false if it could not be staged (no memory). */
+bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t,
+			  bool wake);
+void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
 
 /* Rouse @s if it sleeps in the kernel. Any thread. */
 void pw__shard_rouse(struct pw__shard *s);

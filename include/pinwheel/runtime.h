@@ -43,11 +43,17 @@ struct pw_config {
 	unsigned batch;	       /* tasks polled per loop turn before I/O */
 	uint64_t tick_ns;      /* timer wheel tick, 1000..1000000000 ns */
 	uint32_t flags;	       /* PW_CONFIG_* */
+	unsigned mesh_slots; /* slots per shard-to-shard ring: a power of
+				two 2..65536; 0: 256 (64 beyond 16 shards) */
+	unsigned mesh_batch; /* messages taken per ring per turn, >= 1 */
+	unsigned max_calls;  /* pw_calls in flight per destination shard;
+				0: unbounded */
 };
 
 /**
- * pw_config_init - fill @cfg with the defaults: 1 shard, CPUs from the
- * affinity mask, 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on.
+ * pw_config_init - fill @cfg with the defaults: one shard per CPU of the
+ * affinity mask, 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on,
+ * mesh rings of 256 slots drained 256 at a time, unbounded calls.
  * Context: any thread.
  */
 void pw_config_init(struct pw_config *cfg);
@@ -135,6 +141,10 @@ struct pw_shard_stats {
 	uint64_t slab_chunks;	 /* slab chunks allocated so far */
 	uint64_t live_tasks;	 /* tasks whose memory is held */
 	uint64_t timers_fired;	 /* timer wheel entries fired */
+	uint64_t mesh_sent;	     /* messages published to other shards */
+	uint64_t mesh_received;	     /* messages taken from incoming rings */
+	uint64_t mesh_overflowed;    /* messages that waited in overflow */
+	uint64_t msg_rings;	     /* MSG_RING wake-ups sent */
 	uint64_t inflight_ops;	 /* kernel operations in flight */
 	bool defer_taskrun;	 /* ring uses DEFER_TASKRUN */
 	int cpu;		 /* CPU the shard is pinned to, or -1 */

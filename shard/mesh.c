@@ -1,0 +1,671 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mesh.c - the shard mesh: one SPSC ring per ordered pair of shards.
+ *
+ * Sending. A message for shard d goes into a small per-destination stage;
+ * at the end of each loop turn (or when the stage fills) the stage is
+ * published into the ring with one release store. What does not fit waits
+ * in a per-destination overflow list of slab blocks, oldest first, and
+ * later messages queue behind it, so order per pair is kept and nothing
+ * is dropped; the producer's loop never blocks (it polls the backlog each
+ * turn, sleeping at most PW__OVF_POLL_NS while one remains).
+ *
+ * Rousing. After publishing, the producer issues a seq_cst fence and
+ * reads each destination's asleep flag; a consumer going to sleep stores
+ * its flag, issues a seq_cst fence and re-checks every incoming ring.
+ * With both fences one of the two sees the other: either the consumer
+ * finds the message, or the producer finds it asleep, takes the flag
+ * (exchange, so one producer of many) and sends one IORING_OP_MSG_RING to
+ * the consumer's ring, which ends its kernel wait. An awake consumer costs
+ * the producer no system call. Should the MSG_RING fail, its CQE comes
+ * back to the producer, which writes the consumer's eventfd instead.
+ *
+ * Receiving. Every turn the shard drains each incoming ring, at most
+ * cfg.mesh_batch messages per ring, in place (peek, run, release), so a
+ * flooding peer cannot starve the other rings or the shard's own tasks.
+ *
+ * Stopping. After every shard dropped its tasks, messages may still fly
+ * (call replies, wakes, frees). A stopping shard with nothing left to do
+ * marks itself quiet and publishes its sent and received counts; it exits
+ * when every shard is quiet, the sums of sent and received messages are
+ * equal, and a second scan sees no shard having returned to work in
+ * between. Then no message is in flight and none can appear.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pinwheel/mesh.h"
+#include "shard_int.h"
+
+/* Longest kernel wait while an overflow backlog remains. */
+#define PW__OVF_POLL_NS 100000u
+
+/* An overflow block: a slab block of messages waiting for ring room. */
+#define PW__OVF_MSGS 15
+struct pw__ovf {
+	struct pw__ovf *next;
+	uint32_t first, n; /* messages [first, n) still to publish */
+	struct pw__msg msgs[PW__OVF_MSGS];
+};
+
+#define OVF_CLASS pw__slab_class(sizeof(struct pw__ovf))
+
+int pw__mesh_create(struct pw_runtime *rt)
+{
+	unsigned n = rt->nshards;
+	size_t slots = rt->cfg.mesh_slots;
+	size_t nrings = (size_t)n * n;
+
+	rt->rings = aligned_alloc(64, nrings * sizeof(struct pw__spsc));
+	rt->ring_slots = calloc(nrings * slots, sizeof(struct pw__msg));
+	if (!rt->rings || !rt->ring_slots)
+		return -ENOMEM;
+	for (size_t i = 0; i < nrings; i++)
+		pw__spsc_init(&rt->rings[i], rt->ring_slots + i * slots, slots);
+	for (unsigned i = 0; i < n; i++) {
+		struct pw__shard *s = rt->shards[i];
+		s->out = calloc(n, sizeof(*s->out));
+		s->in = calloc(n, sizeof(*s->in));
+		if (!s->out || !s->in)
+			return -ENOMEM;
+		for (unsigned d = 0; d < n; d++) {
+			s->out[d].ring = &rt->rings[(size_t)i * n + d];
+			pw_list_init(&s->out[d].waiters);
+			s->in[d] = &rt->rings[(size_t)d * n + i];
+		}
+	}
+	return 0;
+}
+
+void pw__mesh_destroy(struct pw_runtime *rt)
+{
+	for (unsigned i = 0; rt->shards && i < rt->nshards; i++) {
+		if (!rt->shards[i])
+			continue;
+		free(rt->shards[i]->out);
+		free(rt->shards[i]->in);
+	}
+	free(rt->rings);
+	free(rt->ring_slots);
+}
+
+/* Append @k messages to @q's overflow list. 0, or -ENOMEM (nothing
+ * appended then). */
+static int ovf_append(struct pw__shard *s, struct pw__outq *q,
+		      const struct pw__msg *m, uint32_t k)
+{
+	while (k) {
+		struct pw__ovf *o = q->ovf_tail;
+		if (!o || o->n == PW__OVF_MSGS) {
+			o = pw__slab_alloc(&s->aux, OVF_CLASS);
+			if (!o)
+				return -ENOMEM;
+			o->next = NULL;
+			o->first = o->n = 0;
+			if (q->ovf_tail)
+				q->ovf_tail->next = o;
+			else
+				q->ovf_head = o;
+			q->ovf_tail = o;
+		}
+		uint32_t room = PW__OVF_MSGS - o->n;
+		uint32_t take = k < room ? k : room;
+		memcpy(&o->msgs[o->n], m, take * sizeof(*m));
+		o->n += take;
+		m += take;
+		k -= take;
+		PW__STAT_ADD(s, mesh_overflowed, take);
+	}
+	return 0;
+}
+
+static uint32_t publish(struct pw__shard *s, struct pw__outq *q,
+			const struct pw__msg *m, uint32_t k)
+{
+	uint32_t n = pw__spsc_push_batch(q->ring, m, k);
+
+	if (n) {
+		q->pushed = true;
+		s->sent += n;
+	}
+	return n;
+}
+
+/* Move @q's backlog, then its stage, into its ring; the rest overflows. */
+static void flush_one(struct pw__shard *s, struct pw__outq *q)
+{
+	bool backlog = q->ovf_head != NULL;
+
+	while (q->ovf_head) {
+		struct pw__ovf *o = q->ovf_head;
+		o->first += publish(s, q, &o->msgs[o->first], o->n - o->first);
+		if (o->first < o->n)
+			break; /* the ring is full */
+		q->ovf_head = o->next;
+		if (!q->ovf_head)
+			q->ovf_tail = NULL;
+		pw__slab_free(&s->aux, o, OVF_CLASS);
+	}
+	if (q->nstage) {
+		uint32_t n = q->ovf_head ? 0 : publish(s, q, q->stage, q->nstage);
+		if (n < q->nstage &&
+		    ovf_append(s, q, q->stage + n, q->nstage - n) < 0) {
+			/* No memory: keep the rest staged, in order. */
+			memmove(q->stage, q->stage + n,
+				(q->nstage - n) * sizeof(q->stage[0]));
+			q->nstage -= n;
+		} else {
+			q->nstage = 0;
+		}
+	}
+	if (backlog && !q->ovf_head)
+		s->ovf_dests--;
+	else if (!backlog && q->ovf_head)
+		s->ovf_dests++;
+}
+
+int pw__mesh_send(struct pw__shard *s, unsigned dst, const struct pw__msg *m)
+{
+	struct pw__outq *q = &s->out[dst];
+
+	if (q->nstage == PW__STAGE) {
+		flush_one(s, q);
+		if (q->nstage == PW__STAGE)
+			return -ENOMEM;
+	}
+	q->stage[q->nstage++] = *m;
+	return 0;
+}
+
+/* Write @o's eventfd: ends its kernel wait whatever its flag says. */
+static void kick(struct pw__shard *o)
+{
+	uint64_t one = 1;
+	ssize_t n = write(o->efd, &one, sizeof(one));
+	(void)n; /* cannot fail: the counter never nears overflow */
+}
+
+static void rouse_peer(struct pw__shard *s, struct pw__shard *o)
+{
+	/* relaxed load, then the exchange: ordered after our publish by
+	 * the seq_cst fence in pw__mesh_flush(); pairs with the fence in
+	 * pw__mesh_idle() on the consumer. */
+	if (!atomic_load_explicit(&o->asleep, memory_order_relaxed) ||
+	    !atomic_exchange(&o->asleep, 0))
+		return;
+	struct io_uring_sqe *sqe = pw__shard_sqe(s);
+	if (!sqe) {
+		kick(o);
+		return;
+	}
+	io_uring_prep_msg_ring(sqe, o->ring.ring_fd, 0, PW__UD_MSGRING, 0);
+	io_uring_sqe_set_data64(sqe, ((uint64_t)o->id << 3) | PW__UD_MSGSEND);
+	sqe->flags |= IOSQE_CQE_SKIP_SUCCESS;
+	PW__STAT_INC(s, msg_rings);
+}
+
+void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud)
+{
+	unsigned id = (unsigned)(ud >> 3);
+
+	if (id < s->rt->nshards)
+		kick(s->rt->shards[id]);
+}
+
+void pw__mesh_flush(struct pw__shard *s)
+{
+	struct pw_runtime *rt = s->rt;
+	bool any = false;
+
+	for (unsigned d = 0; d < rt->nshards; d++) {
+		struct pw__outq *q = &s->out[d];
+		if (q->nstage || q->ovf_head)
+			flush_one(s, q);
+		any |= q->pushed;
+	}
+	if (!any)
+		return;
+	/* seq_cst fence: orders the release stores of the ring tails
+	 * before the loads of the asleep flags; pairs with the fence in
+	 * pw__mesh_idle() (see the top of this file). */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned d = 0; d < rt->nshards; d++) {
+		struct pw__outq *q = &s->out[d];
+		if (!q->pushed)
+			continue;
+		q->pushed = false;
+		if (d != s->id)
+			rouse_peer(s, rt->shards[d]);
+	}
+}
+
+void pw__mesh_drain(struct pw__shard *s)
+{
+	struct pw_runtime *rt = s->rt;
+	uint32_t bound = rt->cfg.mesh_batch;
+	uint64_t got = 0;
+
+	for (unsigned src = 0; src < rt->nshards; src++) {
+		struct pw__spsc *r = s->in[src];
+		uint32_t left = bound;
+		struct pw__msg *m;
+		uint32_t n;
+
+		while (left && (n = pw__spsc_peek(r, &m, left))) {
+			for (uint32_t i = 0; i < n; i++)
+				m[i].fn(m[i].a0, m[i].a1, m[i].a2);
+			pw__spsc_release(r, n);
+			left -= n;
+			got += n;
+		}
+	}
+	s->received += got;
+}
+
+bool pw__mesh_idle(struct pw__shard *s)
+{
+	/* seq_cst fence: orders our store of asleep before the loads of
+	 * the ring tails; pairs with the fence in pw__mesh_flush(). */
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned src = 0; src < s->rt->nshards; src++)
+		if (!pw__spsc_empty_consumer(s->in[src]))
+			return false;
+	return true;
+}
+
+uint64_t pw__mesh_wait_cap(struct pw__shard *s)
+{
+	return s->ovf_dests ? PW__OVF_POLL_NS : UINT64_MAX;
+}
+
+/* ---- stopping ------------------------------------------------------- */
+
+static bool shard_has_work(struct pw__shard *s)
+{
+	if (s->runq.head || s->inflight || s->ovf_dests)
+		return true;
+	for (unsigned d = 0; d < s->rt->nshards; d++)
+		if (s->out[d].nstage)
+			return true;
+	return !pw__mesh_idle(s);
+}
+
+/* One scan: every shard quiet and sent == received; *@act gets the sum
+ * of activity counters. seq_cst loads: pair with the seq_cst stores of
+ * each shard in pw__mesh_stop_done(). */
+static bool scan(struct pw_runtime *rt, uint64_t *act)
+{
+	uint64_t sent = 0, recv = 0, a = 0;
+
+	for (unsigned i = 0; i < rt->nshards; i++) {
+		struct pw__shard *o = rt->shards[i];
+		if (!atomic_load(&o->quiet))
+			return false;
+		a += atomic_load(&o->activity);
+		sent += atomic_load(&o->sent_pub);
+		recv += atomic_load(&o->recv_pub);
+	}
+	*act = a;
+	return sent == recv;
+}
+
+bool pw__mesh_stop_done(struct pw__shard *s)
+{
+	struct pw_runtime *rt = s->rt;
+	uint64_t a, b;
+
+	if (shard_has_work(s)) {
+		if (atomic_load_explicit(&s->quiet, memory_order_relaxed)) {
+			/* seq_cst: seen by scan() before or after. */
+			atomic_store(&s->quiet, 0);
+			atomic_store(&s->activity,
+				     atomic_load(&s->activity) + 1);
+		}
+		return false;
+	}
+	/* seq_cst stores: read by scan() on any shard. */
+	atomic_store(&s->sent_pub, s->sent);
+	atomic_store(&s->recv_pub, s->received);
+	atomic_store(&s->quiet, 1);
+	if (!scan(rt, &a) || !scan(rt, &b) || a != b)
+		return false;
+	for (unsigned i = 0; i < rt->nshards; i++)
+		if (rt->shards[i] != s)
+			kick(rt->shards[i]);
+	return true;
+}
+
+/* ---- public operations ------------------------------------------------ */
+
+static int check_target(struct pw__shard **sp, unsigned shard)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!s)
+		return -EPERM;
+	if (shard >= s->rt->nshards)
+		return -ENODEV;
+	if (s->stopping)
+		return -ESHUTDOWN;
+	*sp = s;
+	return 0;
+}
+
+int pw_shard_count(void)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	return s ? (int)s->rt->nshards : -EPERM;
+}
+
+static void submit_handler(void *a0, uint64_t a1, uint64_t a2)
+{
+	(void)a2;
+	((void (*)(void *))(uintptr_t)a1)(a0);
+}
+
+int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg)
+{
+	struct pw__shard *s;
+
+	if (!fn)
+		return -EINVAL;
+	int err = check_target(&s, shard);
+	if (err)
+		return err;
+	struct pw__msg m = { submit_handler, arg, (uint64_t)(uintptr_t)fn, 0 };
+	return pw__mesh_send(s, shard, &m);
+}
+
+/* A spawn whose state is staged in the sender's slab: the target copies
+ * it into a task, then sends the block back to be freed. */
+struct spawn_stage {
+	pw_poll_fn fn;
+	pw_drop_fn drop;
+	size_t size;
+	int cls;
+	_Alignas(16) unsigned char data[];
+};
+
+static void stage_free_handler(void *a0, uint64_t a1, uint64_t a2)
+{
+	struct spawn_stage *st = a0;
+	(void)a1;
+	(void)a2;
+	pw__slab_free(&pw__cur_shard->aux, st, st->cls);
+}
+
+static void spawn_handler(void *a0, uint64_t src, uint64_t a2)
+{
+	struct pw__shard *s = pw__cur_shard;
+	struct spawn_stage *st = a0;
+	struct pw__task *t;
+	(void)a2;
+
+	int err = s->stopping ? -ESHUTDOWN :
+				pw__task_new(s, &t, st->fn, st->data, st->size,
+					     st->drop);
+	if (err && st->drop)
+		st->drop(st->data);
+	struct pw__msg m = { stage_free_handler, st, 0, 0 };
+	if (pw__mesh_send(s, (unsigned)src, &m) < 0)
+		/* Kept by the sender's slab until shutdown: not lost. */
+		PW__STAT_INC(s, mesh_overflowed);
+}
+
+static void spawn_ptr_handler(void *a0, uint64_t fn, uint64_t drop)
+{
+	struct pw__shard *s = pw__cur_shard;
+	pw_drop_fn d = (pw_drop_fn)(uintptr_t)drop;
+	struct pw__task *t;
+
+	int err = s->stopping ? -ESHUTDOWN :
+				pw__task_new(s, &t, (pw_poll_fn)(uintptr_t)fn,
+					     a0, 0, d);
+	if (err && d)
+		d(a0);
+}
+
+int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state,
+		size_t size, pw_drop_fn drop)
+{
+	struct pw__shard *s;
+
+	if (!fn || size > PW_TASK_STATE_MAX || (size && !state))
+		return -EINVAL;
+	int err = check_target(&s, shard);
+	if (err)
+		return err;
+	if (!size) {
+		struct pw__msg m = { spawn_ptr_handler, (void *)state,
+				     (uint64_t)(uintptr_t)fn,
+				     (uint64_t)(uintptr_t)drop };
+		return pw__mesh_send(s, shard, &m);
+	}
+	int cls = pw__slab_class(sizeof(struct spawn_stage) + size);
+	struct spawn_stage *st = cls < 0 ? NULL : pw__slab_alloc(&s->aux, cls);
+	if (!st)
+		return -ENOMEM;
+	st->fn = fn;
+	st->drop = drop;
+	st->size = size;
+	st->cls = cls;
+	memcpy(st->data, state, size);
+	struct pw__msg m = { spawn_handler, st, s->id, 0 };
+	err = pw__mesh_send(s, shard, &m);
+	if (err)
+		pw__slab_free(&s->aux, st, cls);
+	return err;
+}
+
+/* ---- calls --------------------------------------------------------- */
+
+/* The task that runs a call on the target shard. */
+struct call_task {
+	struct pw_call *call; /* in the caller's memory (pinned) */
+	pw_poll_fn fn;
+	pw_drop_fn drop;
+	void *user; /* the user state: data below, or the caller's pointer */
+	unsigned caller;
+	bool replied;
+	_Alignas(16) unsigned char data[];
+};
+
+static void call_reply_handler(void *a0, uint64_t result, uint64_t a2);
+
+static void call_reply(struct pw__shard *s, struct call_task *ct,
+		       int64_t result)
+{
+	struct pw__msg m = { call_reply_handler, ct->call, (uint64_t)result,
+			     s->id };
+
+	ct->replied = true;
+	if (pw__mesh_send(s, ct->caller, &m) < 0)
+		/* Out of memory for the overflow: the caller's memory stays
+		 * pinned until shutdown rather than being freed early. */
+		PW__STAT_INC(s, mesh_overflowed);
+}
+
+static enum pw_poll call_task_poll(struct pw_cx *cx, void *state)
+{
+	struct call_task *ct = state;
+	enum pw_poll r = ct->fn(cx, ct->user);
+
+	if (r == PW_READY)
+		call_reply(cx->shard, ct, cx->result);
+	return r;
+}
+
+static void call_task_drop(void *state)
+{
+	struct call_task *ct = state;
+
+	if (ct->drop)
+		ct->drop(ct->user);
+	if (!ct->replied)
+		call_reply(pw__cur_shard, ct, -ECANCELED);
+}
+
+static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
+{
+	struct pw__shard *s = pw__cur_shard;
+	struct pw_call *c = a0;
+	struct call_task head = { c, c->fn, c->drop, NULL, (unsigned)caller,
+				  false };
+	struct pw__task *t;
+	(void)a2;
+
+	int err = s->stopping ? -ESHUTDOWN :
+				pw__task_new(s, &t, call_task_poll, NULL,
+					     sizeof(head) + c->size,
+					     call_task_drop);
+	if (err) {
+		call_reply(s, &head, err);
+		return;
+	}
+	struct call_task *ct = t->state;
+	*ct = head;
+	memcpy(ct->data, c->arg, c->size);
+	ct->user = c->size ? (void *)ct->data : (void *)c->arg;
+}
+
+static void call_send(struct pw__shard *s, struct pw_call *c)
+{
+	struct pw__msg m = { call_request_handler, c, s->id, 0 };
+
+	s->out[c->shard].calls++;
+	c->state = PW_CALL_SENT;
+	if (pw__mesh_send(s, c->shard, &m) < 0) {
+		/* Could not even stage it: fail the call, unpin. */
+		s->out[c->shard].calls--;
+		c->result = -ENOMEM;
+		c->state = PW_CALL_DONE;
+		c->task->pins--;
+		pw__task_schedule(s, c->task);
+	}
+}
+
+static void call_reply_handler(void *a0, uint64_t result, uint64_t from)
+{
+	struct pw__shard *s = pw__cur_shard;
+	struct pw_call *c = a0;
+	struct pw__outq *q = &s->out[from];
+	struct pw__task *t = c->task;
+
+	q->calls--;
+	if (!pw_list_empty(&q->waiters)) {
+		struct pw_call *w =
+			pw_list_first_entry(&q->waiters, struct pw_call, wait);
+		pw_list_del_init(&w->wait);
+		call_send(s, w);
+	}
+	c->result = (int64_t)result;
+	c->state = PW_CALL_DONE;
+	c->task = NULL;
+	t->pins--;
+	if (t->flags & PW__T_DONE)
+		pw__task_maybe_free(s, t);
+	else
+		pw__task_schedule(s, t);
+}
+
+void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
+		  const void *state, size_t size, pw_drop_fn drop)
+{
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	c->fn = fn;
+	c->drop = drop;
+	c->arg = state;
+	c->size = size;
+	c->shard = shard;
+	pw_list_init(&c->wait);
+}
+
+enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result)
+{
+	if (!cx || !c || !result) {
+		if (result)
+			*result = -EINVAL;
+		return PW_READY;
+	}
+	struct pw__shard *s = cx->shard;
+
+	switch (c->state) {
+	case PW_CALL_DONE:
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		*result = c->result;
+		c->state = PW_CALL_IDLE;
+		return PW_READY;
+	case PW_CALL_SENT:
+	case PW_CALL_WAITING:
+		return PW_PENDING;
+	default:
+		break;
+	}
+	if (!c->fn || c->size > PW_TASK_STATE_MAX || (c->size && !c->arg)) {
+		*result = -EINVAL;
+		return PW_READY;
+	}
+	if (c->shard >= s->rt->nshards) {
+		*result = -ENODEV;
+		return PW_READY;
+	}
+	if (s->stopping) {
+		*result = -ESHUTDOWN;
+		return PW_READY;
+	}
+	struct pw__outq *q = &s->out[c->shard];
+	c->task = cx->task;
+	cx->task->pins++;
+	if (s->rt->cfg.max_calls && q->calls >= s->rt->cfg.max_calls) {
+		c->state = PW_CALL_WAITING;
+		pw_list_add_tail(&c->wait, &q->waiters);
+		return PW_PENDING;
+	}
+	call_send(s, c);
+	return PW_PENDING;
+}
+
+int pw_call_cancel(struct pw_call *c)
+{
+	if (!c || c->state != PW_CALL_WAITING)
+		return -EALREADY;
+	struct pw__task *t = c->task;
+
+	pw_list_del_init(&c->wait);
+	c->state = PW_CALL_IDLE;
+	c->task = NULL;
+	t->pins--;
+	if (t->flags & PW__T_DONE)
+		pw__task_maybe_free(t->shard, t);
+	return 0;
+}
+
+/* ---- cross-shard wakes ---------------------------------------------- */
+
+/* a1: 1 wake, 2 drop the reference the message carries. */
+static void wake_handler(void *a0, uint64_t flags, uint64_t a2)
+{
+	struct pw__shard *s = pw__cur_shard;
+	struct pw__task *t = a0;
+	(void)a2;
+
+	if (flags & 1) {
+		PW__STAT_INC(s, remote_wakes);
+		pw__task_schedule(s, t);
+	}
+	if (flags & 2)
+		pw__task_unref(s, t);
+}
+
+bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake)
+{
+	struct pw__msg m = { wake_handler, t, wake ? 3u : 2u, 0 };
+
+	return pw__mesh_send(s, t->shard->id, &m) == 0;
+}
