@@ -1,22 +1,34 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/bench_timer.c - the per-shard timer wheel against a binary heap.
+ * bench/bench_timer.c - the per-shard timer wheel against a 4-ary heap.
  *
- * For N live timers (1k, 100k, 1M) with "far-ish" deadlines, uniform in
- * [2^12, 2^12 + 2^18) ticks ahead (4 s to 4.4 min at 1 ms ticks, the
- * range of I/O timeouts), measure per operation:
+ * N live timers (1k, 100k, 1M), each embedded in a 192-byte "connection"
+ * of one contiguous slab, armed in random order at "far-ish" deadlines,
+ * uniform in [2^12, 2^12 + 2^18) ticks ahead (4 s to 4.4 min at 1 ms
+ * ticks, the range of I/O timeouts). Per operation:
  *
- *   *_insert_cancel  arm one extra timer at such a deadline, cancel it
- *   *_reset	      move a random live timer to a fresh deadline of the
- *		      same law: about half later, half earlier
- *   *_fire	      advance to the next expiry again and again; time per
- *		      fired timer, cascades included (refill of the fired
- *		      ones is not timed)
+ *   *_churn_cancel_insert  cancel a random live timer, arm it again at a
+ *			    fresh deadline: N connections re-arming their
+ *			    timeouts (random order from a precomputed
+ *			    permutation, deadlines from a precomputed table)
+ *   *_reset_random	    move a random live timer to a fresh deadline of
+ *			    the same law: about half later, half earlier
+ *   *_reset_later	    push a random live timer's deadline out to the
+ *			    longest timeout from now (an idle timeout kept
+ *			    alive by traffic): always later
+ *   *_cancel_insert_same   arm one extra timer and cancel it at once (an
+ *			    I/O that completes before its timeout)
+ *   *_fire		    advance to the next expiry again and again; time
+ *			    per fired timer, cascades included; re-arming
+ *			    the fired ones is not timed
  *
- * The baseline is a binary min-heap of (deadline, entry) pairs with an
- * index back-pointer in each entry, so cancel and reset are O(log n).
- * Live timers are armed in random order, so list neighbours are scattered
- * in memory as in a running server.
+ * Between timed batches of the first three, time moves on (untimed) by
+ * one timer lifetime per N operations, and the timers that come due are
+ * fired and re-armed, so slots, holes and the heap stay as in a server.
+ *
+ * The baseline is a 4-ary min-heap of (deadline, entry) pairs, the
+ * children of a node in one cache line, with an index back-pointer in
+ * each entry: insert, cancel and reset are O(log n) sifts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,13 +38,16 @@
 
 #define SPAN_MIN  (UINT64_C(1) << 12)
 #define SPAN_MASK ((UINT64_C(1) << 18) - 1)
+#define SPAN_MAX  (SPAN_MIN + SPAN_MASK)
 #define OPS_BATCH 1024
+#define CONN_SIZE 192
+#define NDELTA	  65536 /* precomputed deadline offsets, a power of 2 */
 
 static const int64_t bench_sizes[] = { 1000, 100000, 1000000 };
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15;
 
-/* xorshift64*: cheap enough not to matter beside the measured work. */
+/* xorshift64*, for set-up only. */
 static inline uint64_t rnd(void)
 {
 	rng_state ^= rng_state >> 12;
@@ -52,24 +67,6 @@ static inline size_t rnd_below(size_t n)
 	return (size_t)(((rnd() >> 32) * (uint64_t)n) >> 32);
 }
 
-/* A random permutation of 0..n-1, to arm timers in scattered order. */
-static size_t *permutation(size_t n)
-{
-	size_t *p = malloc(n * sizeof(*p));
-
-	if (!p)
-		abort();
-	for (size_t i = 0; i < n; i++)
-		p[i] = i;
-	for (size_t i = n; i > 1; i--) {
-		size_t j = rnd_below(i), x = p[i - 1];
-
-		p[i - 1] = p[j];
-		p[j] = x;
-	}
-	return p;
-}
-
 static void *xcalloc(size_t n, size_t size)
 {
 	void *p = calloc(n, size);
@@ -79,8 +76,71 @@ static void *xcalloc(size_t n, size_t size)
 	return p;
 }
 
+/* A random permutation of 0..n-1. */
+static uint32_t *permutation(size_t n)
+{
+	uint32_t *p = xcalloc(n, sizeof(*p));
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint32_t)i;
+	for (size_t i = n; i > 1; i--) {
+		size_t j = rnd_below(i);
+		uint32_t x = p[i - 1];
+
+		p[i - 1] = p[j];
+		p[j] = x;
+	}
+	return p;
+}
+
+/* Random operands for the timed loops, read in sequence. */
+struct ops {
+	uint32_t *perm;	 /* which timer, N entries, cycled */
+	uint64_t *delta; /* far_ish() offsets, NDELTA entries, cycled */
+	size_t n, i, j;
+};
+
+static void ops_init(struct ops *o, size_t n)
+{
+	o->n = n;
+	o->i = 0;
+	o->j = 0;
+	o->perm = permutation(n);
+	o->delta = xcalloc(NDELTA, sizeof(*o->delta));
+	for (size_t k = 0; k < NDELTA; k++)
+		o->delta[k] = far_ish();
+}
+
+static inline size_t ops_victim(struct ops *o)
+{
+	size_t v = o->perm[o->i];
+
+	if (++o->i == o->n)
+		o->i = 0;
+	return v;
+}
+
+static inline uint64_t ops_delta(struct ops *o)
+{
+	return o->delta[o->j++ & (NDELTA - 1)];
+}
+
+static void ops_free(struct ops *o)
+{
+	free(o->perm);
+	free(o->delta);
+}
+
+/* Time passed per batch: one timer lifetime (2^18 ticks) per N ops. */
+static uint64_t time_step(size_t n)
+{
+	uint64_t step = (SPAN_MASK + 1) * OPS_BATCH / n;
+
+	return step ? step : 1;
+}
+
 /* ---------------------------------------------------------------- */
-/* Binary min-heap baseline.                                         */
+/* 4-ary min-heap baseline.                                          */
 
 struct hent {
 	uint64_t deadline;
@@ -92,10 +152,28 @@ struct hslot {
 	struct hent *e;
 };
 
+/*
+ * a[i] has children a[4i+1..4i+4]. The array starts 3 slots into a
+ * 64-byte aligned block, so each group of 4 children (64 bytes) is one
+ * cache line.
+ */
 struct heap {
 	struct hslot *a;
+	void *block;
 	size_t n;
 };
+
+#define HEAP_D 4
+
+static void heap_init(struct heap *h, size_t cap)
+{
+	h->block = aligned_alloc(64, ((cap + 3) * sizeof(struct hslot) + 63) /
+					     64 * 64);
+	if (!h->block)
+		abort();
+	h->a = (struct hslot *)h->block + 3;
+	h->n = 0;
+}
 
 static inline void heap_set(struct heap *h, size_t i, struct hslot x)
 {
@@ -106,7 +184,7 @@ static inline void heap_set(struct heap *h, size_t i, struct hslot x)
 static void heap_sift_up(struct heap *h, size_t i, struct hslot x)
 {
 	while (i > 0) {
-		size_t p = (i - 1) / 2;
+		size_t p = (i - 1) / HEAP_D;
 
 		if (h->a[p].key <= x.key)
 			break;
@@ -119,16 +197,20 @@ static void heap_sift_up(struct heap *h, size_t i, struct hslot x)
 static void heap_sift_down(struct heap *h, size_t i, struct hslot x)
 {
 	for (;;) {
-		size_t c = 2 * i + 1;
+		size_t c = HEAP_D * i + 1, end = c + HEAP_D, m;
 
 		if (c >= h->n)
 			break;
-		if (c + 1 < h->n && h->a[c + 1].key < h->a[c].key)
-			c++;
-		if (x.key <= h->a[c].key)
+		if (end > h->n)
+			end = h->n;
+		m = c;
+		for (size_t k = c + 1; k < end; k++)
+			if (h->a[k].key < h->a[m].key)
+				m = k;
+		if (x.key <= h->a[m].key)
 			break;
-		heap_set(h, i, h->a[c]);
-		i = c;
+		heap_set(h, i, h->a[m]);
+		i = m;
 	}
 	heap_set(h, i, x);
 }
@@ -144,7 +226,7 @@ static void heap_push(struct heap *h, struct hent *e, uint64_t deadline)
 /* Place @x at hole @i, up or down as its key requires. */
 static void heap_fix(struct heap *h, size_t i, struct hslot x)
 {
-	if (i > 0 && x.key < h->a[(i - 1) / 2].key)
+	if (i > 0 && x.key < h->a[(i - 1) / HEAP_D].key)
 		heap_sift_up(h, i, x);
 	else
 		heap_sift_down(h, i, x);
@@ -178,11 +260,26 @@ static struct hent *heap_pop(struct heap *h)
 }
 
 /* ---------------------------------------------------------------- */
-/* Fixtures.                                                         */
+/* Fixtures: timers embedded in connections of one slab.             */
+
+struct wconn {
+	char before[64];
+	struct pw__timer t;
+	char after[CONN_SIZE - 64 - sizeof(struct pw__timer)];
+};
+
+struct hconn {
+	char before[64];
+	struct hent e;
+	char after[CONN_SIZE - 64 - sizeof(struct hent)];
+};
+
+_Static_assert(sizeof(struct wconn) == CONN_SIZE, "wheel conn size");
+_Static_assert(sizeof(struct hconn) == CONN_SIZE, "heap conn size");
 
 struct wfix {
 	struct pw__wheel *w;
-	struct pw__timer *t; /* n + 1: the last one is the extra */
+	struct wconn *c; /* n + 1: the last one is the extra */
 	size_t n;
 };
 
@@ -196,104 +293,30 @@ static void wheel_fn(struct pw__timer *t)
 
 static void wfix_init(struct wfix *f, size_t n)
 {
-	size_t *p = permutation(n);
+	uint32_t *p = permutation(n);
 
 	f->n = n;
 	f->w = xcalloc(1, sizeof(*f->w));
-	f->t = xcalloc(n + 1, sizeof(*f->t));
+	f->c = xcalloc(n + 1, sizeof(*f->c));
 	pw__wheel_init(f->w, 0);
 	for (size_t i = 0; i <= n; i++)
-		pw__timer_init(&f->t[i], wheel_fn);
+		pw__timer_init(&f->c[i].t, wheel_fn);
 	for (size_t i = 0; i < n; i++)
-		pw__wheel_insert(f->w, &f->t[p[i]], far_ish());
+		pw__wheel_insert(f->w, &f->c[p[i]].t, far_ish());
 	free(p);
+	fired = xcalloc(n + 1, sizeof(*fired));
+	nfired = 0;
 }
 
 static void wfix_free(struct wfix *f)
 {
-	free(f->t);
+	(void)(f->w); /* the wheel owns no memory */
+	free(fired);
+	free(f->c);
 	free(f->w);
 }
 
-struct hfix {
-	struct heap h;
-	struct hent *e; /* n + 1: the last one is the extra */
-	size_t n;
-	uint64_t now;
-};
-
-static void hfix_init(struct hfix *f, size_t n)
-{
-	size_t *p = permutation(n);
-
-	f->n = n;
-	f->now = 0;
-	f->h.n = 0;
-	f->h.a = xcalloc(n + 1, sizeof(*f->h.a));
-	f->e = xcalloc(n + 1, sizeof(*f->e));
-	for (size_t i = 0; i < n; i++)
-		heap_push(&f->h, &f->e[p[i]], far_ish());
-	free(p);
-}
-
-static void hfix_free(struct hfix *f)
-{
-	free(f->e);
-	free(f->h.a);
-}
-
-/* ---------------------------------------------------------------- */
-/* insert + cancel of one extra timer beside N live ones.            */
-
-static void bm_wheel_insert_cancel(struct pw_bench *b)
-{
-	struct wfix f;
-	struct pw__timer *x;
-
-	wfix_init(&f, (size_t)pw_bench_arg(b));
-	x = &f.t[f.n];
-	while (pw_bench_run(b, OPS_BATCH))
-		for (int i = 0; i < OPS_BATCH; i++) {
-			pw__wheel_insert(f.w, x, f.w->elapsed + far_ish());
-			pw__wheel_cancel(f.w, x);
-		}
-	wfix_free(&f);
-}
-PW_BENCH_ARGS(bm_wheel_insert_cancel, bench_sizes);
-
-static void bm_heap_insert_cancel(struct pw_bench *b)
-{
-	struct hfix f;
-	struct hent *x;
-
-	hfix_init(&f, (size_t)pw_bench_arg(b));
-	x = &f.e[f.n];
-	while (pw_bench_run(b, OPS_BATCH))
-		for (int i = 0; i < OPS_BATCH; i++) {
-			heap_push(&f.h, x, f.now + far_ish());
-			heap_remove(&f.h, x);
-		}
-	hfix_free(&f);
-}
-PW_BENCH_ARGS(bm_heap_insert_cancel, bench_sizes);
-
-/* ---------------------------------------------------------------- */
-/* reset of a random live timer to a fresh deadline.                 */
-
-/*
- * Between timed batches time moves on (untimed): the due timers fire and
- * are re-armed. So each timer's registered slot stays as fresh as in a
- * running server, about half the resets are later than it (in place for
- * the wheel) and half earlier (re-filed), and nothing drifts: time passes
- * by one timer lifetime (2^18 ticks) per N resets.
- */
-static uint64_t reset_step(size_t n)
-{
-	uint64_t step = (SPAN_MASK + 1) * OPS_BATCH / n;
-
-	return step ? step : 1;
-}
-
+/* Untimed: move time on, re-arm what fired. */
 static void wheel_pass_time(struct wfix *f, uint64_t ticks)
 {
 	pw__wheel_advance(f->w, f->w->elapsed + ticks);
@@ -302,21 +325,119 @@ static void wheel_pass_time(struct wfix *f, uint64_t ticks)
 	nfired = 0;
 }
 
-static void bm_wheel_reset(struct pw_bench *b)
+struct hfix {
+	struct heap h;
+	struct hconn *c; /* n + 1: the last one is the extra */
+	struct hent **out;
+	size_t n;
+	uint64_t now;
+};
+
+static void hfix_init(struct hfix *f, size_t n)
+{
+	uint32_t *p = permutation(n);
+
+	f->n = n;
+	f->now = 0;
+	heap_init(&f->h, n + 1);
+	f->c = xcalloc(n + 1, sizeof(*f->c));
+	f->out = xcalloc(n + 1, sizeof(*f->out));
+	for (size_t i = 0; i < n; i++)
+		heap_push(&f->h, &f->c[p[i]].e, far_ish());
+	free(p);
+}
+
+static void hfix_free(struct hfix *f)
+{
+	free(f->out);
+	free(f->c);
+	free(f->h.block);
+}
+
+static void heap_pass_time(struct hfix *f, uint64_t ticks)
+{
+	size_t n = 0;
+
+	f->now += ticks;
+	while (f->h.n && f->h.a[0].key <= f->now)
+		f->out[n++] = heap_pop(&f->h);
+	for (size_t i = 0; i < n; i++)
+		heap_push(&f->h, f->out[i], f->now + far_ish());
+}
+
+/* ---------------------------------------------------------------- */
+/* churn: cancel a random live timer, arm it at a fresh deadline.    */
+
+static void bm_wheel_churn_cancel_insert(struct pw_bench *b)
 {
 	struct wfix f;
-	uint64_t later = 0, total = 0, step;
+	struct ops o;
+	uint64_t step;
 
 	wfix_init(&f, (size_t)pw_bench_arg(b));
-	fired = xcalloc(f.n, sizeof(*fired));
-	nfired = 0;
-	step = reset_step(f.n);
+	ops_init(&o, f.n);
+	step = time_step(f.n);
 	while (pw_bench_run(b, OPS_BATCH)) {
 		for (int i = 0; i < OPS_BATCH; i++) {
-			struct pw__timer *t = &f.t[rnd_below(f.n)];
-			uint64_t d = f.w->elapsed + far_ish();
+			struct pw__timer *t = &f.c[ops_victim(&o)].t;
 
-			later += d >= t->slot_when;
+			pw__wheel_cancel(f.w, t);
+			pw__wheel_insert(f.w, t, f.w->elapsed + ops_delta(&o));
+		}
+		pw_bench_pause(b);
+		wheel_pass_time(&f, step);
+		pw_bench_resume(b);
+	}
+	ops_free(&o);
+	wfix_free(&f);
+}
+PW_BENCH_ARGS(bm_wheel_churn_cancel_insert, bench_sizes);
+
+static void bm_heap_churn_cancel_insert(struct pw_bench *b)
+{
+	struct hfix f;
+	struct ops o;
+	uint64_t step;
+
+	hfix_init(&f, (size_t)pw_bench_arg(b));
+	ops_init(&o, f.n);
+	step = time_step(f.n);
+	while (pw_bench_run(b, OPS_BATCH)) {
+		for (int i = 0; i < OPS_BATCH; i++) {
+			struct hent *e = &f.c[ops_victim(&o)].e;
+
+			heap_remove(&f.h, e);
+			heap_push(&f.h, e, f.now + ops_delta(&o));
+		}
+		pw_bench_pause(b);
+		heap_pass_time(&f, step);
+		pw_bench_resume(b);
+	}
+	ops_free(&o);
+	hfix_free(&f);
+}
+PW_BENCH_ARGS(bm_heap_churn_cancel_insert, bench_sizes);
+
+/* ---------------------------------------------------------------- */
+/* reset of a random live timer: to a fresh deadline, or further out. */
+
+static void wheel_reset(struct pw_bench *b, bool later)
+{
+	struct wfix f;
+	struct ops o;
+	uint64_t in_place = 0, total = 0, step;
+
+	wfix_init(&f, (size_t)pw_bench_arg(b));
+	ops_init(&o, f.n);
+	step = time_step(f.n);
+	while (pw_bench_run(b, OPS_BATCH)) {
+		for (int i = 0; i < OPS_BATCH; i++) {
+			struct pw__timer *t = &f.c[ops_victim(&o)].t;
+			uint64_t d =
+				f.w->elapsed +
+				(later ? SPAN_MAX + (i & 63) : ops_delta(&o));
+
+			in_place += d >= t->slot_when;
 			pw__wheel_reset(f.w, t, d);
 		}
 		total += OPS_BATCH;
@@ -324,45 +445,101 @@ static void bm_wheel_reset(struct pw_bench *b)
 		wheel_pass_time(&f, step);
 		pw_bench_resume(b);
 	}
-	pw_bench_counter(b, "in_place", total ? (double)later / total : 0,
+	pw_bench_counter(b, "in_place", total ? (double)in_place / total : 0,
 			 false);
-	free(fired);
+	ops_free(&o);
 	wfix_free(&f);
 }
-PW_BENCH_ARGS(bm_wheel_reset, bench_sizes);
 
-static void heap_pass_time(struct hfix *f, struct hent **out, uint64_t ticks)
-{
-	size_t n = 0;
-
-	f->now += ticks;
-	while (f->h.n && f->h.a[0].key <= f->now)
-		out[n++] = heap_pop(&f->h);
-	for (size_t i = 0; i < n; i++)
-		heap_push(&f->h, out[i], f->now + far_ish());
-}
-
-static void bm_heap_reset(struct pw_bench *b)
+static void heap_reset(struct pw_bench *b, bool later)
 {
 	struct hfix f;
-	struct hent **out;
+	struct ops o;
 	uint64_t step;
 
 	hfix_init(&f, (size_t)pw_bench_arg(b));
-	out = xcalloc(f.n, sizeof(*out));
-	step = reset_step(f.n);
+	ops_init(&o, f.n);
+	step = time_step(f.n);
 	while (pw_bench_run(b, OPS_BATCH)) {
-		for (int i = 0; i < OPS_BATCH; i++)
-			heap_update(&f.h, &f.e[rnd_below(f.n)],
-				    f.now + far_ish());
+		for (int i = 0; i < OPS_BATCH; i++) {
+			struct hent *e = &f.c[ops_victim(&o)].e;
+			uint64_t d = f.now + (later ? SPAN_MAX + (i & 63) :
+						      ops_delta(&o));
+
+			heap_update(&f.h, e, d);
+		}
 		pw_bench_pause(b);
-		heap_pass_time(&f, out, step);
+		heap_pass_time(&f, step);
 		pw_bench_resume(b);
 	}
-	free(out);
+	ops_free(&o);
 	hfix_free(&f);
 }
-PW_BENCH_ARGS(bm_heap_reset, bench_sizes);
+
+static void bm_wheel_reset_random(struct pw_bench *b)
+{
+	wheel_reset(b, false);
+}
+PW_BENCH_ARGS(bm_wheel_reset_random, bench_sizes);
+
+static void bm_heap_reset_random(struct pw_bench *b)
+{
+	heap_reset(b, false);
+}
+PW_BENCH_ARGS(bm_heap_reset_random, bench_sizes);
+
+static void bm_wheel_reset_later(struct pw_bench *b)
+{
+	wheel_reset(b, true);
+}
+PW_BENCH_ARGS(bm_wheel_reset_later, bench_sizes);
+
+static void bm_heap_reset_later(struct pw_bench *b)
+{
+	heap_reset(b, true);
+}
+PW_BENCH_ARGS(bm_heap_reset_later, bench_sizes);
+
+/* ---------------------------------------------------------------- */
+/* arm one extra timer and cancel it at once (the heap's best case). */
+
+static void bm_wheel_cancel_insert_same(struct pw_bench *b)
+{
+	struct wfix f;
+	struct ops o;
+	struct pw__timer *x;
+
+	wfix_init(&f, (size_t)pw_bench_arg(b));
+	ops_init(&o, f.n);
+	x = &f.c[f.n].t;
+	while (pw_bench_run(b, OPS_BATCH))
+		for (int i = 0; i < OPS_BATCH; i++) {
+			pw__wheel_insert(f.w, x, f.w->elapsed + ops_delta(&o));
+			pw__wheel_cancel(f.w, x);
+		}
+	ops_free(&o);
+	wfix_free(&f);
+}
+PW_BENCH_ARGS(bm_wheel_cancel_insert_same, bench_sizes);
+
+static void bm_heap_cancel_insert_same(struct pw_bench *b)
+{
+	struct hfix f;
+	struct ops o;
+	struct hent *x;
+
+	hfix_init(&f, (size_t)pw_bench_arg(b));
+	ops_init(&o, f.n);
+	x = &f.c[f.n].e;
+	while (pw_bench_run(b, OPS_BATCH))
+		for (int i = 0; i < OPS_BATCH; i++) {
+			heap_push(&f.h, x, f.now + ops_delta(&o));
+			heap_remove(&f.h, x);
+		}
+	ops_free(&o);
+	hfix_free(&f);
+}
+PW_BENCH_ARGS(bm_heap_cancel_insert_same, bench_sizes);
 
 /* ---------------------------------------------------------------- */
 /* fire: advance over the timers, per fired timer.                   */
@@ -376,11 +553,11 @@ static void bm_wheel_fire(struct pw_bench *b)
 {
 	struct wfix f;
 	size_t k, credit = 0, got;
-	uint64_t total = 0;
+	uint64_t total = 0, refiled0, expiries0;
 
 	wfix_init(&f, (size_t)pw_bench_arg(b));
-	fired = xcalloc(f.n, sizeof(*fired));
-	nfired = 0;
+	refiled0 = f.w->refiled;
+	expiries0 = f.w->expiries;
 	k = fire_batch(f.n);
 	while (pw_bench_run(b, k)) {
 		while (credit < k) {
@@ -399,11 +576,14 @@ static void bm_wheel_fire(struct pw_bench *b)
 	/* Cascade work per fired timer (statistics of the wheel). */
 	if (total) {
 		pw_bench_counter(b, "refiled_per_fire",
-				 (double)f.w->refiled / (double)total, false);
+				 (double)(f.w->refiled - refiled0) /
+					 (double)total,
+				 false);
 		pw_bench_counter(b, "slots_per_fire",
-				 (double)f.w->expiries / (double)total, false);
+				 (double)(f.w->expiries - expiries0) /
+					 (double)total,
+				 false);
 	}
-	free(fired);
 	wfix_free(&f);
 }
 PW_BENCH_ARGS(bm_wheel_fire, bench_sizes);
@@ -411,29 +591,26 @@ PW_BENCH_ARGS(bm_wheel_fire, bench_sizes);
 static void bm_heap_fire(struct pw_bench *b)
 {
 	struct hfix f;
-	struct hent **out;
 	size_t k, credit = 0, nout = 0;
 
 	hfix_init(&f, (size_t)pw_bench_arg(b));
-	out = xcalloc(f.n, sizeof(*out));
 	k = fire_batch(f.n);
 	while (pw_bench_run(b, k)) {
 		while (credit < k) {
 			/* Like the wheel: jump to the next expiry, fire all. */
 			f.now = f.h.a[0].key;
 			while (f.h.n && f.h.a[0].key <= f.now) {
-				out[nout++] = heap_pop(&f.h);
+				f.out[nout++] = heap_pop(&f.h);
 				credit++;
 			}
 		}
 		credit -= k;
 		pw_bench_pause(b);
 		for (size_t i = 0; i < nout; i++)
-			heap_push(&f.h, out[i], f.now + far_ish());
+			heap_push(&f.h, f.out[i], f.now + far_ish());
 		nout = 0;
 		pw_bench_resume(b);
 	}
-	free(out);
 	hfix_free(&f);
 }
 PW_BENCH_ARGS(bm_heap_fire, bench_sizes);

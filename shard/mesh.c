@@ -58,7 +58,8 @@ int pw__mesh_create(struct pw_runtime *rt)
 	size_t slots = rt->cfg.mesh_slots;
 	size_t nrings = (size_t)n * n;
 
-	rt->rings = aligned_alloc(64, nrings * sizeof(struct pw__spsc));
+	rt->rings = aligned_alloc(_Alignof(struct pw__spsc),
+				  nrings * sizeof(struct pw__spsc));
 	rt->ring_slots = calloc(nrings * slots, sizeof(struct pw__msg));
 	if (!rt->rings || !rt->ring_slots)
 		return -ENOMEM;
