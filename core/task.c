@@ -397,6 +397,8 @@ enum pw_poll pw_yield(struct pw_cx *cx)
 
 bool pw_coop_proceed(struct pw_cx *cx)
 {
+	if (!cx || !cx->task)
+		return false;
 	if (cx->budget > 0) {
 		cx->budget--;
 		return true;

@@ -12,6 +12,9 @@
 #include "pinwheel/runtime.h"
 #include "pinwheel/op.h"
 #include "pinwheel/time.h"
+#include "pinwheel/stream.h"
+#include "pinwheel/channel.h"
+#include "pinwheel/combinators.h"
 #include "pinwheel/mesh.h"
 
 #endif /* PINWHEEL_H */

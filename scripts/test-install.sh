@@ -31,6 +31,12 @@ cc -std=c11 -D_GNU_SOURCE -o "$tmp/example-static" "$top/docs/example.c" \
 	-I"$tmp/prefix/include" "$tmp/prefix/lib/libpinwheel.a" \
 	$(pkg-config --libs liburing) -lpthread || fail "static link"
 "$tmp/example-static" >/dev/null || fail "static example exited non-zero"
+# The headers are usable from C++ too.
+printf '#include <pinwheel.h>\nint main() { return pw_version() ? 0 : 1; }\n' \
+	>"$tmp/cxx.cc"
+# shellcheck disable=SC2086
+c++ -std=c++17 -Wall -Wextra -Werror -o "$tmp/cxx" "$tmp/cxx.cc" $flags ||
+	fail "pinwheel.h does not compile as C++"
 # README shows the example exactly: the fenced block that opens with the
 # example's first line.
 first=$(head -n 1 "$top/docs/example.c")

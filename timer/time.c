@@ -262,6 +262,14 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *sl)
 		return PW_READY;
 	}
 	pw_coop_unspend(cx);
+	if (sl->state == PW_SLEEP_ARMED && sl->task != cx->task) {
+		/* Another task awaits it now: the pin moves with the wake. */
+		sl->task->pins--;
+		cx->task->pins++;
+		if (sl->task->flags & PW__T_DONE)
+			pw__task_maybe_free(s, sl->task);
+		sl->task = cx->task;
+	}
 	if (sl->state == PW_SLEEP_IDLE) {
 		pw__wheel_insert(&s->wheel, entry_of(sl),
 				 pw__ns_to_tick_ceil(sl->deadline, s->tick_ns));

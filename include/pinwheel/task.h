@@ -230,7 +230,7 @@ enum pw_poll pw_yield(struct pw_cx *cx);
  * task again: the operation must then return PW_PENDING, so the task
  * yields and others run. pw_coop_unspend() gives the unit back when the
  * operation turns out not to be ready.
- * Return: true when the operation may proceed.
+ * Return: true when the operation may proceed; false for a NULL @cx.
  * Context: inside a poll function.
  */
 bool pw_coop_proceed(struct pw_cx *cx);

@@ -65,7 +65,7 @@ enum pw_sleep_state {
  * pointing at freed memory. The fields are the runtime's.
  */
 struct pw_sleep {
-	_Alignas(8) unsigned char entry[64]; /* the wheel entry */
+	uint64_t entry[8];		     /* the wheel entry */
 	struct pw__task *task;		     /* task to wake */
 	uint64_t deadline;		     /* ns since runtime start */
 	uint64_t duration;		     /* pending relative deadline */
@@ -91,7 +91,8 @@ void pw_sleep_init_at(struct pw_sleep *s, uint64_t deadline);
 /**
  * pw_sleep_poll - PW_READY once the deadline has passed, else PW_PENDING
  * with the task woken when it does. Counts against the coop budget.
- * A NULL argument gives PW_READY.
+ * A NULL argument gives PW_READY (nothing to wait for). Polled by
+ * another task of the same shard, the sleep wakes that task from then on.
  * Context: a task on a shard; always the same shard for one sleep.
  */
 enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *s);
