@@ -197,7 +197,7 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	t->joiner = NULL;
 	t->refs = 1;
 	t->pins = 0;
-	t->flags = 0;
+	t->flags = PW__T_SCHEDULED; /* queued below */
 	t->cls = (int8_t)cls;
 	atomic_init(&t->remote, 0);
 	atomic_init(&t->inbox.next, NULL);
@@ -210,7 +210,7 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 		t->state = (void *)state;
 	}
 	PW__STAT_INC(s, spawned);
-	pw__task_schedule(s, t);
+	pw__runq_push(&s->runq, t);
 	*tp = t;
 	return 0;
 }
