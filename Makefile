@@ -29,7 +29,7 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 
 DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
-	libbenchmark-dev libcriterion-dev g++ pkg-config
+	libbenchmark-dev libcriterion-dev libck-dev g++ pkg-config
 
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2

@@ -1,0 +1,446 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_spsc.c - the SPSC message ring: exact single-thread behaviour
+ * (capacity, FIFO, wrap of slots and of the 32-bit indices, partial
+ * batches, in-place peek/release and reserve/commit across the wrap
+ * point) and a pinned two-thread stress test that checks exactly-once,
+ * in-order delivery through a small, often full ring.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "spsc.h"
+
+/* PW_TEST_SCALE (a float, default 1) scales the stress message count. */
+static double spsc_test_scale(void)
+{
+	const char *s = getenv("PW_TEST_SCALE");
+	double v = s ? atof(s) : 1.0;
+
+	return v > 0 ? v : 1.0;
+}
+
+static void spsc_mark(void *a0, uint64_t a1, uint64_t a2)
+{
+	(void)a0;
+	(void)a1;
+	(void)a2;
+}
+
+/* Message number @seq: every field derived from it, so a torn or stale
+ * slot is caught, not only a wrong sequence number. */
+static struct pw__msg spsc_msg(uint64_t seq)
+{
+	struct pw__msg m = {
+		.fn = spsc_mark,
+		.a0 = (void *)(uintptr_t)(seq * 8 + 8),
+		.a1 = seq,
+		.a2 = ~seq,
+	};
+	return m;
+}
+
+static bool spsc_msg_ok(const struct pw__msg *m, uint64_t seq)
+{
+	return m->fn == spsc_mark &&
+	       m->a0 == (void *)(uintptr_t)(seq * 8 + 8) && m->a1 == seq &&
+	       m->a2 == ~seq;
+}
+
+static void spsc_expect(const struct pw__msg *m, uint64_t seq)
+{
+	cr_assert(spsc_msg_ok(m, seq), "expected message %llu, got a1=%llu",
+		  (unsigned long long)seq, (unsigned long long)m->a1);
+}
+
+Test(spsc, init_rejects_bad_capacity)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	const size_t bad[] = {
+		0, 1, 3, 6, 7, 12, ((size_t)1 << 31) + 1, (size_t)1 << 32
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(pw__spsc_init(&r, slots, bad[i]), -EINVAL,
+			     "capacity %zu", bad[i]);
+	cr_assert_eq(pw__spsc_init(&r, NULL, 8), -EINVAL);
+	cr_assert_eq(pw__spsc_init(NULL, slots, 8), -EINVAL);
+	cr_assert_eq(pw__spsc_init(&r, slots, 2), 0);
+	cr_assert_eq(pw__spsc_capacity(&r), 2);
+	/* init never touches the slots, so the largest size needs none. */
+	cr_assert_eq(pw__spsc_init(&r, slots, (size_t)1 << 31), 0);
+	cr_assert_eq(pw__spsc_capacity(&r), (uint32_t)1 << 31);
+}
+
+Test(spsc, layout_separates_the_two_sides)
+{
+	const size_t off[] = { offsetof(struct pw__spsc, tail),
+			       offsetof(struct pw__spsc, cons),
+			       offsetof(struct pw__spsc, head),
+			       offsetof(struct pw__spsc, prod) };
+
+	cr_assert_eq(sizeof(struct pw__msg), 32);
+	cr_assert_leq(sizeof(struct pw__spsc_end), 64);
+	/* Four lines, each shared index alone on its own. */
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(off[i], (size_t)i * 64, "member %d at %zu", i,
+			     off[i]);
+	cr_assert_eq(sizeof(struct pw__spsc), 256);
+	cr_assert_eq(_Alignof(struct pw__spsc), 128);
+}
+
+Test(spsc, fills_to_capacity_then_refuses)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	struct pw__msg m;
+
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	cr_assert(pw__spsc_empty_consumer(&r));
+	cr_assert_not(pw__spsc_pop(&r, &m));
+	for (uint64_t i = 0; i < 8; i++) {
+		m = spsc_msg(i);
+		cr_assert(pw__spsc_push(&r, &m), "push %llu",
+			  (unsigned long long)i);
+		cr_assert_eq(pw__spsc_size_approx(&r), i + 1);
+	}
+	m = spsc_msg(99);
+	cr_assert_not(pw__spsc_push(&r, &m));
+	cr_assert_eq(pw__spsc_push_batch(&r, &m, 1), 0);
+	cr_assert_eq(pw__spsc_size_approx(&r), 8);
+	cr_assert_not(pw__spsc_empty_consumer(&r));
+	for (uint64_t i = 0; i < 8; i++) {
+		cr_assert(pw__spsc_pop(&r, &m));
+		spsc_expect(&m, i);
+	}
+	cr_assert_not(pw__spsc_pop(&r, &m));
+	cr_assert(pw__spsc_empty_consumer(&r));
+	cr_assert_eq(pw__spsc_size_approx(&r), 0);
+	/* One slot freed is one push allowed again. */
+	m = spsc_msg(8);
+	cr_assert(pw__spsc_push(&r, &m));
+}
+
+Test(spsc, fifo_across_many_wraps)
+{
+	static struct pw__msg slots[4];
+	struct pw__spsc r;
+	struct pw__msg m, out[4];
+	uint64_t in = 0, got = 0;
+
+	cr_assert_eq(pw__spsc_init(&r, slots, 4), 0);
+	/* Uneven push and pop counts move the wrap point every round. */
+	for (int round = 0; round < 10000; round++) {
+		uint32_t k = 1 + (uint32_t)(round % 3);
+
+		for (uint32_t i = 0; i < k; i++) {
+			m = spsc_msg(in);
+			if (pw__spsc_push(&r, &m))
+				in++;
+		}
+		uint32_t n = pw__spsc_pop_batch(&r, out, 1 + (round % 2));
+		for (uint32_t i = 0; i < n; i++)
+			spsc_expect(&out[i], got++);
+		cr_assert_eq(pw__spsc_size_approx(&r), in - got);
+	}
+	while (pw__spsc_pop(&r, &m))
+		spsc_expect(&m, got++);
+	cr_assert_eq(got, in);
+	cr_assert_gt(in, 10000);
+}
+
+Test(spsc, batch_push_partial_fit)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	struct pw__msg msgs[16], out[16];
+
+	for (uint64_t i = 0; i < 16; i++)
+		msgs[i] = spsc_msg(i);
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 5), 5);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs + 5, 5), 3);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs + 8, 5), 0);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 3), 3);
+	/* Three freed slots: a batch of 8 gets exactly 3, across the wrap. */
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs + 8, 8), 3);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out + 3, 16), 8);
+	for (uint64_t i = 0; i < 11; i++)
+		spsc_expect(&out[i], i);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 16), 0);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 0), 0);
+}
+
+Test(spsc, peek_release_across_wrap)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	struct pw__msg msgs[8], out[8], *first = NULL;
+
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		msgs[i] = spsc_msg(i);
+	/* Move both indices to slot 6. */
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 6), 6);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 6), 6);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 0);
+	cr_assert_null(first);
+
+	for (uint64_t i = 0; i < 8; i++)
+		msgs[i] = spsc_msg(100 + i);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 8), 8);
+	/* The run stops at the end of the array: slots 6 and 7. */
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 2);
+	cr_assert_eq(first, &slots[6]);
+	spsc_expect(&first[0], 100);
+	spsc_expect(&first[1], 101);
+	/* Peeking again without release sees the same messages. */
+	cr_assert_eq(pw__spsc_peek(&r, &first, 1), 1);
+	cr_assert_eq(first, &slots[6]);
+	pw__spsc_release(&r, 2);
+	cr_assert_eq(pw__spsc_size_approx(&r), 6);
+	/* A released slot is the producer's again. */
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 1), 1);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 7);
+	cr_assert_eq(first, &slots[0]);
+	for (uint64_t i = 0; i < 6; i++)
+		spsc_expect(&first[i], 102 + i);
+	spsc_expect(&first[6], 100);
+	/* Release in two steps. */
+	pw__spsc_release(&r, 3);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 4);
+	cr_assert_eq(first, &slots[3]);
+	spsc_expect(&first[0], 105);
+	pw__spsc_release(&r, 4);
+	cr_assert(pw__spsc_empty_consumer(&r));
+}
+
+Test(spsc, reserve_commit_across_wrap)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	struct pw__msg msgs[8], out[8], *first = NULL;
+
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	for (uint64_t i = 0; i < 8; i++)
+		msgs[i] = spsc_msg(i);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 5), 5);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 5), 5);
+
+	/* Slots 5..7, then 0..4 after the wrap. */
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 3);
+	cr_assert_eq(first, &slots[5]);
+	for (uint64_t i = 0; i < 3; i++)
+		first[i] = spsc_msg(200 + i);
+	/* Written but not committed: invisible to the consumer. */
+	cr_assert(pw__spsc_empty_consumer(&r));
+	pw__spsc_commit(&r, 3);
+	cr_assert_eq(pw__spsc_size_approx(&r), 3);
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 5);
+	cr_assert_eq(first, &slots[0]);
+	for (uint64_t i = 0; i < 5; i++)
+		first[i] = spsc_msg(203 + i);
+	pw__spsc_commit(&r, 5);
+	first = NULL;
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 0);
+	cr_assert_null(first);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 8), 8);
+	for (uint64_t i = 0; i < 8; i++)
+		spsc_expect(&out[i], 200 + i);
+	/* A partial commit publishes only the prefix. */
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 4), 3);
+	first[0] = spsc_msg(300);
+	first[1] = spsc_msg(301);
+	pw__spsc_commit(&r, 1);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 8), 1);
+	spsc_expect(&out[0], 300);
+}
+
+/* Indices are free-running uint32_t: full/empty must stay exact when they
+ * wrap past 2^32. Start both sides just below the wrap. */
+Test(spsc, indices_wrap_past_2_32)
+{
+	static struct pw__msg slots[8];
+	struct pw__spsc r;
+	struct pw__msg msgs[8], out[8];
+	const uint32_t start = UINT32_MAX - 4;
+
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	atomic_store(&r.tail, start);
+	atomic_store(&r.head, start);
+	r.prod.pos = r.prod.peer = start;
+	r.cons.pos = r.cons.peer = start;
+	for (uint64_t round = 0; round < 4; round++) {
+		for (uint64_t i = 0; i < 8; i++)
+			msgs[i] = spsc_msg(round * 8 + i);
+		cr_assert_eq(pw__spsc_push_batch(&r, msgs, 8), 8);
+		cr_assert_eq(pw__spsc_size_approx(&r), 8);
+		cr_assert_eq(pw__spsc_push_batch(&r, msgs, 1), 0);
+		cr_assert_eq(pw__spsc_pop_batch(&r, out, 3), 3);
+		cr_assert_eq(pw__spsc_size_approx(&r), 5);
+		cr_assert_eq(pw__spsc_pop_batch(&r, out + 3, 8), 5);
+		for (uint64_t i = 0; i < 8; i++)
+			spsc_expect(&out[i], round * 8 + i);
+		cr_assert(pw__spsc_empty_consumer(&r));
+		cr_assert_eq(pw__spsc_size_approx(&r), 0);
+	}
+	cr_assert_lt(atomic_load(&r.tail), start);
+}
+
+/* ---- two threads ---- */
+
+#define STRESS_SLOTS 64
+#define STRESS_BATCH 64
+
+struct stress {
+	struct pw__spsc ring;
+	uint64_t total;
+	/* producer's results */
+	uint64_t full_hits;
+	/* consumer's results */
+	uint64_t received;
+	uint64_t bad_seq; /* first wrong message's position, or UINT64_MAX */
+	uint64_t bad_got;
+};
+
+static struct pw__msg stress_slots[STRESS_SLOTS];
+static struct stress stress;
+
+static void spsc_relax(unsigned *spins)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#endif
+	/* Let a descheduled peer run if the CPUs are oversubscribed. */
+	if (++*spins % 4096 == 0)
+		sched_yield();
+}
+
+static void spsc_pin(int cpu)
+{
+	cpu_set_t set;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		return;
+	CPU_ZERO(&set);
+	CPU_SET(cpu, &set);
+	/* Best effort: a restricted cpuset just runs unpinned. */
+	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
+}
+
+static void *stress_producer(void *arg)
+{
+	struct stress *s = arg;
+	struct pw__msg batch[STRESS_BATCH];
+	unsigned seed = 12345, spins = 0;
+	uint64_t seq = 0;
+
+	spsc_pin(0);
+	while (seq < s->total) {
+		uint32_t k = 1 + (uint32_t)(rand_r(&seed) % STRESS_BATCH);
+
+		if (k > s->total - seq)
+			k = (uint32_t)(s->total - seq);
+		for (uint32_t i = 0; i < k; i++)
+			batch[i] = spsc_msg(seq + i);
+		uint32_t done = 0;
+		while (done < k) {
+			uint32_t n = pw__spsc_push_batch(&s->ring, batch + done,
+							 k - done);
+			done += n;
+			if (done < k) {
+				s->full_hits++;
+				spsc_relax(&spins);
+			}
+		}
+		seq += k;
+	}
+	return NULL;
+}
+
+/* Check @n messages against the expected sequence; false on the first
+ * mismatch (recorded for the main thread to report). */
+static bool stress_check(struct stress *s, const struct pw__msg *m, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++, s->received++) {
+		if (!spsc_msg_ok(&m[i], s->received)) {
+			s->bad_seq = s->received;
+			s->bad_got = m[i].a1;
+			return false;
+		}
+	}
+	return true;
+}
+
+static void *stress_consumer(void *arg)
+{
+	struct stress *s = arg;
+	struct pw__msg out[STRESS_BATCH], *first;
+	unsigned seed = 54321, spins = 0;
+
+	spsc_pin(1);
+	while (s->received < s->total) {
+		uint32_t max = 1 + (uint32_t)(rand_r(&seed) % STRESS_BATCH);
+		uint32_t n;
+		bool ok;
+
+		/* Alternate copying out and consuming in place. */
+		if (rand_r(&seed) & 1) {
+			n = pw__spsc_pop_batch(&s->ring, out, max);
+			ok = stress_check(s, out, n);
+		} else {
+			n = pw__spsc_peek(&s->ring, &first, max);
+			ok = stress_check(s, first, n);
+			if (n)
+				pw__spsc_release(&s->ring, n);
+		}
+		if (!ok)
+			return NULL;
+		if (!n)
+			spsc_relax(&spins);
+	}
+	/* Nothing may follow the last message. */
+	if (!pw__spsc_empty_consumer(&s->ring)) {
+		s->bad_seq = s->received;
+		s->bad_got = UINT64_MAX;
+	}
+	return NULL;
+}
+
+Test(spsc, two_threads_exactly_once_in_order, .timeout = 120)
+{
+	struct stress *s = &stress;
+	pthread_t prod, cons;
+
+	cr_assert_eq(pw__spsc_init(&s->ring, stress_slots, STRESS_SLOTS), 0);
+	s->total = (uint64_t)(1e7 * spsc_test_scale());
+	if (s->total < 1000)
+		s->total = 1000;
+	s->full_hits = 0;
+	s->received = 0;
+	s->bad_seq = UINT64_MAX;
+	s->bad_got = 0;
+	/* pthread_create orders the set-up above before both threads. */
+	cr_assert_eq(pthread_create(&cons, NULL, stress_consumer, s), 0);
+	cr_assert_eq(pthread_create(&prod, NULL, stress_producer, s), 0);
+	cr_assert_eq(pthread_join(prod, NULL), 0);
+	cr_assert_eq(pthread_join(cons, NULL), 0);
+
+	cr_assert_eq(s->bad_seq, UINT64_MAX,
+		     "message %llu: got sequence %llu (or trailing junk)",
+		     (unsigned long long)s->bad_seq,
+		     (unsigned long long)s->bad_got);
+	cr_assert_eq(s->received, s->total, "received %llu of %llu",
+		     (unsigned long long)s->received,
+		     (unsigned long long)s->total);
+	cr_assert_gt(s->full_hits, 0, "the producer never found the ring full");
+	cr_assert_eq(pw__spsc_size_approx(&s->ring), 0);
+}
