@@ -150,7 +150,8 @@ static void flush_one(struct pw__shard *s, struct pw__outq *q)
 		pw__slab_free(&s->aux, o, OVF_CLASS);
 	}
 	if (q->nstage) {
-		uint32_t n = q->ovf_head ? 0 : publish(s, q, q->stage, q->nstage);
+		uint32_t n = q->ovf_head ? 0 :
+					   publish(s, q, q->stage, q->nstage);
 		if (n < q->nstage &&
 		    ovf_append(s, q, q->stage + n, q->nstage - n) < 0) {
 			/* No memory: keep the rest staged, in order. */
@@ -429,8 +430,8 @@ static void spawn_ptr_handler(void *a0, uint64_t fn, uint64_t drop)
 		d(a0);
 }
 
-int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state,
-		size_t size, pw_drop_fn drop)
+int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
+		pw_drop_fn drop)
 {
 	struct pw__shard *s;
 
@@ -513,15 +514,15 @@ static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
 {
 	struct pw__shard *s = pw__cur_shard;
 	struct pw_call *c = a0;
-	struct call_task head = { c, c->fn, c->drop, NULL, (unsigned)caller,
+	struct call_task head = { c,	c->fn, c->drop, NULL, (unsigned)caller,
 				  false };
 	struct pw__task *t;
 	(void)a2;
 
-	int err = s->stopping ? -ESHUTDOWN :
-				pw__task_new(s, &t, call_task_poll, NULL,
-					     sizeof(head) + c->size,
-					     call_task_drop);
+	int err = s->stopping ?
+			  -ESHUTDOWN :
+			  pw__task_new(s, &t, call_task_poll, NULL,
+				       sizeof(head) + c->size, call_task_drop);
 	if (err) {
 		call_reply(s, &head, err);
 		return;

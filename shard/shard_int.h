@@ -24,11 +24,11 @@
 #include "wheel.h"
 
 /* user_data tags: an op pointer (8-aligned) has tag 0. */
-#define PW__UD_TAG_MASK 7ull
-#define PW__UD_EVENTFD	1ull /* the inbox eventfd read */
-#define PW__UD_IGNORE	2ull /* a cancel request's own CQE */
-#define PW__UD_MSGRING	3ull /* a MSG_RING wake-up posted to us */
-#define PW__UD_MSGSEND	4ull /* our MSG_RING to shard (ud >> 3) failed */
+#define PW__UD_TAG_MASK	 7ull
+#define PW__UD_EVENTFD	 1ull /* the inbox eventfd read */
+#define PW__UD_IGNORE	 2ull /* a cancel request's own CQE */
+#define PW__UD_MSGRING	 3ull /* a MSG_RING wake-up posted to us */
+#define PW__UD_MSGSEND	 4ull /* our MSG_RING to shard (ud >> 3) failed */
 #define PW__UD_EFDCANCEL 5ull /* the final cancel of the eventfd read */
 
 /* Messages staged per destination before one batch publish. */
@@ -132,11 +132,11 @@ struct pw_runtime {
 	int *cpus;		     /* resolved CPU per shard */
 	pthread_mutex_t start_mu;
 	pthread_cond_t start_cv;
-	unsigned started;  /* shards done with set-up */
-	struct pw__spsc *rings;	   /* nshards * nshards rings, [src][dst] */
+	unsigned started;	    /* shards done with set-up */
+	struct pw__spsc *rings;	    /* nshards * nshards rings, [src][dst] */
 	struct pw__msg *ring_slots; /* their slots */
-	uint64_t start_ns; /* CLOCK_MONOTONIC at creation: tick 0 */
-	bool paused;	   /* PW_CONFIG_PAUSED_CLOCK */
+	uint64_t start_ns;	    /* CLOCK_MONOTONIC at creation: tick 0 */
+	bool paused;		    /* PW_CONFIG_PAUSED_CLOCK */
 	/* The paused clock, ns since start. Moved forward only, with CAS,
 	 * by pw_time_advance() or the last shard to go idle; shards read it
 	 * once per turn (acquire: pairs with the release CAS). */
@@ -172,8 +172,7 @@ bool pw__mesh_stop_done(struct pw__shard *s);
 uint64_t pw__mesh_wait_cap(struct pw__shard *s);
 /* Send @t's owner a message carrying one reference of ours: wake (if
  * @wake) and drop it. false if it could not be staged (no memory). */
-bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t,
-			  bool wake);
+bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake);
 void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
 
 /* Rouse @s if it sleeps in the kernel. Any thread. */

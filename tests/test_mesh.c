@@ -149,8 +149,8 @@ static enum pw_poll square_poll(struct pw_cx *cx, void *state)
 		q->started = true;
 		int now = atomic_fetch_add(&running, 1) + 1;
 		int m = atomic_load(&max_running);
-		while (now > m && !atomic_compare_exchange_weak(&max_running,
-								&m, now))
+		while (now > m &&
+		       !atomic_compare_exchange_weak(&max_running, &m, now))
 			;
 	}
 	if (q->yields-- > 0)
@@ -383,8 +383,7 @@ Test(mesh, flooded_shard_keeps_its_tasks_and_timers)
 	struct pw_runtime *rt = mesh_runtime(2, 64, PW_CONFIG_PAUSED_CLOCK);
 	uint64_t n = (uint64_t)(2000000 * pw_test_scale());
 	atomic_store(&flooding, 1);
-	cr_assert_eq(pw_runtime_spawn(rt, 1, flooder_poll, &n, sizeof(n),
-				      NULL),
+	cr_assert_eq(pw_runtime_spawn(rt, 1, flooder_poll, &n, sizeof(n), NULL),
 		     0);
 	static struct victim v;
 	/* Virtual time stands still while shard 1 floods: the sleep ends

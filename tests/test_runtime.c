@@ -165,6 +165,9 @@ Test(runtime, bad_configuration)
 	BAD(tick_ns, 999);
 	BAD(tick_ns, 2000000000);
 	BAD(flags, 0x80);
+	BAD(mesh_slots, 3);
+	BAD(mesh_slots, 131072);
+	BAD(mesh_batch, 0);
 	static const int neg[] = { -1 };
 	static const int huge[] = { 1 << 20 };
 	BAD(cpus, neg);

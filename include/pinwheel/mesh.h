@@ -52,8 +52,8 @@ int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg);
  * Return: as pw_submit_to(), plus -EINVAL for a bad @size.
  * Context: a shard thread.
  */
-int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state,
-		size_t size, pw_drop_fn drop);
+int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
+		pw_drop_fn drop);
 
 /* States of a call (the runtime's). */
 enum pw_call_state {
@@ -103,8 +103,7 @@ void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
  * Counts against the budget.
  * Context: a task on a shard; a call to the caller's own shard works.
  */
-enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c,
-			  int64_t *result);
+enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result);
 
 /**
  * pw_call_cancel - give up a call that waits for a slot (it is never

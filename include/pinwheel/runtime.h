@@ -43,10 +43,10 @@ struct pw_config {
 	unsigned batch;	       /* tasks polled per loop turn before I/O */
 	uint64_t tick_ns;      /* timer wheel tick, 1000..1000000000 ns */
 	uint32_t flags;	       /* PW_CONFIG_* */
-	unsigned mesh_slots; /* slots per shard-to-shard ring: a power of
+	unsigned mesh_slots;   /* slots per shard-to-shard ring: a power of
 				two 2..65536; 0: 256 (64 beyond 16 shards) */
-	unsigned mesh_batch; /* messages taken per ring per turn, >= 1 */
-	unsigned max_calls;  /* pw_calls in flight per destination shard;
+	unsigned mesh_batch;   /* messages taken per ring per turn, >= 1 */
+	unsigned max_calls;    /* pw_calls in flight per destination shard;
 				0: unbounded */
 };
 
@@ -128,26 +128,26 @@ int pw_shard_id(void);
 
 /* Counters of one shard. Read with pw_runtime_stats(). */
 struct pw_shard_stats {
-	uint64_t spawned;	 /* tasks spawned on the shard */
-	uint64_t polls;		 /* task polls */
-	uint64_t local_wakes;	 /* wakes made on the shard */
-	uint64_t remote_wakes;	 /* wakes received through the inbox */
-	uint64_t inbox_msgs;	 /* inbox messages processed */
-	uint64_t budget_yields;	 /* polls ended by the coop budget */
-	uint64_t kernel_waits;	 /* blocking waits in io_uring */
-	uint64_t wakeups_sent;	 /* eventfd writes that roused it */
-	uint64_t sqes_submitted; /* SQEs handed to the kernel */
-	uint64_t cqes_reaped;	 /* CQEs processed */
-	uint64_t slab_chunks;	 /* slab chunks allocated so far */
-	uint64_t live_tasks;	 /* tasks whose memory is held */
-	uint64_t timers_fired;	 /* timer wheel entries fired */
-	uint64_t mesh_sent;	     /* messages published to other shards */
-	uint64_t mesh_received;	     /* messages taken from incoming rings */
-	uint64_t mesh_overflowed;    /* messages that waited in overflow */
-	uint64_t msg_rings;	     /* MSG_RING wake-ups sent */
-	uint64_t inflight_ops;	 /* kernel operations in flight */
-	bool defer_taskrun;	 /* ring uses DEFER_TASKRUN */
-	int cpu;		 /* CPU the shard is pinned to, or -1 */
+	uint64_t spawned;	  /* tasks spawned on the shard */
+	uint64_t polls;		  /* task polls */
+	uint64_t local_wakes;	  /* wakes made on the shard */
+	uint64_t remote_wakes;	  /* wakes received through the inbox */
+	uint64_t inbox_msgs;	  /* inbox messages processed */
+	uint64_t budget_yields;	  /* polls ended by the coop budget */
+	uint64_t kernel_waits;	  /* blocking waits in io_uring */
+	uint64_t wakeups_sent;	  /* eventfd writes that roused it */
+	uint64_t sqes_submitted;  /* SQEs handed to the kernel */
+	uint64_t cqes_reaped;	  /* CQEs processed */
+	uint64_t slab_chunks;	  /* slab chunks allocated so far */
+	uint64_t live_tasks;	  /* tasks whose memory is held */
+	uint64_t timers_fired;	  /* timer wheel entries fired */
+	uint64_t mesh_sent;	  /* messages published to other shards */
+	uint64_t mesh_received;	  /* messages taken from incoming rings */
+	uint64_t mesh_overflowed; /* messages that waited in overflow */
+	uint64_t msg_rings;	  /* MSG_RING wake-ups sent */
+	uint64_t inflight_ops;	  /* kernel operations in flight */
+	bool defer_taskrun;	  /* ring uses DEFER_TASKRUN */
+	int cpu;		  /* CPU the shard is pinned to, or -1 */
 };
 
 /**

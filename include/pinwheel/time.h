@@ -65,12 +65,12 @@ enum pw_sleep_state {
  * pointing at freed memory. The fields are the runtime's.
  */
 struct pw_sleep {
-	uint64_t entry[8];		     /* the wheel entry */
-	struct pw__task *task;		     /* task to wake */
-	uint64_t deadline;		     /* ns since runtime start */
-	uint64_t duration;		     /* pending relative deadline */
-	uint8_t state;			     /* enum pw_sleep_state */
-	bool relative;			     /* deadline not yet fixed */
+	uint64_t entry[8];     /* the wheel entry */
+	struct pw__task *task; /* task to wake */
+	uint64_t deadline;     /* ns since runtime start */
+	uint64_t duration;     /* pending relative deadline */
+	uint8_t state;	       /* enum pw_sleep_state */
+	bool relative;	       /* deadline not yet fixed */
 };
 
 /**
