@@ -118,7 +118,7 @@ int pw_app_demo(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help")) {
 			printf("usage: pinwheel demo [--tasks N]\n\n"
-			       "Spawns N tasks (1..%d) on one shard; each "
+			       "Spawns N tasks (1..%d) on shard 0; each "
 			       "writes a number into a pipe and reads it back "
 			       "through io_uring, and the root task joins them "
 			       "all and checks the sum of squares.\n",

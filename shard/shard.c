@@ -585,6 +585,7 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	rt->start_ns = pw__clock_ns();
 	rt->paused = (cfg->flags & PW_CONFIG_PAUSED_CLOCK) != 0;
 	atomic_init(&rt->vnow, 0);
+	atomic_init(&rt->blockers, 0);
 	rt->shards = calloc(rt->nshards, sizeof(*rt->shards));
 	rt->cfg.cpus = cfg->cpus;
 	err = !rt->shards ? -ENOMEM : resolve_cpus(rt);
@@ -721,12 +722,20 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 	pthread_mutex_init(&bo.mu, NULL);
 	pthread_cond_init(&bo.cv, NULL);
 	int err = post_spawn(rt, 0, NULL, NULL, 0, NULL, &bo);
+	if (!err && rt->paused) {
+		/* The clock may move now: let idle shards look again. */
+		atomic_fetch_add(&rt->blockers, 1);
+		for (unsigned i = 0; i < rt->nshards; i++)
+			pw__shard_rouse(rt->shards[i]);
+	}
 	rt_leave(rt);
 	if (!err) {
 		pthread_mutex_lock(&bo.mu);
 		while (!bo.done)
 			pthread_cond_wait(&bo.cv, &bo.mu);
 		pthread_mutex_unlock(&bo.mu);
+		if (rt->paused)
+			atomic_fetch_sub(&rt->blockers, 1);
 		err = bo.have ? 0 : -ESHUTDOWN;
 		if (bo.have && result)
 			*result = bo.result;

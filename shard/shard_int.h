@@ -141,6 +141,12 @@ struct pw_runtime {
 	 * by pw_time_advance() or the last shard to go idle; shards read it
 	 * once per turn (acquire: pairs with the release CAS). */
 	_Atomic uint64_t vnow;
+	/* Threads inside pw_block_on(). The paused clock moves by itself
+	 * only while one waits (as Tokio's only moves inside block_on), so
+	 * work handed in from outside never finds time already jumped.
+	 * seq_cst: incremented after the task is queued, read by the shard
+	 * that finds every shard idle (time.c). */
+	_Atomic unsigned blockers;
 };
 
 /*

@@ -48,6 +48,19 @@ static inline struct pw_runtime *pw_test_runtime(unsigned shards)
 	return rt;
 }
 
+/* A runtime of @shards shards with the paused (virtual) clock. */
+static inline struct pw_runtime *pw_test_paused_runtime(unsigned shards)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.shards = shards;
+	cfg.flags = PW_CONFIG_PAUSED_CLOCK;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	return rt;
+}
+
 /* Run @fn(@state) on shard 0 and return its result. */
 static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 				       void *state)

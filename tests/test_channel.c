@@ -17,18 +17,6 @@
 
 #define MS PW_NSEC_PER_MSEC
 
-static struct pw_runtime *paused_runtime(unsigned shards)
-{
-	struct pw_config cfg;
-	struct pw_runtime *rt;
-
-	pw_config_init(&cfg);
-	cfg.shards = shards;
-	cfg.flags = PW_CONFIG_PAUSED_CLOCK;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
-	return rt;
-}
-
 /* Wait until shard 0 holds no task memory (stats lag a turn). */
 static void assert_no_live_tasks(struct pw_runtime *rt)
 {
@@ -231,7 +219,7 @@ static enum pw_poll fifo_poll(struct pw_cx *cx, void *state)
 
 Test(channel, fifo_order_through_every_receive_path)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 4, storage), 0);
 	cr_assert_eq(pw_test_block_on(rt, fifo_poll, NULL), 0);
@@ -242,7 +230,7 @@ Test(channel, fifo_order_through_every_receive_path)
  * blocks at capacity and resumes right after each receive. */
 Test(channel, sender_blocks_at_capacity_and_resumes_on_each_receive)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct producer p = { .next = 1, .last = 5, .close_after = true };
 	struct consumer c = { .delay = 10 * MS };
 	struct group g = {
@@ -338,7 +326,7 @@ static enum pw_poll fifo_root_poll(struct pw_cx *cx, void *state)
 
 Test(channel, waiting_senders_resume_in_fifo_order)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct fifo_root r = { 0 };
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 1, storage), 0);
@@ -420,7 +408,7 @@ static enum pw_poll close_tx_poll(struct pw_cx *cx, void *state)
 
 Test(channel, close_tx_drains_then_ends_and_wakes_the_receiver)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	int step = 0;
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 4, storage), 0);
@@ -488,7 +476,7 @@ static enum pw_poll close_rx_poll(struct pw_cx *cx, void *state)
 
 Test(channel, close_rx_fails_waiting_and_granted_senders_with_epipe)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct close_rx_root r = { 0 };
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 1, storage), 0);
@@ -533,7 +521,7 @@ static enum pw_poll stream_drop_poll(struct pw_cx *cx, void *state)
 
 Test(channel, dropping_the_stream_closes_the_receiving_side)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	int step = 0;
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 2, storage), 0);
@@ -569,7 +557,7 @@ static enum pw_poll try_poll(struct pw_cx *cx, void *state)
 
 Test(channel, try_send_and_try_recv)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 3, storage), 0);
 	cr_assert_eq(pw_test_block_on(rt, try_poll, NULL), 0);
@@ -661,7 +649,7 @@ static enum pw_poll abort_poll(struct pw_cx *cx, void *state)
 
 Test(channel, aborted_waiting_sender_is_unlinked)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct abort_root r = { 0 };
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 1, storage), 0);
@@ -702,7 +690,7 @@ static enum pw_poll budget_poll(struct pw_cx *cx, void *state)
 
 Test(channel, receiving_counts_against_the_coop_budget)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static int big[300];
 	struct budget_root b = { 0 };
 
@@ -807,7 +795,7 @@ Test(channel, bad_input)
 	cr_assert_eq(pw_channel_close_rx(&ch), -EPERM);
 	cr_assert_null(ch.shard);
 
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	cr_assert_eq(pw_test_block_on(rt, bad_poll, NULL), 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
@@ -849,7 +837,7 @@ static enum pw_poll bind_poll(struct pw_cx *cx, void *state)
 
 Test(channel, other_shard_gets_exdev)
 {
-	struct pw_runtime *rt = paused_runtime(2);
+	struct pw_runtime *rt = pw_test_paused_runtime(2);
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 4, storage), 0);
 	cr_assert_eq(pw_test_block_on(rt, bind_poll, rt), -EXDEV);

@@ -17,18 +17,6 @@
 
 #define MS PW_NSEC_PER_MSEC
 
-static struct pw_runtime *paused_runtime(unsigned shards)
-{
-	struct pw_config cfg;
-	struct pw_runtime *rt;
-
-	pw_config_init(&cfg);
-	cfg.shards = shards;
-	cfg.flags = PW_CONFIG_PAUSED_CLOCK;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
-	return rt;
-}
-
 static int64_t now_ms(void)
 {
 	return pw_time_now() / (int64_t)MS;
@@ -239,7 +227,7 @@ static enum pw_poll to_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, timeout_inner_ready_before_the_deadline)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct to_root r = { .inner_ns = 10 * MS, .limit_ns = 20 * MS };
 
 	cr_assert_eq(pw_test_block_on(rt, to_poll, &r), 42);
@@ -252,7 +240,7 @@ Test(combinators, timeout_inner_ready_before_the_deadline)
 
 Test(combinators, timeout_inner_ready_at_the_deadline_wins)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct to_root r = { .inner_ns = 20 * MS,
 			     .limit_ns = 20 * MS,
 			     .via_future = true };
@@ -264,7 +252,7 @@ Test(combinators, timeout_inner_ready_at_the_deadline_wins)
 
 Test(combinators, timeout_fires_at_exactly_d_and_drops_the_inner)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct to_root r = { .inner_ns = 50 * MS, .limit_ns = 20 * MS };
 
 	cr_assert_eq(pw_test_block_on(rt, to_poll, &r), -ETIMEDOUT);
@@ -318,7 +306,7 @@ static enum pw_poll to_abort_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, timeout_dropped_while_pending_cancels_everything)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct abort_root a = { 0 };
 
 	cr_assert_eq(pw_test_block_on(rt, to_abort_poll, &a), -ECANCELED);
@@ -414,7 +402,7 @@ static enum pw_poll deb_root_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, debounce_keystrokes_emit_the_last_of_each_burst)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct deb_root r;
 
 	cr_assert_eq(pw_channel_init(&kch, sizeof(int), 16, kstore), 0);
@@ -459,7 +447,7 @@ static enum pw_poll deb_src_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, debounce_flushes_at_once_when_the_input_ends)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct deb_src_root r = { .quiet = 50 * MS };
 	static const int at[] = { 0, 10 };
 
@@ -483,7 +471,7 @@ static void fill_every10(void)
 
 Test(combinators, debounce_max_wait_keeps_a_continuous_stream_emitting)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct deb_src_root r = { .quiet = 50 * MS,
 					 .max_wait = 60 * MS };
 
@@ -506,7 +494,7 @@ Test(combinators, debounce_max_wait_keeps_a_continuous_stream_emitting)
 
 Test(combinators, debounce_without_max_wait_waits_for_quiet)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct deb_src_root r = { .quiet = 50 * MS };
 
 	fill_every10();
@@ -613,7 +601,7 @@ static void assert_starts(const struct flaky *f, const int64_t *want, int n)
 
 Test(combinators, retry_succeeds_on_the_third_attempt)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static const int64_t res[] = { -ENOMEM, -EIO, 7 };
 	static struct retry_root rr = { .max = 5,
 					.base = 10 * MS,
@@ -631,7 +619,7 @@ Test(combinators, retry_succeeds_on_the_third_attempt)
 
 Test(combinators, retry_all_attempts_fail_with_doubling_sleeps)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static const int64_t res[] = { -EIO, -EIO, -EIO, -EIO, -EAGAIN };
 	static struct retry_root rr = { .max = 5,
 					.base = 10 * MS,
@@ -653,7 +641,7 @@ Test(combinators, retry_all_attempts_fail_with_doubling_sleeps)
 
 Test(combinators, retry_fatal_error_stops_at_once)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static const int64_t res[] = { -EIO, -EPERM, 7 };
 	static struct retry_root rr = { .max = 5,
 					.base = 10 * MS,
@@ -673,7 +661,7 @@ static const int64_t all_fail[] = { -EIO, -EIO, -EIO, -EIO, -EIO, -EIO };
 
 static void run_jittered(uint64_t seed, struct retry_root *rr)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 
 	memset(rr, 0, sizeof(*rr));
 	rr->max = 6;
@@ -719,7 +707,7 @@ Test(combinators, retry_jitter_is_in_range_and_deterministic)
  * 0, 30 (20 + 10) and 70 (50 + 20); the last times out at 90. */
 Test(combinators, retry_of_a_timeout)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static const int64_t res[] = { 1, 2, 3 };
 	static struct retry_root rr = { .max = 3,
 					.base = 10 * MS,
@@ -762,7 +750,7 @@ static enum pw_poll thr_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, throttle_passes_one_per_period_and_counts_drops)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct thr_root r;
 	static const int at[] = { 0, 10, 20, 30, 35, 50, 61, 65, 100 };
 
@@ -823,7 +811,7 @@ static enum pw_poll iv_poll(struct pw_cx *cx, void *state)
 static void run_interval(enum pw_missed_tick m, const int64_t *sched,
 			 const int64_t *at, uint64_t fired)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct iv_root r = { .missed = m };
 
 	cr_assert_eq(pw_test_block_on(rt, iv_poll, &r), 0);
@@ -903,7 +891,7 @@ static enum pw_poll compose_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, throttle_over_an_interval_stream)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct compose_root r = { 0 };
 
 	cr_assert_eq(pw_test_block_on(rt, compose_poll, &r), 6);
@@ -1106,7 +1094,7 @@ static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
 
 Test(combinators, bad_input)
 {
-	struct pw_runtime *rt = paused_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 
 	cr_assert_eq(pw_test_block_on(rt, bad_poll, NULL), 0);
 	/* Nothing left armed: no timer fires later, no memory held. */

@@ -10,7 +10,9 @@
  * sleep, so a timer armed during the turn is honoured.
  *
  * Paused clock: one virtual time for the whole runtime (rt->vnow). It
- * moves only forward, by pw_time_advance() or when every shard is idle:
+ * moves only forward, by pw_time_advance() or, while some thread waits in
+ * pw_block_on() (as Tokio's clock moves only inside block_on), when every
+ * shard is idle:
  * a shard about to sleep publishes its next expiry (next_ns), then its
  * asleep flag; if it then sees every other shard asleep too, it is the
  * last to go idle and moves the clock to the smallest published expiry,
@@ -126,6 +128,10 @@ bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 	pw__time_update(s);
 	if (next <= s->now_ns)
 		return false;
+	/* seq_cst: pairs with the increment in pw_block_on(), which is
+	 * followed by a rouse of every shard. */
+	if (!atomic_load(&rt->blockers))
+		return true; /* nobody waits: time stands */
 	/* Last to go idle? Every shard asleep (seq_cst loads: pair with
 	 * each shard's seq_cst store of asleep after its next_ns). */
 	uint64_t min = UINT64_MAX;

@@ -10,8 +10,9 @@
  * one tick late.
  *
  * With PW_CONFIG_PAUSED_CLOCK the clock is virtual: it stands still while
- * any shard has work to do, and when every shard is idle it jumps to the
- * earliest pending timer of any shard; pw_time_advance() moves it by hand.
+ * any shard has work to do, and when every shard is idle while a thread
+ * waits in pw_block_on() it jumps to the earliest pending timer of any
+ * shard; pw_time_advance() moves it by hand.
  * Tests get exact virtual times that way, on any number of shards.
  */
 #ifndef PINWHEEL_TIME_H
