@@ -484,3 +484,102 @@ Test(mesh, bad_input_and_calls_after_shutdown)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(atomic_load(&late_err), -ESHUTDOWN);
 }
+
+/* ---- every shard wakes every other shard's tasks ---------------------- */
+
+#define SYM_K	   32
+#define SYM_ROUNDS 50
+static _Atomic(struct pw__task *) sym_slot[NS][SYM_K]; /* published wakers */
+static _Atomic int sym_done[NS];
+
+struct sym_parker {
+	int shard, i, round;
+};
+
+static enum pw_poll sym_parker_poll(struct pw_cx *cx, void *state)
+{
+	struct sym_parker *p = state;
+	cr_assert_eq(pw_shard_id(), p->shard);
+	if (p->round == SYM_ROUNDS) {
+		atomic_fetch_add(&sym_done[p->shard], 1);
+		return pw_ready(cx, 0);
+	}
+	p->round++;
+	struct pw_waker me = pw_cx_waker(cx), w;
+	pw_waker_clone(&w, &me);
+	/* release: hands the owned waker to the other shard's waker task;
+	 * pairs with its acquire exchange. */
+	atomic_store_explicit(&sym_slot[p->shard][p->i], w.task,
+			      memory_order_release);
+	return PW_PENDING;
+}
+
+struct sym_waker {
+	int target;
+	unsigned seed;
+	bool napping;
+	struct pw_sleep sl;
+};
+
+static enum pw_poll sym_waker_poll(struct pw_cx *cx, void *state)
+{
+	struct sym_waker *w = state;
+	if (w->napping) {
+		if (pw_sleep_poll(cx, &w->sl) == PW_PENDING)
+			return PW_PENDING;
+		w->napping = false;
+	}
+	if (atomic_load(&sym_done[w->target]) == SYM_K)
+		return pw_ready(cx, 0);
+	for (int i = 0; i < SYM_K; i++) {
+		/* acquire: pairs with the parker's release store. */
+		struct pw_waker k = { atomic_exchange_explicit(
+			&sym_slot[w->target][i], NULL, memory_order_acquire) };
+		if (k.task)
+			pw_waker_wake(&k); /* crosses the mesh */
+	}
+	/* Now and then nap so both shards go to sleep and must be roused. */
+	if (rand_r(&w->seed) % 8 == 0) {
+		pw_sleep_init(&w->sl, 1 + rand_r(&w->seed) % 300000);
+		w->napping = true;
+		return pw_sleep_poll(cx, &w->sl) == PW_PENDING ? PW_PENDING :
+								 pw_yield(cx);
+	}
+	return pw_yield(cx);
+}
+
+Test(mesh, every_shard_wakes_every_other_shard, .timeout = 60)
+{
+	struct pw_runtime *rt = mesh_runtime(NS, 0, 0);
+	for (int sh = 0; sh < NS; sh++) {
+		for (int i = 0; i < SYM_K; i++) {
+			struct sym_parker p = { sh, i, 0 };
+			cr_assert_eq(pw_runtime_spawn(rt, (unsigned)sh,
+						      sym_parker_poll, &p,
+						      sizeof(p), NULL),
+				     0);
+		}
+		/* Shard sh wakes the tasks of the next shard. */
+		struct sym_waker w = { .target = (sh + 1) % NS,
+				       .seed = 11u + (unsigned)sh };
+		cr_assert_eq(pw_runtime_spawn(rt, (unsigned)sh, sym_waker_poll,
+					      &w, sizeof(w), NULL),
+			     0);
+	}
+	for (int i = 0; i < 30000; i++) {
+		if (atomic_load(&sym_done[0]) == SYM_K &&
+		    atomic_load(&sym_done[1]) == SYM_K)
+			break;
+		usleep(1000);
+	}
+	for (int sh = 0; sh < NS; sh++)
+		cr_assert_eq(atomic_load(&sym_done[sh]), SYM_K, "shard %d", sh);
+	uint64_t wakes = 0;
+	for (unsigned sh = 0; sh < NS; sh++) {
+		struct pw_shard_stats st;
+		pw_runtime_stats(rt, sh, &st);
+		wakes += st.remote_wakes;
+	}
+	cr_assert_eq(wakes, (uint64_t)NS * SYM_K * SYM_ROUNDS);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
