@@ -36,7 +36,7 @@ OPT ?= -O2
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Icore -Ishard -Itimer -Inet -Inuma
 CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
-LDLIBS_ALL := -luring -lpthread $(LDLIBS)
+LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread $(LDLIBS)
 
 ifneq ($(SAN),)
 CFLAGS_ALL += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer

@@ -14,6 +14,8 @@ static const struct pw_app_cmd {
 	const char *what;
 } cmds[] = {
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
+	{ "topo", pw_app_topo,
+	  "show the machine topology and planned shard placement" },
 };
 
 static void usage(FILE *f)

@@ -165,7 +165,9 @@ void pw__task_run(struct pw__shard *s, struct pw__task *t)
 	}
 	t->flags |= PW__T_RUNNING;
 	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
+	s->cur_task = t;
 	enum pw_poll r = t->fn(&cx, t->state);
+	s->cur_task = NULL;
 	PW__STAT_INC(s, polls);
 	t->flags &= (uint16_t)~PW__T_RUNNING;
 	if (r == PW_READY) {

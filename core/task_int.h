@@ -35,8 +35,9 @@
 #define PW__R_ONE    4ull /* one reference */
 
 /* Inbox node kinds. */
-#define PW__MSG_TASK  1u /* a task's own node: remote wake or drop */
-#define PW__MSG_SPAWN 2u /* a spawn from another thread */
+#define PW__MSG_TASK	 1u /* a task's own node: remote wake or drop */
+#define PW__MSG_SPAWN	 2u /* a spawn from another thread */
+#define PW__MSG_BLOCKING 3u /* a blocking job's result */
 
 struct pw__shard;
 

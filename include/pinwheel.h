@@ -16,5 +16,7 @@
 #include "pinwheel/channel.h"
 #include "pinwheel/combinators.h"
 #include "pinwheel/mesh.h"
+#include "pinwheel/blocking.h"
+#include "pinwheel/topo.h"
 
 #endif /* PINWHEEL_H */

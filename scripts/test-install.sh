@@ -29,7 +29,7 @@ LD_LIBRARY_PATH="$tmp/prefix/lib" ldd "$tmp/example" |
 # shellcheck disable=SC2086
 cc -std=c11 -D_GNU_SOURCE -o "$tmp/example-static" "$top/docs/example.c" \
 	-I"$tmp/prefix/include" "$tmp/prefix/lib/libpinwheel.a" \
-	$(pkg-config --libs liburing) -lpthread || fail "static link"
+	$(pkg-config --libs liburing) -lhwloc -lnuma -lpthread || fail "static link"
 "$tmp/example-static" >/dev/null || fail "static example exited non-zero"
 # The headers are usable from C++ too.
 printf '#include <pinwheel.h>\nint main() { return pw_version() ? 0 : 1; }\n' \

@@ -187,6 +187,8 @@ static void drain_inbox(struct pw__shard *s, unsigned max)
 		if (n->kind == PW__MSG_TASK)
 			pw__task_remote_event(
 				s, pw_container_of(n, struct pw__task, inbox));
+		else if (n->kind == PW__MSG_BLOCKING)
+			pw__pool_done(s, n);
 		else
 			handle_spawn(s, pw_container_of(n, struct pw__spawn_msg,
 							node));
@@ -472,6 +474,8 @@ void pw_config_init(struct pw_config *cfg)
 	cfg->batch = 64;
 	cfg->tick_ns = 1000000;
 	cfg->mesh_batch = 256;
+	cfg->max_blocking_threads = 512;
+	cfg->blocking_keep_alive_ns = 10000000000ull;
 }
 
 static int config_check(const struct pw_config *c, int ncpu)
@@ -489,7 +493,7 @@ static int config_check(const struct pw_config *c, int ncpu)
 	if (c->mesh_slots && (c->mesh_slots < 2 || c->mesh_slots > 65536 ||
 			      (c->mesh_slots & (c->mesh_slots - 1))))
 		return -EINVAL;
-	if (c->mesh_batch < 1)
+	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
 		return -EINVAL;
 	if (c->flags &
 	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK))
@@ -527,6 +531,8 @@ static int resolve_cpus(struct pw_runtime *rt)
 
 static void rt_free(struct pw_runtime *rt)
 {
+	if (rt->pool_live)
+		pw__pool_stop(&rt->pool);
 	pw__mesh_destroy(rt);
 	if (rt->shards)
 		for (unsigned i = 0; i < rt->nshards; i++) {
@@ -614,6 +620,9 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	err = pw__mesh_create(rt);
 	if (err)
 		goto out_free;
+	pw__pool_init(&rt->pool, rt->cfg.max_blocking_threads,
+		      rt->cfg.blocking_keep_alive_ns);
+	rt->pool_live = true;
 	for (; launched < rt->nshards; launched++) {
 		struct pw__shard *s = rt->shards[launched];
 		err = -pthread_create(&s->thread, NULL, shard_main, s);
@@ -669,6 +678,10 @@ int pw_runtime_destroy(struct pw_runtime *rt)
 	while (rt->callers)
 		pthread_cond_wait(&reg_cv, &reg_mu);
 	pthread_mutex_unlock(&reg_mu);
+	/* Running blocking jobs finish first, so their results reach shards
+	 * that still run; queued ones are dropped with their tasks. */
+	pw__pool_stop(&rt->pool);
+	rt->pool_live = false;
 	stop_shards(rt, rt->nshards);
 	rt_free(rt);
 	return 0;
@@ -743,6 +756,15 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 	pthread_mutex_destroy(&bo.mu);
 	pthread_cond_destroy(&bo.cv);
 	return err;
+}
+
+int pw__runtime_pool_stats(struct pw_runtime *rt, struct pw_blocking_stats *out)
+{
+	if (!rt_enter(rt))
+		return -EINVAL;
+	pw__pool_read(&rt->pool, out);
+	rt_leave(rt);
+	return 0;
 }
 
 int pw_runtime_shards(struct pw_runtime *rt)

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pinwheel/blocking.h"
 #include "pinwheel/op.h"
 #include "pinwheel/runtime.h"
 #include "mpsc.h"
@@ -71,7 +72,8 @@ struct pw__shard {
 	unsigned id;
 	int cpu;
 
-	struct pw__runq runq; /* ready tasks */
+	struct pw__runq runq;	   /* ready tasks */
+	struct pw__task *cur_task; /* the task being polled, or NULL */
 	struct pw__slab slab; /* tasks, and nothing else (walked at stop) */
 	struct pw__slab aux;  /* mesh overflow blocks and spawn staging */
 
@@ -123,6 +125,24 @@ struct pw__shard {
 	int start_err; /* set-up result reported to the creator */
 };
 
+/* The blocking pool (core/blocking.c). Guarded by mu. */
+struct pw__pool {
+	pthread_mutex_t mu;
+	pthread_cond_t work;	  /* a job was queued, or stop */
+	pthread_cond_t gone;	  /* a thread exited or a job ended */
+	struct pw_blocking *head; /* FIFO of queued jobs */
+	struct pw_blocking *tail;
+	unsigned max_threads;	 /* cap on pool threads */
+	uint64_t keep_alive_ns;	 /* idle time before a thread exits */
+	unsigned threads, idle;	 /* alive, and waiting for work */
+	uint64_t depth, running; /* queued, and running, jobs */
+	uint64_t jobs_run;	 /* finished jobs */
+	bool stopping;
+	/* Jobs queued or running whose result the shard has not taken:
+	 * read by the paused clock (relaxed; see blocking.c). */
+	_Atomic uint64_t inflight;
+};
+
 struct pw_runtime {
 	struct pw_config cfg;
 	unsigned nshards;
@@ -147,6 +167,8 @@ struct pw_runtime {
 	 * seq_cst: incremented after the task is queued, read by the shard
 	 * that finds every shard idle (time.c). */
 	_Atomic unsigned blockers;
+	struct pw__pool pool;
+	bool pool_live; /* pool initialised and not yet stopped */
 };
 
 /*
@@ -166,6 +188,17 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
 	t->flags = f | PW__T_SCHEDULED;
 	pw__runq_push(&s->runq, t);
 }
+
+/* The blocking pool (blocking.c). */
+struct pw_blocking_stats;
+int pw__pool_init(struct pw__pool *p, unsigned max_threads,
+		  uint64_t keep_alive_ns);
+void pw__pool_stop(struct pw__pool *p);
+bool pw__pool_busy(struct pw__pool *p);
+void pw__pool_done(struct pw__shard *s, struct pw__mpsc_node *n);
+void pw__pool_read(struct pw__pool *p, struct pw_blocking_stats *out);
+int pw__runtime_pool_stats(struct pw_runtime *rt,
+			   struct pw_blocking_stats *out);
 
 /* The mesh (mesh.c). */
 int pw__mesh_create(struct pw_runtime *rt);

@@ -132,6 +132,8 @@ bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 	 * followed by a rouse of every shard. */
 	if (!atomic_load(&rt->blockers))
 		return true; /* nobody waits: time stands */
+	if (pw__pool_busy(&rt->pool))
+		return true; /* a blocking job runs: time stands, as in Tokio */
 	/* Last to go idle? Every shard asleep (seq_cst loads: pair with
 	 * each shard's seq_cst store of asleep after its next_ns). */
 	uint64_t min = UINT64_MAX;

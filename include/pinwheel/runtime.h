@@ -48,6 +48,8 @@ struct pw_config {
 	unsigned mesh_batch;   /* messages taken per ring per turn, >= 1 */
 	unsigned max_calls;    /* pw_calls in flight per destination shard;
 				0: unbounded */
+	unsigned max_blocking_threads;	 /* blocking pool cap, >= 1 (512) */
+	uint64_t blocking_keep_alive_ns; /* idle pool thread lifetime (10 s) */
 };
 
 /**

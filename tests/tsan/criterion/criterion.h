@@ -68,8 +68,20 @@ _Noreturn void pw_tc_skip(const char *fmt, ...)
 #define cr_assert_str_neq(a, b, ...)                                           \
 	PW_TC_CHECK(strcmp((a), (b)) != 0, #a " != " #b, __VA_ARGS__)
 #define cr_assert_fail(...) pw_tc_fail(__FILE__, __LINE__, "fail", "" __VA_ARGS__)
+/* Expectations stop the test at the first failure here: stricter than
+ * Criterion's, which record and go on. */
 #define cr_expect cr_assert
+#define cr_expect_not cr_assert_not
 #define cr_expect_eq cr_assert_eq
+#define cr_expect_neq cr_assert_neq
+#define cr_expect_lt cr_assert_lt
+#define cr_expect_leq cr_assert_leq
+#define cr_expect_gt cr_assert_gt
+#define cr_expect_geq cr_assert_geq
+#define cr_expect_null cr_assert_null
+#define cr_expect_not_null cr_assert_not_null
+#define cr_expect_str_eq cr_assert_str_eq
+#define cr_expect_str_neq cr_assert_str_neq
 #define cr_skip_test(...) pw_tc_skip("" __VA_ARGS__)
 #define cr_log_info(...) ((void)0)
 
