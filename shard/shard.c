@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pinwheel/topo.h"
 #include "pinwheel/version.h"
 #include "shard_int.h"
 #include "time_int.h"
@@ -465,10 +466,17 @@ void pw_config_init(struct pw_config *cfg)
 	if (!cfg)
 		return;
 	cpu_set_t set;
+	struct pw_topo *t;
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->shards = 1;
-	if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0)
+	if (pw_topo_load(&t) == 0) {
+		/* One shard per physical core (SMT siblings skipped). */
+		cfg->shards = t->ncores > 0 ? (unsigned)t->ncores : 1;
+		pw_topo_free(t);
+	} else if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
+		   CPU_COUNT(&set) > 0) {
 		cfg->shards = (unsigned)CPU_COUNT(&set);
+	}
 	cfg->ring_entries = 256;
 	cfg->cq_factor = 8;
 	cfg->batch = 64;
@@ -519,6 +527,22 @@ static int resolve_cpus(struct pw_runtime *rt)
 	if (rt->cfg.cpus) {
 		memcpy(rt->cpus, rt->cfg.cpus, rt->nshards * sizeof(int));
 		return 0;
+	}
+	/* The default placement: one shard per physical core, compact,
+	 * wrapping around when there are more shards than cores. */
+	struct pw_topo *t;
+	if (rt->nshards <= PW_PLACE_MAX && pw_topo_load(&t) == 0) {
+		struct pw_placement *pl = malloc(sizeof(*pl));
+		struct pw_placement_opts o = { .unit = PW_PLACE_CORES,
+					       .shards = rt->nshards,
+					       .allow_oversubscribe = true };
+		int n = pl ? pw_topo_place(t, &o, pl) : -ENOMEM;
+		if (n == (int)rt->nshards)
+			memcpy(rt->cpus, pl->cpu, rt->nshards * sizeof(int));
+		free(pl);
+		pw_topo_free(t);
+		if (n == (int)rt->nshards)
+			return 0;
 	}
 	if (sched_getaffinity(0, sizeof(set), &set) == 0)
 		for (int c = 0; c < CPU_SETSIZE; c++)

@@ -36,8 +36,8 @@ struct pw_runtime;
 /* Runtime configuration. Initialise with pw_config_init(), then adjust. */
 struct pw_config {
 	unsigned shards;       /* number of shards, 1..PW_MAX_SHARDS */
-	const int *cpus;       /* CPU of each shard, or NULL: the allowed
-				  CPUs in order, wrapping around */
+	const int *cpus;       /* CPU of each shard, or NULL: one per
+				  physical core (hwloc), compact, wrapping */
 	unsigned ring_entries; /* SQ entries per shard ring, a power of two */
 	unsigned cq_factor;    /* CQ size = ring_entries * cq_factor, 1..64 */
 	unsigned batch;	       /* tasks polled per loop turn before I/O */
@@ -53,8 +53,8 @@ struct pw_config {
 };
 
 /**
- * pw_config_init - fill @cfg with the defaults: one shard per CPU of the
- * affinity mask, 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on,
+ * pw_config_init - fill @cfg with the defaults: one shard per physical
+ * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on,
  * mesh rings of 256 slots drained 256 at a time, unbounded calls.
  * Context: any thread.
  */
