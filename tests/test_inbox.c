@@ -62,8 +62,9 @@ static void *waker_thread(void *arg)
 	return NULL;
 }
 
-Test(inbox, million_foreign_wakes_none_lost, .timeout = 120)
+Test(inbox, million_foreign_wakes_none_lost)
 {
+	pw_test_time_limit(120);
 	total = (uint64_t)(1000000 * pw_test_scale()) / WAKERS * WAKERS;
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pthread_t th[WAKERS];

@@ -95,8 +95,9 @@ static enum pw_poll sender_poll(struct pw_cx *cx, void *state)
 	return done ? pw_ready(cx, 0) : pw_yield(cx);
 }
 
-Test(mesh, exactly_once_in_order_with_full_rings, .timeout = 240)
+Test(mesh, exactly_once_in_order_with_full_rings)
 {
+	pw_test_time_limit(240);
 	per_pair = (uint64_t)(1e8 * pw_test_scale()) / (NS * NS);
 #if defined(__SANITIZE_THREAD__)
 	per_pair /= 10; /* a smaller run under TSan: 10^6 messages */
@@ -549,8 +550,9 @@ static enum pw_poll sym_waker_poll(struct pw_cx *cx, void *state)
 	return pw_yield(cx);
 }
 
-Test(mesh, every_shard_wakes_every_other_shard, .timeout = 60)
+Test(mesh, every_shard_wakes_every_other_shard)
 {
+	pw_test_time_limit(60);
 	struct pw_runtime *rt = mesh_runtime(NS, 0, 0);
 	for (int sh = 0; sh < NS; sh++) {
 		for (int i = 0; i < SYM_K; i++) {
@@ -628,8 +630,9 @@ static enum pw_poll late_poll(struct pw_cx *cx, void *state)
 	}
 }
 
-Test(mesh, flooded_shard_timers_stay_on_time_real_clock, .timeout = 60)
+Test(mesh, flooded_shard_timers_stay_on_time_real_clock)
 {
+	pw_test_time_limit(60);
 	struct pw_runtime *rt = mesh_runtime(2, 64, 0);
 	atomic_store(&rt_flooding, 1);
 	cr_assert_eq(pw_runtime_spawn(rt, 1, rt_flooder_poll, NULL, 0, NULL),

@@ -16,16 +16,9 @@
 
 #include <criterion/criterion.h>
 
+#include "common.h"
+
 #include "spsc.h"
-
-/* PW_TEST_SCALE (a float, default 1) scales the stress message count. */
-static double spsc_test_scale(void)
-{
-	const char *s = getenv("PW_TEST_SCALE");
-	double v = s ? atof(s) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
 
 static void spsc_mark(void *a0, uint64_t a1, uint64_t a2)
 {
@@ -415,13 +408,14 @@ static void *stress_consumer(void *arg)
 	return NULL;
 }
 
-Test(spsc, two_threads_exactly_once_in_order, .timeout = 120)
+Test(spsc, two_threads_exactly_once_in_order)
 {
+	pw_test_time_limit(120);
 	struct stress *s = &stress;
 	pthread_t prod, cons;
 
 	cr_assert_eq(pw__spsc_init(&s->ring, stress_slots, STRESS_SLOTS), 0);
-	s->total = (uint64_t)(1e7 * spsc_test_scale());
+	s->total = (uint64_t)(1e7 * pw_test_scale());
 	if (s->total < 1000)
 		s->total = 1000;
 	s->full_hits = 0;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common.h"
 #include "wheel.h"
 
 #define MAX_TIMERS 512
@@ -1052,14 +1053,6 @@ static void m_advance(void)
 	}
 }
 
-static double test_scale(void)
-{
-	const char *s = getenv("PW_TEST_SCALE");
-	double v = s ? strtod(s, NULL) : 1.0;
-
-	return v > 0 ? v : 1.0;
-}
-
 /*
  * Run @ops random operations on @nt timers with @tick_ns ticks, checking
  * all invariants every @check_every steps (and in 1 of @check_in_fn fns).
@@ -1115,14 +1108,15 @@ static const uint64_t seeds[] = { 1, 0x5eed, 0xdeadbeef, 42, 0x123456789abcdef,
 
 static uint64_t scaled(uint64_t n)
 {
-	double v = (double)n * test_scale();
+	double v = (double)n * pw_test_scale();
 
 	return v < 1000 ? 1000 : (uint64_t)v;
 }
 
 /* Smaller runs with the invariant checker after every single step. */
-Test(wheel, model_checked_every_step, .timeout = 300)
+Test(wheel, model_checked_every_step)
 {
+	pw_test_time_limit(300);
 	const uint64_t ticks[] = { 1000, 1000000, 7, 1 };
 
 	for (int k = 0; k < 4; k++)
@@ -1138,22 +1132,26 @@ static void model_big(uint64_t tick_ns)
 			  s & 1 ? 48 : MAX_TIMERS, scaled(600000), 97, 0);
 }
 
-Test(wheel, model_tick_1us, .timeout = 300)
+Test(wheel, model_tick_1us)
 {
+	pw_test_time_limit(300);
 	model_big(1000);
 }
 
-Test(wheel, model_tick_1ms, .timeout = 300)
+Test(wheel, model_tick_1ms)
 {
+	pw_test_time_limit(300);
 	model_big(1000000);
 }
 
-Test(wheel, model_tick_7ns, .timeout = 300)
+Test(wheel, model_tick_7ns)
 {
+	pw_test_time_limit(300);
 	model_big(7);
 }
 
-Test(wheel, model_tick_1ns, .timeout = 300)
+Test(wheel, model_tick_1ns)
 {
+	pw_test_time_limit(300);
 	model_big(1);
 }
