@@ -181,14 +181,6 @@ int pw__mesh_send(struct pw__shard *s, unsigned dst, const struct pw__msg *m)
 	return 0;
 }
 
-/* Write @o's eventfd: ends its kernel wait whatever its flag says. */
-static void kick(struct pw__shard *o)
-{
-	uint64_t one = 1;
-	ssize_t n = write(o->efd, &one, sizeof(one));
-	(void)n; /* cannot fail: the counter never nears overflow */
-}
-
 static void rouse_peer(struct pw__shard *s, struct pw__shard *o)
 {
 	/* relaxed load, then the exchange: ordered after our publish by
@@ -199,7 +191,7 @@ static void rouse_peer(struct pw__shard *s, struct pw__shard *o)
 		return;
 	struct io_uring_sqe *sqe = pw__shard_sqe(s);
 	if (!sqe) {
-		kick(o);
+		pw__shard_kick(o);
 		return;
 	}
 	io_uring_prep_msg_ring(sqe, o->ring.ring_fd, 0, PW__UD_MSGRING, 0);
@@ -213,7 +205,7 @@ void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud)
 	unsigned id = (unsigned)(ud >> 3);
 
 	if (id < s->rt->nshards)
-		kick(s->rt->shards[id]);
+		pw__shard_kick(s->rt->shards[id]);
 }
 
 void pw__mesh_flush(struct pw__shard *s)
@@ -335,7 +327,7 @@ bool pw__mesh_stop_done(struct pw__shard *s)
 		return false;
 	for (unsigned i = 0; i < rt->nshards; i++)
 		if (rt->shards[i] != s)
-			kick(rt->shards[i]);
+			pw__shard_kick(rt->shards[i]);
 	return true;
 }
 

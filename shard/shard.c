@@ -91,15 +91,20 @@ static void rt_leave(struct pw_runtime *rt)
 	pthread_mutex_unlock(&reg_mu);
 }
 
+void pw__shard_kick(struct pw__shard *s)
+{
+	uint64_t one = 1;
+	ssize_t n = write(s->efd, &one, sizeof(one));
+	(void)n; /* cannot fail: the counter never nears overflow */
+}
+
 void pw__shard_rouse(struct pw__shard *s)
 {
 	/* seq_cst load: pairs with the shard's seq_cst store of asleep
 	 * that precedes its inbox check (see the top of this file). The
 	 * exchange lets one producer of many make the syscall. */
 	if (atomic_load(&s->asleep) && atomic_exchange(&s->asleep, 0)) {
-		uint64_t one = 1;
-		ssize_t n = write(s->efd, &one, sizeof(one));
-		(void)n; /* cannot fail: the counter never nears overflow */
+		pw__shard_kick(s);
 		/* relaxed: a statistic written by rousing threads only. */
 		atomic_fetch_add_explicit(&s->stats.wakeups_sent, 1,
 					  memory_order_relaxed);

@@ -214,6 +214,10 @@ uint64_t pw__mesh_wait_cap(struct pw__shard *s);
 bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake);
 void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
 
+/* Write @s's eventfd: ends its kernel wait whatever its asleep flag
+ * says. Any thread, until the runtime is freed. */
+void pw__shard_kick(struct pw__shard *s);
+
 /* Rouse @s if it sleeps in the kernel. Any thread. */
 void pw__shard_rouse(struct pw__shard *s);
 
