@@ -72,6 +72,25 @@ static inline struct pw_runtime *pw_test_paused_runtime(unsigned shards)
 	return rt;
 }
 
+/*
+ * Shard @shard's counters once it holds exactly @live tasks' memory
+ * (counters are published once per loop turn), waiting up to a second;
+ * the caller asserts on what it gets.
+ */
+static inline struct pw_shard_stats
+pw_test_wait_live(struct pw_runtime *rt, unsigned shard, uint64_t live)
+{
+	struct pw_shard_stats st;
+
+	for (int i = 0; i < 1000; i++) {
+		cr_assert_eq(pw_runtime_stats(rt, shard, &st), 0);
+		if (st.live_tasks == live)
+			break;
+		usleep(1000);
+	}
+	return st;
+}
+
 /* Run @fn(@state) on shard 0 and return its result. */
 static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 				       void *state)

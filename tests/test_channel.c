@@ -20,14 +20,8 @@
 /* Wait until shard 0 holds no task memory (stats lag a turn). */
 static void assert_no_live_tasks(struct pw_runtime *rt)
 {
-	struct pw_shard_stats st;
+	struct pw_shard_stats st = pw_test_wait_live(rt, 0, 0);
 
-	for (int i = 0; i < 1000; i++) {
-		cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
-		if (st.live_tasks == 0)
-			break;
-		usleep(1000);
-	}
 	cr_assert_eq(st.live_tasks, 0);
 }
 

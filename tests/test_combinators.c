@@ -28,12 +28,7 @@ static struct pw_shard_stats idle_stats(struct pw_runtime *rt)
 {
 	struct pw_shard_stats st;
 
-	for (int i = 0; i < 1000; i++) {
-		cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
-		if (st.live_tasks == 0)
-			break;
-		usleep(1000);
-	}
+	pw_test_wait_live(rt, 0, 0);
 	usleep(5000);
 	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
 	cr_assert_eq(st.live_tasks, 0);

@@ -81,10 +81,7 @@ Test(inbox, million_foreign_wakes_none_lost)
 	cr_assert_gt(st.wakeups_sent, 0, "no sleeping shard was roused");
 	cr_assert_gt(st.remote_wakes, 0);
 	pw_waker_drop(&shared_waker);
-	for (int i = 0; i < 1000 && st.live_tasks; i++) {
-		usleep(1000);
-		pw_runtime_stats(rt, 0, &st);
-	}
+	st = pw_test_wait_live(rt, 0, 0);
 	cr_assert_eq(st.live_tasks, 0, "the dropped waker freed the task");
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }

@@ -399,13 +399,6 @@ Test(task, budget_forces_a_yield_every_128_units)
 
 static struct pw_runtime *RT;
 
-static uint64_t live_tasks(void)
-{
-	struct pw_shard_stats st;
-	cr_assert_eq(pw_runtime_stats(RT, 0, &st), 0);
-	return st.live_tasks;
-}
-
 static enum pw_poll s_refs(struct pw_cx *cx, void *p)
 {
 	struct root *r = p;
@@ -437,16 +430,13 @@ Test(task, wakers_keep_memory_until_dropped)
 	pw_test_block_on(RT, root_poll, &r);
 	/* The aborted child is done and its handle consumed, but two
 	 * wakers still hold it (the root may still be on its way out). */
-	for (int i = 0; i < 1000 && live_tasks() != 1; i++)
-		usleep(1000);
+	pw_test_wait_live(RT, 0, 1);
 	usleep(10000);
-	cr_assert_eq(live_tasks(), 1);
+	cr_assert_eq(pw_test_wait_live(RT, 0, 1).live_tasks, 1);
 	/* Dropping from this (foreign) thread goes through the inbox. */
 	pw_waker_drop(&r.w[0]);
 	pw_waker_wake(&r.w[1]);
-	for (int i = 0; i < 1000 && live_tasks() != 0; i++)
-		usleep(1000);
-	cr_assert_eq(live_tasks(), 0);
+	cr_assert_eq(pw_test_wait_live(RT, 0, 0).live_tasks, 0);
 	cr_assert_eq(pw_runtime_destroy(RT), 0);
 }
 

@@ -300,13 +300,7 @@ Test(time, dropped_task_keeps_memory_until_its_timer_fires)
 	struct napper n = { .at = 100 * MS };
 	cr_assert_eq(pw_test_block_on(rt, napper_poll, &n),
 		     (int64_t)(100 * MS));
-	struct pw_shard_stats st;
-	for (int i = 0; i < 1000; i++) {
-		pw_runtime_stats(rt, 0, &st);
-		if (st.live_tasks == 0)
-			break;
-		usleep(1000);
-	}
+	struct pw_shard_stats st = pw_test_wait_live(rt, 0, 0);
 	cr_assert_eq(st.timers_fired, 2);
 	cr_assert_eq(st.live_tasks, 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
