@@ -104,7 +104,7 @@ static void *pool_thread(void *arg)
 		pthread_mutex_unlock(&p->mu);
 		/* The task is pinned: its shard (read before the push that
 		 * lets the shard free it) outlives the job. */
-		struct pw__shard *s = b->task->shard;
+		struct pw__shard *s = b->shard;
 		b->result = b->fn(b->arg);
 		node_of(b)->kind = PW__MSG_BLOCKING;
 		pthread_mutex_lock(&p->mu);
@@ -156,11 +156,7 @@ void pw__pool_done(struct pw__shard *s, struct pw__mpsc_node *n)
 	atomic_fetch_sub_explicit(&p->inflight, 1, memory_order_relaxed);
 	b->state = PW_BLOCKING_DONE;
 	b->task = NULL;
-	t->pins--;
-	if (t->flags & PW__T_DONE)
-		pw__task_maybe_free(s, t);
-	else
-		pw__task_schedule(s, t);
+	pw__task_unpin_wake(s, t);
 }
 
 int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
@@ -180,6 +176,7 @@ int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
 	b->arg = arg;
 	b->next = NULL;
 	b->task = s->cur_task;
+	b->shard = s;
 	pthread_mutex_lock(&p->mu);
 	if (p->stopping) {
 		pthread_mutex_unlock(&p->mu);
@@ -207,7 +204,7 @@ int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
 	/* relaxed: see pw__pool_busy(). */
 	atomic_fetch_add_explicit(&p->inflight, 1, memory_order_relaxed);
 	b->state = PW_BLOCKING_QUEUED;
-	b->task->pins++;
+	pw__task_pin(s, b->task);
 	pthread_cond_signal(&p->work);
 	pthread_mutex_unlock(&p->mu);
 	return 0;

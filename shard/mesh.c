@@ -536,8 +536,7 @@ static void call_send(struct pw__shard *s, struct pw_call *c)
 		s->out[c->shard].calls--;
 		c->result = -ENOMEM;
 		c->state = PW_CALL_DONE;
-		c->task->pins--;
-		pw__task_schedule(s, c->task);
+		pw__task_unpin_wake(s, c->task);
 	}
 }
 
@@ -558,11 +557,7 @@ static void call_reply_handler(void *a0, uint64_t result, uint64_t from)
 	c->result = (int64_t)result;
 	c->state = PW_CALL_DONE;
 	c->task = NULL;
-	t->pins--;
-	if (t->flags & PW__T_DONE)
-		pw__task_maybe_free(s, t);
-	else
-		pw__task_schedule(s, t);
+	pw__task_unpin_wake(s, t);
 }
 
 void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
@@ -615,7 +610,7 @@ enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result)
 	}
 	struct pw__outq *q = &s->out[c->shard];
 	c->task = cx->task;
-	cx->task->pins++;
+	pw__task_pin(s, cx->task);
 	if (s->rt->cfg.max_calls && q->calls >= s->rt->cfg.max_calls) {
 		c->state = PW_CALL_WAITING;
 		pw_list_add_tail(&c->wait, &q->waiters);
@@ -634,9 +629,7 @@ int pw_call_cancel(struct pw_call *c)
 	pw_list_del_init(&c->wait);
 	c->state = PW_CALL_IDLE;
 	c->task = NULL;
-	t->pins--;
-	if (t->flags & PW__T_DONE)
-		pw__task_maybe_free(t->shard, t);
+	pw__task_unpin(pw__cur_shard, t);
 	return 0;
 }
 

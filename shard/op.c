@@ -65,7 +65,7 @@ enum pw_poll pw_op_poll(struct pw_cx *cx, struct pw_op *op, pw_op_prep_fn prep,
 	op->res = 0;
 	op->cqe_flags = 0;
 	op->state = PW_OP_INFLIGHT;
-	cx->task->pins++;
+	pw__task_pin(s, cx->task);
 	s->inflight++;
 	return PW_PENDING;
 }
@@ -76,7 +76,9 @@ int pw_op_cancel(struct pw_op *op)
 		return -EINVAL;
 	if (op->state != PW_OP_INFLIGHT)
 		return -EALREADY;
-	struct pw__shard *s = op->task->shard;
+	struct pw__shard *s = pw__cur_shard; /* the one that submitted it */
+	if (!s)
+		return -EPERM;
 	struct io_uring_sqe *sqe = pw__shard_sqe(s);
 
 	op->state = PW_OP_CANCELLING;
@@ -102,14 +104,11 @@ void pw__op_complete(struct pw__shard *s, struct pw_op *op,
 	struct pw__task *t = op->task;
 
 	s->inflight--;
-	t->pins--;
-	if (t->flags & PW__T_DONE) {
-		/* The state was dropped: only the memory waited for us. */
-		pw__task_maybe_free(s, t);
-		return;
+	/* A finished task's state was dropped: only its memory waited. */
+	if (!(t->flags & PW__T_DONE)) {
+		op->res = cqe->res;
+		op->cqe_flags = cqe->flags;
+		op->state = PW_OP_DONE;
 	}
-	op->res = cqe->res;
-	op->cqe_flags = cqe->flags;
-	op->state = PW_OP_DONE;
-	pw__task_schedule(s, t);
+	pw__task_unpin_wake(s, t);
 }

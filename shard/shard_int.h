@@ -189,6 +189,36 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
 	pw__runq_push(&s->runq, t);
 }
 
+/*
+ * Pins: a kernel operation, timer or call in flight that points into a
+ * task's state pins the task, so its memory outlives the operation.
+ * pw__task_pin() is called by the shard that registers the operation,
+ * while polling @t; the unpin calls by the same shard when the operation
+ * ends. pw__task_unpin() frees a finished task whose last pin this was;
+ * pw__task_unpin_wake() also wakes @t when it is not finished.
+ */
+static inline void pw__task_pin(struct pw__shard *s, struct pw__task *t)
+{
+	(void)s;
+	t->pins++;
+}
+
+static inline void pw__task_unpin(struct pw__shard *s, struct pw__task *t)
+{
+	t->pins--;
+	if (t->flags & PW__T_DONE)
+		pw__task_maybe_free(s, t);
+}
+
+static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
+{
+	t->pins--;
+	if (t->flags & PW__T_DONE)
+		pw__task_maybe_free(s, t);
+	else
+		pw__task_schedule(s, t);
+}
+
 /* The blocking pool (blocking.c). */
 struct pw_blocking_stats;
 int pw__pool_init(struct pw__pool *p, unsigned max_threads,

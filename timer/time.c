@@ -201,27 +201,20 @@ static void sleep_fire(struct pw__timer *t)
 {
 	struct pw_sleep *sl = sleep_of(t);
 	struct pw__task *task = sl->task;
-	struct pw__shard *s = task->shard;
-
 	sl->state = PW_SLEEP_FIRED;
-	task->pins--;
-	if (task->flags & PW__T_DONE)
-		pw__task_maybe_free(s, task);
-	else
-		pw__task_schedule(s, task);
+	/* Fired by the wheel of the shard that armed it: this thread. */
+	pw__task_unpin_wake(pw__cur_shard, task);
 }
 
 static void sleep_disarm(struct pw_sleep *sl)
 {
 	struct pw__task *task = sl->task;
-	struct pw__shard *s = task->shard;
+	struct pw__shard *s = pw__cur_shard; /* the shard that armed it */
 
 	pw__wheel_cancel(&s->wheel, entry_of(sl));
 	sl->state = PW_SLEEP_IDLE;
-	task->pins--;
 	/* A drop hook cancelling it: the task may be waiting for this. */
-	if (task->flags & PW__T_DONE)
-		pw__task_maybe_free(s, task);
+	pw__task_unpin(s, task);
 }
 
 void pw_sleep_init_at(struct pw_sleep *sl, uint64_t deadline)
@@ -272,17 +265,16 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *sl)
 	pw_coop_unspend(cx);
 	if (sl->state == PW_SLEEP_ARMED && sl->task != cx->task) {
 		/* Another task awaits it now: the pin moves with the wake. */
-		sl->task->pins--;
-		cx->task->pins++;
-		if (sl->task->flags & PW__T_DONE)
-			pw__task_maybe_free(s, sl->task);
+		struct pw__task *old = sl->task;
+		pw__task_pin(s, cx->task);
 		sl->task = cx->task;
+		pw__task_unpin(s, old);
 	}
 	if (sl->state == PW_SLEEP_IDLE) {
 		pw__wheel_insert(&s->wheel, entry_of(sl),
 				 pw__ns_to_tick_ceil(sl->deadline, s->tick_ns));
 		sl->task = cx->task;
-		cx->task->pins++;
+		pw__task_pin(s, cx->task);
 		sl->state = PW_SLEEP_ARMED;
 	}
 	return PW_PENDING;
@@ -295,7 +287,7 @@ void pw_sleep_reset(struct pw_sleep *sl, uint64_t deadline)
 	sl->deadline = deadline;
 	sl->relative = false;
 	if (sl->state == PW_SLEEP_ARMED) {
-		struct pw__shard *s = sl->task->shard;
+		struct pw__shard *s = pw__cur_shard; /* the one that armed it */
 		pw__wheel_reset(&s->wheel, entry_of(sl),
 				pw__ns_to_tick_ceil(deadline, s->tick_ns));
 	} else {

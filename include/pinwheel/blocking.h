@@ -40,6 +40,7 @@ struct pw_blocking {
 	void *arg;		  /* its argument */
 	int64_t result;		  /* its return value */
 	struct pw__task *task;	  /* the task to wake */
+	struct pw__shard *shard;  /* its shard: where the result goes */
 	struct pw_blocking *next; /* pool queue link */
 	uint64_t node[2];	  /* inbox node: the result's way back */
 	uint8_t state;		  /* enum pw_blocking_state */
