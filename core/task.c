@@ -23,6 +23,20 @@
  * count positive, so the owner never frees memory another thread can
  * still touch; and once PW__R_QUEUED is set the owner keeps the task until
  * it has popped the node.
+ *
+ * Stealing mode. Tasks move between workers, so their scheduling state
+ * cannot belong to one thread. As in Tokio, task->remote is then one
+ * atomic word: RUNNING, NOTIFIED, COMPLETE, ABORT and JOINW bits and a
+ * reference count. A wake sets NOTIFIED; the thread that set it on an
+ * idle task queues it (steal.c); a task woken while running is queued by
+ * its runner after the poll, at the back (is_yield). References: the
+ * scheduler's (until COMPLETE), the join handle's, each owned waker's and
+ * each pin's; the last one frees the block (steal.c). The result, flags
+ * and drop hook are written before COMPLETE (release) and read after it
+ * (acquire). The join side owns task->joiner while JOINW is clear; the
+ * finisher takes it when its COMPLETE transition sees JOINW. The plain
+ * fields (flags, cur_task, pins' owner) belong to the worker running the
+ * task, and while a task holds pins to the worker they are bound to.
  */
 #include <errno.h>
 #include <string.h>
@@ -39,7 +53,7 @@ static inline void blockon_check(struct pw__task *t)
 {
 	if ((t->flags & (PW__T_BLOCKON | PW__T_DONE)) ==
 		    (PW__T_BLOCKON | PW__T_DONE) &&
-	    !t->pins) {
+	    !atomic_load_explicit(&t->pins, memory_order_relaxed)) {
 		t->flags &= (uint16_t)~PW__T_BLOCKON;
 		pw__blockon_release(t->state);
 	}
@@ -48,10 +62,12 @@ static inline void blockon_check(struct pw__task *t)
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
 {
 	blockon_check(t);
+	if (t->steal)
+		return; /* freed by its last reference */
 	if ((t->flags & (PW__T_DONE | PW__T_SCHEDULED | PW__T_RUNNING)) !=
 	    PW__T_DONE)
 		return;
-	if (t->refs > 0 || t->pins)
+	if (t->refs > 0 || atomic_load_explicit(&t->pins, memory_order_relaxed))
 		return;
 	/* acquire: pairs with the acq_rel read-modify-writes of other
 	 * threads; zero means none holds a reference or has a node queued. */
@@ -181,6 +197,40 @@ void pw__task_run(struct pw__shard *s, struct pw__task *t)
 	}
 }
 
+void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
+		   pw_poll_fn fn, const void *state, size_t size,
+		   pw_drop_fn drop, bool steal)
+{
+	t->next = NULL;
+	t->shard = home;
+	t->fn = fn;
+	t->drop = drop;
+	t->result = 0;
+	t->joiner = NULL;
+	t->refs = 1;
+	t->cls = (int8_t)cls;
+	t->steal = steal;
+	t->bound = NULL;
+	atomic_init(&t->pins, 0);
+	atomic_init(&t->inbox.next, NULL);
+	t->inbox.kind = PW__MSG_TASK;
+	if (steal) {
+		/* Queued by the caller; the scheduler's reference. */
+		t->flags = 0;
+		atomic_init(&t->remote, PW__S_NOTIFIED | PW__S_REF_ONE);
+	} else {
+		t->flags = PW__T_SCHEDULED; /* queued by pw__task_new() */
+		atomic_init(&t->remote, 0);
+	}
+	if (size) {
+		t->state = (char *)t + PW__TASK_HDR;
+		if (state) /* NULL: the (internal) caller fills it in */
+			memcpy(t->state, state, size);
+	} else {
+		t->state = (void *)state;
+	}
+}
+
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 		 const void *state, size_t size, pw_drop_fn drop)
 {
@@ -191,30 +241,18 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	struct pw__task *t = pw__slab_alloc(&s->slab, cls);
 	if (!t)
 		return -ENOMEM;
-	t->next = NULL;
-	t->shard = s;
-	t->fn = fn;
-	t->drop = drop;
-	t->result = 0;
-	t->joiner = NULL;
-	t->refs = 1;
-	t->pins = 0;
-	t->flags = PW__T_SCHEDULED; /* queued below */
-	t->cls = (int8_t)cls;
-	atomic_init(&t->remote, 0);
-	atomic_init(&t->inbox.next, NULL);
-	t->inbox.kind = PW__MSG_TASK;
-	if (size) {
-		t->state = (char *)t + PW__TASK_HDR;
-		if (state) /* NULL: the (internal) caller fills it in */
-			memcpy(t->state, state, size);
-	} else {
-		t->state = (void *)state;
-	}
+	pw__task_init(t, s, cls, fn, state, size, drop, s->w != NULL);
 	PW__STAT_INC(s, spawned);
-	pw__runq_push(&s->runq, t);
+	if (!s->w)
+		pw__runq_push(&s->runq, t);
 	*tp = t;
 	return 0;
+}
+
+void pw__task_start(struct pw__shard *s, struct pw__task *t)
+{
+	if (t->steal)
+		pw__steal_spawned(s, t);
 }
 
 int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
@@ -237,10 +275,210 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 	if (err)
 		return err;
 	if (join) {
-		t->refs++;
+		if (t->steal)
+			/* relaxed: not yet visible to any other thread. */
+			atomic_fetch_add_explicit(&t->remote, PW__S_REF_ONE,
+						  memory_order_relaxed);
+		else
+			t->refs++;
 		join->task = t;
 	}
+	pw__task_start(s, t);
 	return 0;
+}
+
+/* ---- stealing mode (see the top of this file) ---------------------- */
+
+static inline void s_ref_inc(struct pw__task *t)
+{
+	/* relaxed: the caller holds a reference (as Arc::clone); the
+	 * acq_rel decrements order the uses. */
+	atomic_fetch_add_explicit(&t->remote, PW__S_REF_ONE,
+				  memory_order_relaxed);
+}
+
+void pw__task_unref_steal(struct pw__task *t)
+{
+	/* acq_rel: releases this thread's uses of the task; the last one
+	 * acquires every other thread's before the block is freed. */
+	uint64_t old = atomic_fetch_sub_explicit(&t->remote, PW__S_REF_ONE,
+						 memory_order_acq_rel);
+	if ((old >> PW__S_REF_SHIFT) == 1)
+		pw__steal_free(t);
+}
+
+void pw__task_wake_steal(struct pw__task *t)
+{
+	uint64_t old = atomic_load_explicit(&t->remote, memory_order_relaxed);
+
+	/* acq_rel CAS: release publishes what the waker wrote before the
+	 * wake; pairs with the runner's CAS that takes NOTIFIED. */
+	do {
+		if (old & (PW__S_COMPLETE | PW__S_NOTIFIED))
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&t->remote, &old, old | PW__S_NOTIFIED, memory_order_acq_rel,
+		memory_order_relaxed));
+	if (!(old & PW__S_RUNNING))
+		pw__steal_schedule(t, false);
+}
+
+void pw__task_abort_steal(struct pw__task *t)
+{
+	uint64_t old = atomic_load_explicit(&t->remote, memory_order_relaxed);
+
+	/* acq_rel CAS: as in pw__task_wake_steal(). */
+	do {
+		if (old & PW__S_COMPLETE)
+			return;
+	} while (!atomic_compare_exchange_weak_explicit(
+		&t->remote, &old, old | PW__S_ABORT | PW__S_NOTIFIED,
+		memory_order_acq_rel, memory_order_relaxed));
+	if (!(old & (PW__S_RUNNING | PW__S_NOTIFIED)))
+		pw__steal_schedule(t, false);
+}
+
+static void s_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
+		     bool cancelled)
+{
+	(void)s;
+	t->result = res;
+	t->flags = (uint16_t)((t->flags | PW__T_DONE |
+			       (cancelled ? PW__T_CANCELLED : 0)) &
+			      ~PW__T_NOTIFIED);
+	if (t->drop)
+		t->drop(t->state);
+	uint64_t old = atomic_load_explicit(&t->remote, memory_order_relaxed);
+	/* acq_rel CAS: releases the result, the flags and the drop hook's
+	 * effects to the join side (pairs with its acquire load); acquires
+	 * the joiner it published with JOINW. */
+	while (!atomic_compare_exchange_weak_explicit(
+		&t->remote, &old,
+		(old | PW__S_COMPLETE) &
+			~(PW__S_RUNNING | PW__S_NOTIFIED | PW__S_ABORT),
+		memory_order_acq_rel, memory_order_relaxed))
+		;
+	if (old & PW__S_JOINW) {
+		struct pw__task *j = t->joiner;
+		pw__task_wake_steal(j);
+		pw__task_unref_steal(j);
+	}
+	blockon_check(t);
+	pw__task_unref_steal(t); /* the scheduler's reference */
+}
+
+enum pw_poll pw__task_poll_steal(struct pw__shard *s, struct pw__task *t,
+				 int *budget)
+{
+	uint64_t old = atomic_load_explicit(&t->remote, memory_order_relaxed);
+
+	/* acq_rel CAS: acquires what the last runner and the waker
+	 * released; pairs with their CASes. */
+	while (!atomic_compare_exchange_weak_explicit(
+		&t->remote, &old, (old & ~PW__S_NOTIFIED) | PW__S_RUNNING,
+		memory_order_acq_rel, memory_order_relaxed))
+		;
+	if ((old & PW__S_ABORT) || s->stopping) {
+		s_finish(s, t, -ECANCELED, true);
+		return PW_READY;
+	}
+	struct pw_cx cx = { s, t, 0, *budget };
+	s->cur_task = t;
+	enum pw_poll r = t->fn(&cx, t->state);
+	s->cur_task = NULL;
+	*budget = cx.budget > 0 ? cx.budget : 0;
+	if (r == PW_READY) {
+		s_finish(s, t, cx.result, false);
+		return PW_READY;
+	}
+	uint64_t self = (t->flags & PW__T_NOTIFIED) ? PW__S_NOTIFIED : 0;
+	uint64_t nw;
+	t->flags &= (uint16_t)~PW__T_NOTIFIED;
+	old = atomic_load_explicit(&t->remote, memory_order_relaxed);
+	/* acq_rel CAS: releases the poll's writes to the next runner. */
+	do {
+		nw = (old & ~PW__S_RUNNING) | self;
+	} while (!atomic_compare_exchange_weak_explicit(&t->remote, &old, nw,
+							memory_order_acq_rel,
+							memory_order_relaxed));
+	if (nw & PW__S_NOTIFIED)
+		pw__steal_schedule(t, true);
+	return PW_PENDING;
+}
+
+void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake)
+{
+	(void)s;
+	/* Read while the pin still binds the task to this thread. */
+	bool done = t->flags & PW__T_DONE;
+
+	pw__pin_drop(t);
+	if (done)
+		blockon_check(t);
+	else if (wake)
+		pw__task_wake_steal(t);
+	pw__task_unref_steal(t);
+}
+
+static enum pw_poll join_poll_steal(struct pw_cx *cx, struct pw_join *j,
+				    int64_t *result)
+{
+	struct pw__task *t = j->task;
+	/* acquire: pairs with the finisher's release of COMPLETE. */
+	uint64_t st = atomic_load_explicit(&t->remote, memory_order_acquire);
+
+	for (;;) {
+		if (st & PW__S_COMPLETE)
+			goto ready;
+		if (!(st & PW__S_JOINW))
+			break;
+		if (t->joiner == cx->task)
+			return PW_PENDING;
+		/* Another task waited before: take the slot back. acq_rel
+		 * CAS: fails, and acquires, if the task completed. */
+		if (atomic_compare_exchange_weak_explicit(
+			    &t->remote, &st, st & ~PW__S_JOINW,
+			    memory_order_acq_rel, memory_order_acquire)) {
+			pw__task_unref_steal(t->joiner);
+			st &= ~PW__S_JOINW;
+			break;
+		}
+	}
+	t->joiner = cx->task;
+	s_ref_inc(cx->task);
+	/* acq_rel CAS: releases the joiner to the finisher (pairs with its
+	 * CAS); fails, and acquires the result, if the task completed. */
+	while (!atomic_compare_exchange_weak_explicit(
+		&t->remote, &st, st | PW__S_JOINW, memory_order_acq_rel,
+		memory_order_acquire)) {
+		if (st & PW__S_COMPLETE) {
+			pw__task_unref_steal(cx->task);
+			goto ready;
+		}
+	}
+	return PW_PENDING;
+ready:
+	*result = t->result;
+	j->cancelled = (t->flags & PW__T_CANCELLED) != 0;
+	j->task = NULL;
+	pw__task_unref_steal(t);
+	return PW_READY;
+}
+
+static void join_detach_steal(struct pw__task *t)
+{
+	uint64_t st = atomic_load_explicit(&t->remote, memory_order_acquire);
+
+	/* acq_rel CAS: takes the joiner back unless the finisher has. */
+	while ((st & (PW__S_JOINW | PW__S_COMPLETE)) == PW__S_JOINW) {
+		if (atomic_compare_exchange_weak_explicit(
+			    &t->remote, &st, st & ~PW__S_JOINW,
+			    memory_order_acq_rel, memory_order_acquire)) {
+			pw__task_unref_steal(t->joiner);
+			break;
+		}
+	}
+	pw__task_unref_steal(t);
 }
 
 enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
@@ -251,6 +489,14 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 		return PW_READY;
 	}
 	struct pw__task *t = j->task;
+	if (t->steal) {
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		enum pw_poll r = join_poll_steal(cx, j, result);
+		if (r == PW_PENDING)
+			pw_coop_unspend(cx);
+		return r;
+	}
 	if (t->shard != cx->shard) {
 		*result = -EXDEV;
 		return PW_READY;
@@ -276,7 +522,14 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 
 bool pw_join_is_finished(const struct pw_join *j)
 {
-	return j && j->task && (j->task->flags & PW__T_DONE);
+	if (!j || !j->task)
+		return false;
+	if (j->task->steal)
+		/* acquire: pairs with the finisher's release. */
+		return atomic_load_explicit(&j->task->remote,
+					    memory_order_acquire) &
+		       PW__S_COMPLETE;
+	return j->task->flags & PW__T_DONE;
 }
 
 void pw_join_detach(struct pw_join *j)
@@ -287,6 +540,10 @@ void pw_join_detach(struct pw_join *j)
 	struct pw__shard *s = t->shard;
 
 	j->task = NULL;
+	if (t->steal) {
+		join_detach_steal(t);
+		return;
+	}
 	if (t->joiner) {
 		struct pw__task *w = t->joiner;
 		t->joiner = NULL;
@@ -300,6 +557,12 @@ int pw_join_abort(struct pw_join *j)
 	if (!j || !j->task)
 		return -EINVAL;
 	struct pw__task *t = j->task;
+	if (t->steal) {
+		if (pw_join_is_finished(j))
+			return -EALREADY;
+		pw__task_abort_steal(t);
+		return 0;
+	}
 	if (t->flags & PW__T_DONE)
 		return -EALREADY;
 	t->flags |= PW__T_ABORT;
@@ -315,7 +578,9 @@ int pw_waker_clone(struct pw_waker *dst, const struct pw_waker *src)
 	if (!dst || !src || !src->task)
 		return -EINVAL;
 	struct pw__task *t = src->task;
-	if (pw__cur_shard == t->shard)
+	if (t->steal)
+		s_ref_inc(t);
+	else if (pw__cur_shard == t->shard)
 		t->refs++;
 	else
 		/* relaxed: the caller already holds a reference, so the
@@ -334,6 +599,10 @@ void pw_waker_wake_by_ref(const struct pw_waker *w)
 	struct pw__task *t = w->task;
 	struct pw__shard *s = t->shard;
 
+	if (t->steal) {
+		pw__task_wake_steal(t);
+		return;
+	}
 	struct pw__shard *cur = pw__cur_shard;
 
 	if (cur == s) {
@@ -362,6 +631,11 @@ void pw_waker_wake(struct pw_waker *w)
 	struct pw__shard *s = t->shard;
 
 	w->task = NULL;
+	if (t->steal) {
+		pw__task_wake_steal(t);
+		pw__task_unref_steal(t);
+		return;
+	}
 	struct pw__shard *cur = pw__cur_shard;
 	if (cur == s) {
 		PW__STAT_INC(s, local_wakes);
@@ -382,6 +656,10 @@ void pw_waker_drop(struct pw_waker *w)
 	struct pw__shard *s = t->shard;
 
 	w->task = NULL;
+	if (t->steal) {
+		pw__task_unref_steal(t);
+		return;
+	}
 	struct pw__shard *cur = pw__cur_shard;
 	if (cur == s)
 		unref(s, t);

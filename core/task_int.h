@@ -4,9 +4,12 @@
  * core/ and shard/. Private to the library.
  *
  * A task is one slab block: this header, then the copied state (or a
- * pointer to a borrowed one). Its fields are touched only by the owning
- * shard's thread, except `remote` and `inbox`, through which other threads
- * clone, drop and wake it (see task.c, "Remote references").
+ * pointer to a borrowed one). In shard mode its fields are touched only by
+ * the owning shard's thread, except `remote` and `inbox`, through which
+ * other threads clone, drop and wake it (see task.c, "References"). In
+ * stealing mode `remote` is the task's state word and reference count,
+ * and the other fields belong to the worker running the task (see task.c,
+ * "Stealing mode").
  */
 #ifndef PW_CORE_TASK_INT_H
 #define PW_CORE_TASK_INT_H
@@ -26,6 +29,7 @@
 #define PW__T_ABORT	0x10u /* abort requested, not yet carried out */
 #define PW__T_CANCELLED 0x20u /* finished by abort or shutdown */
 #define PW__T_BLOCKON	0x40u /* state is a pw_block_on() record */
+#define PW__T_FOREIGN	0x80u /* stealing mode: made by another thread */
 
 /* task->remote: a signed reference delta in bits 2..63, two flags below.
  * Adding or subtracting PW__R_ONE never disturbs the flags. */
@@ -38,12 +42,15 @@
 #define PW__MSG_TASK	 1u /* a task's own node: remote wake or drop */
 #define PW__MSG_SPAWN	 2u /* a spawn from another thread */
 #define PW__MSG_BLOCKING 3u /* a blocking job's result */
+#define PW__MSG_FREE	 4u /* stealing mode: a task block to free */
 
 struct pw__shard;
 
 struct pw__task {
 	struct pw__task *next;	 /* run queue link */
-	struct pw__shard *shard; /* owner (never PW__SLAB_FREE_MARK) */
+	struct pw__shard *shard; /* owner (never PW__SLAB_FREE_MARK); in
+				    stealing mode the slab's shard, or NULL
+				    for a task made on another thread */
 	pw_poll_fn fn;		 /* poll function */
 	void *state;		 /* copied state (below) or borrowed */
 	pw_drop_fn drop;	 /* drop hook or NULL */
@@ -52,7 +59,16 @@ struct pw__task {
 	int32_t refs;		 /* owner-side references (see remote) */
 	uint16_t flags;		 /* PW__T_* */
 	int8_t cls;		 /* slab class of this block */
-	uint32_t pins;		 /* kernel operations awaiting their CQE */
+	uint8_t steal;		 /* stealing mode: set once at creation */
+#define PW__STEAL_ON	1u	 /* runs on any worker */
+#define PW__STEAL_FIXED 2u	 /* runs on worker `bound` only */
+	/* Kernel operations, timers and calls pointing into the state.
+	 * Written by one shard only (relaxed load + store): the owner, or
+	 * in stealing mode the worker they were registered on (bound),
+	 * with release so a worker that reads it with acquire sees the
+	 * results they left. */
+	_Atomic uint32_t pins;
+	struct pw__shard *bound; /* stealing mode: where pins are held */
 	/* Remote references and wake (other threads): the true reference
 	 * count is refs + (remote >> 2); see task.c. */
 	_Atomic uint64_t remote;
@@ -98,6 +114,38 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		     bool cancelled);
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 		 const void *state, size_t size, pw_drop_fn drop);
+/* Fill in a task's header; the block is @t, of slab class @cls. */
+void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
+		   pw_poll_fn fn, const void *state, size_t size,
+		   pw_drop_fn drop, bool steal);
+/* Queue a task made by pw__task_new() once its state is complete: in
+ * shard mode it is queued already; in stealing mode it goes to the
+ * worker's LIFO slot now. */
+void pw__task_start(struct pw__shard *s, struct pw__task *t);
+
+/* Stealing mode: @t runs only on @s (pw_spawn_on() and pw_call() tasks:
+ * the program placed them). No effect in shard mode. */
+static inline void pw__task_fix(struct pw__task *t, struct pw__shard *s)
+{
+	if (t->steal) {
+		t->steal = PW__STEAL_FIXED;
+		t->bound = s;
+	}
+}
+
+static inline uint32_t pw__pins(const struct pw__task *t)
+{
+	/* acquire: pairs with the release store that dropped a pin, so
+	 * what the operation left is visible to whoever runs the task. */
+	return atomic_load_explicit(&t->pins, memory_order_acquire);
+}
+
+/* Stealing mode (task.c): run, finish and wake. */
+enum pw_poll pw__task_poll_steal(struct pw__shard *s, struct pw__task *t,
+				 int *budget);
+void pw__task_wake_steal(struct pw__task *t);
+void pw__task_unref_steal(struct pw__task *t);
+void pw__task_abort_steal(struct pw__task *t);
 
 /* A pw_block_on() task's state is no longer used: wake its caller. */
 void pw__blockon_release(void *state);

@@ -280,6 +280,8 @@ static bool shard_has_work(struct pw__shard *s)
 {
 	if (s->runq.head || s->inflight || s->ovf_dests)
 		return true;
+	if (s->w && pw__steal_has_work(s))
+		return true;
 	for (unsigned d = 0; d < s->rt->nshards; d++)
 		if (s->out[d].nstage)
 			return true;
@@ -403,6 +405,11 @@ static void spawn_handler(void *a0, uint64_t src, uint64_t a2)
 					     st->drop);
 	if (err && st->drop)
 		st->drop(st->data);
+	if (!err) {
+		/* Placed by the program: it stays here in stealing mode. */
+		pw__task_fix(t, s);
+		pw__task_start(s, t);
+	}
 	struct pw__msg m = { stage_free_handler, st, 0, 0 };
 	if (pw__mesh_send(s, (unsigned)src, &m) < 0)
 		/* Kept by the sender's slab until shutdown: not lost. */
@@ -420,6 +427,11 @@ static void spawn_ptr_handler(void *a0, uint64_t fn, uint64_t drop)
 					     a0, 0, d);
 	if (err && d)
 		d(a0);
+	if (!err) {
+		/* Placed by the program: it stays here in stealing mode. */
+		pw__task_fix(t, s);
+		pw__task_start(s, t);
+	}
 }
 
 int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
@@ -523,6 +535,9 @@ static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
 	*ct = head;
 	memcpy(ct->data, c->arg, c->size);
 	ct->user = c->size ? (void *)ct->data : (void *)c->arg;
+	/* A call runs on the shard it was made to, in both modes. */
+	pw__task_fix(t, s);
+	pw__task_start(s, t);
 }
 
 static void call_send(struct pw__shard *s, struct pw_call *c)

@@ -168,6 +168,8 @@ static void handle_spawn(struct pw__shard *s, struct pw__spawn_msg *m)
 	}
 	if (!err && m->bo)
 		t->flags |= PW__T_BLOCKON;
+	if (!err)
+		pw__task_start(s, t);
 	if (err) {
 		if (m->bo) {
 			blockon_signal(m->bo);
@@ -190,9 +192,12 @@ static void drain_inbox(struct pw__shard *s, unsigned max)
 		if (!n)
 			break;
 		PW__STAT_INC(s, inbox_msgs);
-		if (n->kind == PW__MSG_TASK)
+		if (n->kind == PW__MSG_TASK && !s->w)
 			pw__task_remote_event(
 				s, pw_container_of(n, struct pw__task, inbox));
+		else if (n->kind == PW__MSG_TASK || n->kind == PW__MSG_FREE)
+			pw__steal_inbox(s, pw_container_of(n, struct pw__task,
+							   inbox));
 		else if (n->kind == PW__MSG_BLOCKING)
 			pw__pool_done(s, n);
 		else
@@ -276,6 +281,7 @@ static void sleep_in_kernel(struct pw__shard *s)
 	atomic_store(&s->asleep, 1);
 	if (!pw__mpsc_empty(&s->inbox) || !pw__mesh_idle(s) ||
 	    (!s->stopping && atomic_load(&s->stop)) ||
+	    (s->w && atomic_load(&s->w->unpark)) ||
 	    !pw__time_may_sleep(s, &wait_ns)) {
 		atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
 		poke(s);
@@ -348,6 +354,26 @@ static void publish_stats(struct pw__shard *s)
 			      memory_order_relaxed);
 	atomic_store_explicit(&s->stats.mesh_received, s->received,
 			      memory_order_relaxed);
+}
+
+void pw__shard_events(struct pw__shard *s, bool sleep)
+{
+	pw__mesh_flush(s);
+	publish_stats(s);
+	if (sleep)
+		sleep_in_kernel(s);
+	else
+		poke(s);
+	reap(s);
+	pw__time_update(s);
+	pw__time_fire(s);
+	drain_inbox(s, 4096);
+	pw__mesh_drain(s);
+}
+
+void pw__shard_final(struct pw__shard *s)
+{
+	final_cancel(s);
 }
 
 static void shard_loop(struct pw__shard *s)
@@ -459,7 +485,9 @@ static void *shard_main(void *arg)
 	rt->started++;
 	pthread_cond_broadcast(&rt->start_cv);
 	pthread_mutex_unlock(&rt->start_mu);
-	if (!err)
+	if (!err && s->w)
+		pw__steal_loop(s);
+	else if (!err)
 		shard_loop(s);
 	shard_teardown(s);
 	pw__cur_shard = NULL;
@@ -489,6 +517,12 @@ void pw_config_init(struct pw_config *cfg)
 	cfg->mesh_batch = 256;
 	cfg->max_blocking_threads = 512;
 	cfg->blocking_keep_alive_ns = 10000000000ull;
+	/* PW_SCHED=steal picks the default scheduler of any program. */
+	const char *env = getenv("PW_SCHED");
+	cfg->sched = env && !strcmp(env, "steal") ? PW_SCHED_STEAL :
+						    PW_SCHED_SHARD;
+	cfg->event_interval = 61;
+	cfg->global_queue_interval = PW_INTERVAL_AUTO;
 }
 
 static int config_check(const struct pw_config *c, int ncpu)
@@ -508,8 +542,13 @@ static int config_check(const struct pw_config *c, int ncpu)
 		return -EINVAL;
 	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
 		return -EINVAL;
-	if (c->flags &
-	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK))
+	if (c->flags & ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER |
+			 PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_NO_LIFO))
+		return -EINVAL;
+	if (c->sched != PW_SCHED_SHARD && c->sched != PW_SCHED_STEAL)
+		return -EINVAL;
+	if (c->sched == PW_SCHED_STEAL &&
+	    (c->event_interval < 1 || c->global_queue_interval < 1))
 		return -EINVAL;
 	if (c->cpus) {
 		for (unsigned i = 0; i < c->shards; i++)
@@ -563,6 +602,7 @@ static void rt_free(struct pw_runtime *rt)
 	if (rt->pool_live)
 		pw__pool_stop(&rt->pool);
 	pw__mesh_destroy(rt);
+	pw__steal_destroy(rt);
 	if (rt->shards)
 		for (unsigned i = 0; i < rt->nshards; i++) {
 			if (rt->shards[i] && rt->shards[i]->efd >= 0)
@@ -647,6 +687,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 		pw__mpsc_init(&s->inbox);
 	}
 	err = pw__mesh_create(rt);
+	if (!err && rt->cfg.sched == PW_SCHED_STEAL)
+		err = pw__steal_create(rt);
 	if (err)
 		goto out_free;
 	pw__pool_init(&rt->pool, rt->cfg.max_blocking_threads,
@@ -720,6 +762,21 @@ static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 		      const void *state, size_t size, pw_drop_fn drop,
 		      struct pw__blockon *bo)
 {
+	if (rt->steal) {
+		/* Made here and queued on the inject queue, as Tokio's
+		 * spawn from outside the runtime. */
+		struct pw__task *t;
+		int err = bo ? pw__steal_spawn_foreign(rt, &t, blockon_poll, bo,
+						       0, NULL) :
+			       pw__steal_spawn_foreign(rt, &t, fn, state, size,
+						       drop);
+		if (err)
+			return err;
+		if (bo)
+			t->flags |= PW__T_BLOCKON;
+		pw__steal_schedule(t, false);
+		return 0;
+	}
 	struct pw__spawn_msg *m = malloc(sizeof(*m) + size);
 
 	if (!m)

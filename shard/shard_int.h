@@ -21,6 +21,7 @@
 #include "mpsc.h"
 #include "slab.h"
 #include "spsc.h"
+#include "steal.h"
 #include "task_int.h"
 #include "wheel.h"
 
@@ -72,7 +73,8 @@ struct pw__shard {
 	unsigned id;
 	int cpu;
 
-	struct pw__runq runq;	   /* ready tasks */
+	struct pw__runq runq;	   /* ready tasks (shard mode) */
+	struct pw__worker *w;	   /* stealing mode: the worker, or NULL */
 	struct pw__task *cur_task; /* the task being polled, or NULL */
 	struct pw__slab slab; /* tasks, and nothing else (walked at stop) */
 	struct pw__slab aux;  /* mesh overflow blocks and spawn staging */
@@ -168,7 +170,8 @@ struct pw_runtime {
 	 * that finds every shard idle (time.c). */
 	_Atomic unsigned blockers;
 	struct pw__pool pool;
-	bool pool_live; /* pool initialised and not yet stopped */
+	bool pool_live;		 /* pool initialised and not yet stopped */
+	struct pw__steal *steal; /* stealing mode, or NULL */
 };
 
 /*
@@ -196,23 +199,54 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
  * while polling @t; the unpin calls by the same shard when the operation
  * ends. pw__task_unpin() frees a finished task whose last pin this was;
  * pw__task_unpin_wake() also wakes @t when it is not finished.
+ *
+ * In stealing mode a pinned task is bound to the worker its pins are on
+ * (every poll and its drop happen there, see steal.c) and each pin also
+ * holds a reference.
  */
 static inline void pw__task_pin(struct pw__shard *s, struct pw__task *t)
 {
-	(void)s;
-	t->pins++;
+	/* relaxed: only this shard writes pins (see task_int.h). */
+	uint32_t p = atomic_load_explicit(&t->pins, memory_order_relaxed);
+
+	if (__builtin_expect(t->steal, 0)) {
+		if (!p)
+			t->bound = s;
+		/* relaxed: the caller holds a reference (as Arc::clone). */
+		atomic_fetch_add_explicit(&t->remote, PW__S_REF_ONE,
+					  memory_order_relaxed);
+	}
+	atomic_store_explicit(&t->pins, p + 1, memory_order_relaxed);
+}
+
+void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake);
+
+static inline void pw__pin_drop(struct pw__task *t)
+{
+	uint32_t p = atomic_load_explicit(&t->pins, memory_order_relaxed);
+
+	/* release: pairs with pw__pins(); see task_int.h. */
+	atomic_store_explicit(&t->pins, p - 1, memory_order_release);
 }
 
 static inline void pw__task_unpin(struct pw__shard *s, struct pw__task *t)
 {
-	t->pins--;
+	if (__builtin_expect(t->steal, 0)) {
+		pw__task_unpin_steal(s, t, false);
+		return;
+	}
+	pw__pin_drop(t);
 	if (t->flags & PW__T_DONE)
 		pw__task_maybe_free(s, t);
 }
 
 static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
 {
-	t->pins--;
+	if (__builtin_expect(t->steal, 0)) {
+		pw__task_unpin_steal(s, t, true);
+		return;
+	}
+	pw__pin_drop(t);
 	if (t->flags & PW__T_DONE)
 		pw__task_maybe_free(s, t);
 	else
@@ -243,6 +277,12 @@ uint64_t pw__mesh_wait_cap(struct pw__shard *s);
  * @wake) and drop it. false if it could not be staged (no memory). */
 bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake);
 void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
+
+/* Stealing mode: poll @s's ring, timers, inbox and mesh, sleeping in the
+ * kernel first when @sleep; and leave the loop once stopped. Shard
+ * thread only. */
+void pw__shard_events(struct pw__shard *s, bool sleep);
+void pw__shard_final(struct pw__shard *s);
 
 /* Write @s's eventfd: ends its kernel wait whatever its asleep flag
  * says. Any thread, until the runtime is freed. */

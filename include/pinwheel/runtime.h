@@ -33,6 +33,17 @@ struct pw_runtime;
 #define PW_CONFIG_NO_DEFER     0x2u /* skip DEFER_TASKRUN, use COOP_TASKRUN */
 #define PW_CONFIG_PAUSED_CLOCK 0x4u /* virtual time (see pinwheel/time.h) */
 
+#define PW_CONFIG_NO_LIFO 0x8u /* stealing mode: no LIFO slot */
+
+/* Schedulers (struct pw_config.sched). */
+enum pw_sched {
+	PW_SCHED_SHARD = 0, /* shard per core: tasks stay where spawned */
+	PW_SCHED_STEAL = 1, /* Tokio's work-stealing scheduler */
+};
+
+/* global_queue_interval: tuned from the mean poll time, as Tokio does. */
+#define PW_INTERVAL_AUTO 0xffffffffu
+
 /* Runtime configuration. Initialise with pw_config_init(), then adjust. */
 struct pw_config {
 	unsigned shards;       /* number of shards, 1..PW_MAX_SHARDS */
@@ -50,12 +61,20 @@ struct pw_config {
 				0: unbounded */
 	unsigned max_blocking_threads;	 /* blocking pool cap, >= 1 (512) */
 	uint64_t blocking_keep_alive_ns; /* idle pool thread lifetime (10 s) */
+	enum pw_sched sched;		 /* PW_SCHED_SHARD (the default) */
+	/* Stealing mode only (see docs/stealing.md): */
+	unsigned event_interval; /* ticks between I/O and timer polls: 61 */
+	unsigned global_queue_interval; /* ticks between inject-queue
+					   checks, >= 1, or PW_INTERVAL_AUTO
+					   (the default: self-tuning) */
 };
 
 /**
  * pw_config_init - fill @cfg with the defaults: one shard per physical
  * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on,
- * mesh rings of 256 slots drained 256 at a time, unbounded calls.
+ * mesh rings of 256 slots drained 256 at a time, unbounded calls, the
+ * shard scheduler; for stealing mode an event interval of 61 and a
+ * self-tuning global queue interval.
  * Context: any thread.
  */
 void pw_config_init(struct pw_config *cfg);

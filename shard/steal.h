@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * steal.h - the stealing scheduler's records. Private to the library.
+ *
+ * See steal.c for the design. Every field is touched by its worker only
+ * unless it is atomic or guarded by a lock, as noted beside it.
+ */
+#ifndef PW_SHARD_STEAL_H
+#define PW_SHARD_STEAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "slab.h"
+
+struct pw__shard;
+struct pw__task;
+struct pw_runtime;
+
+#define PW__LQ_CAP  256u /* local queue slots */
+#define PW__LQ_MASK 255u
+#define PW__LQ_HALF 128u /* tasks moved by an overflow */
+
+/* Task state word (task->remote) in stealing mode. */
+#define PW__S_RUNNING	0x01ull /* being polled */
+#define PW__S_NOTIFIED	0x02ull /* queued, or to be queued after its poll */
+#define PW__S_COMPLETE	0x04ull /* finished; the result may be read */
+#define PW__S_ABORT	0x08ull /* abort requested */
+#define PW__S_JOINW	0x10ull /* task->joiner is set (owned by the task) */
+#define PW__S_REF_ONE	0x40ull /* one reference */
+#define PW__S_REF_SHIFT 6
+
+/*
+ * A worker's local run queue: Tokio's bounded queue. head packs the
+ * stealer's position (high 32 bits) and the real head (low 32); the two
+ * differ while a thief copies tasks out. Only the owner writes tail and
+ * the slots; thieves move head with compare-and-swap.
+ */
+struct pw__lq {
+	_Alignas(64) _Atomic uint64_t head;
+	_Alignas(64) _Atomic uint32_t tail;
+	struct pw__task *_Atomic buf[PW__LQ_CAP];
+};
+
+/* Counters of one worker, Tokio's names. Written by the worker (relaxed
+ * load + store), read by any thread (relaxed). */
+struct pw__wstats {
+	_Atomic uint64_t polls, steal_count, steal_operations, overflow_count,
+		park_count, park_unpark_count, noop_count, local_schedule_count,
+		remote_schedule_count, budget_yields, busy_ns, mean_poll_ns,
+		forwarded;
+};
+
+struct pw__worker {
+	struct pw__lq q;
+	struct pw__task *lifo;	  /* the LIFO slot: never stolen */
+	struct pw__task *bound_h; /* tasks with operations in flight here */
+	struct pw__task *bound_t;
+	uint32_t tick;
+	uint32_t gqi;	   /* current global queue interval */
+	bool lifo_enabled; /* off after 3 LIFO polls in one run */
+	bool searching;	   /* counted in the searching workers */
+	bool in_park;	   /* wakes now do not notify others */
+	uint64_t rand;	   /* victim choice (xorshift) */
+	/* Batch statistics, published by pub_stats(). */
+	uint64_t polls, steals, steal_ops, overflows, parks, park_unparks,
+		noops, local_sched, budget_yields, busy_ns, forwarded;
+	uint64_t polls_at_park; /* polls when it last parked */
+	uint64_t resume_ns;	/* when it last left a park */
+	uint64_t batch_start_ns, batch_polls;
+	double ewma_ns; /* mean poll time, exponentially weighted */
+	/* Set by a notifying thread before it rouses the worker; cleared by
+	 * the worker when it leaves its park. seq_cst: pairs with the
+	 * worker's seq_cst asleep store and load of this flag. */
+	_Atomic int unpark;
+	_Alignas(64) struct pw__wstats st;
+};
+
+/* The runtime-wide part: the inject queue, the idle set, foreign tasks. */
+struct pw__steal {
+	/* The inject (global) queue, a list through task->next. */
+	pthread_mutex_t inj_mu;
+	struct pw__task *inj_head, *inj_tail;
+	/* Written under inj_mu; read without it (relaxed) for the depth
+	 * and the emptiness hint, which are re-checked under the lock. */
+	_Atomic uint64_t inj_len;
+	/* Idle: searching workers (low 32 bits) and unparked workers
+	 * (high 32). seq_cst: a notifier reads it after pushing work and
+	 * a worker parking updates it after its last queue check. */
+	_Atomic uint64_t idle;
+	pthread_mutex_t idle_mu;
+	unsigned *sleepers; /* stack of parked workers, under idle_mu */
+	unsigned nsleepers;
+	/* Tasks spawned by threads that are not workers, under fslab_mu. */
+	pthread_mutex_t fslab_mu;
+	struct pw__slab fslab;
+	_Atomic uint64_t remote_schedules; /* relaxed counter */
+	_Atomic uint64_t spawned;	   /* relaxed counter */
+};
+
+/* Set-up and tear-down (runtime creator thread). */
+int pw__steal_create(struct pw_runtime *rt);
+void pw__steal_destroy(struct pw_runtime *rt);
+
+/* The worker loop (the worker thread). */
+void pw__steal_loop(struct pw__shard *s);
+
+/* A new task made on worker @s (its LIFO slot) or on another thread
+ * (the inject queue). */
+void pw__steal_spawned(struct pw__shard *s, struct pw__task *t);
+int pw__steal_spawn_foreign(struct pw_runtime *rt, struct pw__task **tp,
+			    pw_poll_fn fn, const void *state, size_t size,
+			    pw_drop_fn drop);
+
+/* Queue @t, whose NOTIFIED bit the caller just set. Any thread. */
+void pw__steal_schedule(struct pw__task *t, bool is_yield);
+
+/* A forwarded task or a freed block arrived in @s's inbox. */
+void pw__steal_inbox(struct pw__shard *s, struct pw__task *t);
+
+/* Release a task whose last reference is gone. Any thread. */
+void pw__steal_free(struct pw__task *t);
+
+/* True while @s has tasks queued (shutdown and idle checks). */
+bool pw__steal_has_work(struct pw__shard *s);
+
+/* Worker @s begins its shutdown: abort every task it holds. */
+void pw__steal_begin_stop(struct pw__shard *s);
+
+#endif /* PW_SHARD_STEAL_H */
