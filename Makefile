@@ -119,7 +119,7 @@ endif
 
 # The app modules the tests exercise directly (they are not in the
 # library).
-TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o
+TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
