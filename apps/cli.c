@@ -559,7 +559,7 @@ int pw_cli_wait_stop(int64_t timeout_ns)
 
 	if (sig_fd < 0)
 		return -EBADF;
-	/* Relaxed: the flags carry no data; any thread only reads them. */
+	/* Relaxed: pairs with the store below; no data travels with it. */
 	if (atomic_load_explicit(&sig_stop, memory_order_relaxed))
 		return PW_CLI_STOP;
 	if (timeout_ns >= 0) {
@@ -590,9 +590,13 @@ int pw_cli_wait_stop(int64_t timeout_ns)
 		break;
 	}
 	if (si.ssi_signo == SIGUSR1) {
+		/* Relaxed: pairs with the exchange in
+		 * pw_cli_dump_requested(); the flag carries no data. */
 		atomic_store_explicit(&sig_dump, true, memory_order_relaxed);
 		return PW_CLI_DUMP;
 	}
+	/* Relaxed: pairs with the loads here and in
+	 * pw_cli_stop_requested(); the flag carries no data. */
 	atomic_store_explicit(&sig_stop, true, memory_order_relaxed);
 	return PW_CLI_STOP;
 }
