@@ -117,10 +117,14 @@ else
 TEST_LIBS := -lcriterion
 endif
 
-$(TESTS): $(TEST_OBJS) $(LIB_A)
+# The app modules the tests exercise directly (they are not in the
+# library).
+TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o
+
+$(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(LIB_A) $(TEST_LIBS) \
-		$(LDLIBS_ALL) -ldl
+	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A) \
+		$(TEST_LIBS) $(LDLIBS_ALL) -ldl
 
 $(BENCHES): $(BENCH_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

@@ -4,7 +4,9 @@
  *
  * Starts a one-shard runtime, spawns a tree of tasks that pass numbers
  * through a pipe with io_uring reads and writes and join each other, then
- * prints the results and the shard's counters.
+ * prints the results and the shard's counters (with --metrics, every
+ * shard's). The common runtime flags (--shards, --cpus, --sched) shape
+ * the runtime.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -16,6 +18,7 @@
 
 #include "pinwheel.h"
 #include "apps.h"
+#include "cli.h"
 
 struct rw_arg {
 	int fd;
@@ -113,37 +116,36 @@ static enum pw_poll root_poll(struct pw_cx *cx, void *state)
 
 int pw_app_demo(int argc, char **argv)
 {
-	unsigned n = 1000;
+	static struct pw_cli cli;
+	uint64_t tasks = 1000;
+	const struct pw_cli_opt opts[] = {
+		{ "--tasks", PW_CLI_UINT, &tasks, 1, DEMO_MAX, "N",
+		  "tasks to spawn, 1..4096 (default 1000)" },
+	};
+	const struct pw_cli_cmd cmd = {
+		.name = "pinwheel demo",
+		.about = "Spawns N tasks on shard 0; each writes a number into "
+			 "a pipe and reads it back\nthrough io_uring, and the "
+			 "root task joins them all and checks the sum of\n"
+			 "squares.",
+		.opts = opts,
+		.nopts = sizeof(opts) / sizeof(opts[0]),
+		.common = PW_CLI_RUNTIME,
+	};
+	struct pw_config cfg;
+	unsigned n;
 
-	for (int i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help")) {
-			printf("usage: pinwheel demo [--tasks N]\n\n"
-			       "Spawns N tasks (1..%d) on shard 0; each "
-			       "writes a number into a pipe and reads it back "
-			       "through io_uring, and the root task joins them "
-			       "all and checks the sum of squares.\n",
-			       DEMO_MAX);
-			return 0;
-		}
-		if (!strcmp(argv[i], "--tasks") && i + 1 < argc) {
-			char *end;
-			long v = strtol(argv[++i], &end, 10);
-			if (*end || v < 1 || v > DEMO_MAX) {
-				fprintf(stderr,
-					"pinwheel demo: --tasks takes 1..%d\n",
-					DEMO_MAX);
-				return 2;
-			}
-			n = (unsigned)v;
-			continue;
-		}
-		fprintf(stderr, "pinwheel demo: unknown argument '%s'\n",
-			argv[i]);
-		return 2;
-	}
+	int err = pw_cli_parse(&cli, &cmd, argc, argv);
+	if (err)
+		return pw_cli_status(err);
+	n = (unsigned)tasks;
+	pw_config_init(&cfg);
+	err = pw_cli_config(&cli, &cfg);
+	if (err)
+		return pw_cli_status(err);
 
 	struct pw_runtime *rt;
-	int err = pw_runtime_create(&rt, NULL);
+	err = pw_runtime_create(&rt, &cfg);
 	if (err) {
 		fprintf(stderr, "pinwheel: cannot start the runtime: %s\n",
 			pw_strerror_setup(err));
@@ -162,11 +164,11 @@ int pw_app_demo(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	struct pw_shard_stats st;
 	pw_runtime_stats(rt, 0, &st);
-	pw_runtime_destroy(rt);
 	free(r);
 	if (err || sum < 0) {
 		fprintf(stderr, "pinwheel demo: failed: %s\n",
 			strerror(err ? -err : (int)-sum));
+		pw_runtime_destroy(rt);
 		return 1;
 	}
 	int64_t want = (int64_t)n * (n + 1) * (2 * n + 1) / 6;
@@ -184,5 +186,8 @@ int pw_app_demo(int argc, char **argv)
 	       (unsigned long long)st.sqes_submitted,
 	       (unsigned long long)st.cqes_reaped,
 	       (unsigned long long)st.kernel_waits);
+	if (cli.metrics)
+		pw_cli_metrics_dump(stdout, rt);
+	pw_runtime_destroy(rt);
 	return sum == want ? 0 : 1;
 }

@@ -14,32 +14,7 @@
 
 #include "pinwheel/topo.h"
 #include "apps.h"
-
-static void topo_usage(FILE *f)
-{
-	fprintf(f,
-		"usage: pinwheel topo [--json] [--cpus LIST] [--nodes LIST] "
-		"[--pus] [--spread]\n"
-		"                     [--shards N] [--oversubscribe] "
-		"[--synthetic DESC]\n\n"
-		"Prints the packages, NUMA nodes, L3 groups, cores and PUs "
-		"of this machine\n"
-		"(the CPUs this process may use) and the planned shard "
-		"placement.\n\n"
-		"  --json           print JSON instead of tables\n"
-		"  --cpus LIST      place on exactly these CPUs, e.g. 0-3,8\n"
-		"  --nodes LIST     only CPUs of these NUMA nodes, e.g. 0,2\n"
-		"  --pus            one shard per PU (SMT siblings too); "
-		"default: per core\n"
-		"  --spread         round-robin over nodes and L3 groups; "
-		"default: compact\n"
-		"  --shards N       this many shards; default: one per CPU "
-		"chosen\n"
-		"  --oversubscribe  allow more shards than CPUs\n"
-		"  --synthetic DESC an hwloc synthetic machine, e.g. "
-		"\"pack:2 numa:2 l3:1 core:8 pu:2\"\n"
-		"  --help           this text\n");
-}
+#include "cli.h"
 
 static const char *dist_name(int d)
 {
@@ -199,73 +174,54 @@ static void print_table(const struct pw_topo *t, const char *synthetic,
 			   "-");
 }
 
-/* Value of flag argv[*i], or NULL with a message. */
-static const char *flag_value(int argc, char **argv, int *i)
-{
-	if (*i + 1 >= argc) {
-		fprintf(stderr, "pinwheel topo: %s needs a value\n", argv[*i]);
-		return NULL;
-	}
-	return argv[++*i];
-}
-
 int pw_app_topo(int argc, char **argv)
 {
 	struct pw_placement_opts o = { 0 };
 	static struct pw_placement p;
+	static struct pw_cli cli;
 	const char *synthetic = NULL;
 	struct pw_topo *t = NULL;
-	bool json = false, numa;
+	bool json = false, pus = false, spread = false, numa;
+	uint64_t shards = 0;
+	const struct pw_cli_opt opts[] = {
+		{ "--json", PW_CLI_BOOL, &json, 0, 0, NULL,
+		  "print JSON instead of tables" },
+		{ "--cpus", PW_CLI_STRING, &o.cpus, 0, 0, "LIST",
+		  "place on exactly these CPUs, e.g. 0-3,8" },
+		{ "--nodes", PW_CLI_STRING, &o.nodes, 0, 0, "LIST",
+		  "only CPUs of these NUMA nodes, e.g. 0,2" },
+		{ "--pus", PW_CLI_BOOL, &pus, 0, 0, NULL,
+		  "one shard per PU (SMT siblings too); default: per core" },
+		{ "--spread", PW_CLI_BOOL, &spread, 0, 0, NULL,
+		  "round-robin over nodes and L3 groups; default: compact" },
+		{ "--shards", PW_CLI_UINT, &shards, 1, PW_PLACE_MAX, "N",
+		  "this many shards; default: one per CPU chosen" },
+		{ "--oversubscribe", PW_CLI_BOOL, &o.allow_oversubscribe, 0, 0,
+		  NULL, "allow more shards than CPUs" },
+		{ "--synthetic", PW_CLI_STRING, &synthetic, 0, 0, "DESC",
+		  "an hwloc synthetic machine, e.g. "
+		  "\"pack:2 numa:2 l3:1 core:8 pu:2\"" },
+	};
+	const struct pw_cli_cmd cmd = {
+		.name = "pinwheel topo",
+		.about = "Prints the packages, NUMA nodes, L3 groups, cores "
+			 "and PUs of this machine\n(the CPUs this process may "
+			 "use) and the planned shard placement.",
+		.opts = opts,
+		.nopts = sizeof(opts) / sizeof(opts[0]),
+	};
 	int err;
 
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-			topo_usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "--json")) {
-			json = true;
-		} else if (!strcmp(a, "--pus")) {
-			o.unit = PW_PLACE_PUS;
-		} else if (!strcmp(a, "--spread")) {
-			o.order = PW_PLACE_SPREAD;
-		} else if (!strcmp(a, "--oversubscribe")) {
-			o.allow_oversubscribe = true;
-		} else if (!strcmp(a, "--cpus")) {
-			if (!(o.cpus = flag_value(argc, argv, &i)))
-				return 2;
-		} else if (!strcmp(a, "--nodes")) {
-			if (!(o.nodes = flag_value(argc, argv, &i)))
-				return 2;
-		} else if (!strcmp(a, "--synthetic")) {
-			if (!(synthetic = flag_value(argc, argv, &i)))
-				return 2;
-		} else if (!strcmp(a, "--shards")) {
-			const char *v = flag_value(argc, argv, &i);
-			char *end;
-			unsigned long n;
-
-			if (!v)
-				return 2;
-			errno = 0;
-			n = strtoul(v, &end, 10);
-			if (errno || end == v || *end || v[0] == '-' || n < 1 ||
-			    n > PW_PLACE_MAX) {
-				fprintf(stderr,
-					"pinwheel topo: --shards wants "
-					"1..%d, not '%s'\n",
-					PW_PLACE_MAX, v);
-				return 2;
-			}
-			o.shards = (unsigned)n;
-		} else {
-			fprintf(stderr,
-				"pinwheel topo: unknown argument '%s'\n", a);
-			topo_usage(stderr);
-			return 2;
-		}
-	}
+	/* --cpus and --shards stay this command's own: they describe a
+	 * placement (possibly of a synthetic machine), not this runtime. */
+	err = pw_cli_parse(&cli, &cmd, argc, argv);
+	if (err)
+		return pw_cli_status(err);
+	if (pus)
+		o.unit = PW_PLACE_PUS;
+	if (spread)
+		o.order = PW_PLACE_SPREAD;
+	o.shards = (unsigned)shards;
 
 	if (synthetic)
 		err = pw_topo_load_synthetic(&t, synthetic);

@@ -1,0 +1,662 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.c - flags, usage, configuration, signals and metrics shared by the
+ * pinwheel subcommands (see cli.h).
+ *
+ * Numbers are parsed by hand rather than with strtoull(), which takes
+ * blanks, signs and wraps "-1" around; every value is checked whole.
+ * Signals go through one signalfd owned by the main thread; the stop and
+ * dump flags are atomics so that any thread may read them.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pinwheel/topo.h"
+#include "cli.h"
+
+int pw_cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+	uint64_t v = 0;
+
+	if (!s || !*s || !out)
+		return -EINVAL;
+	for (const char *p = s; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -EINVAL;
+	}
+	for (const char *p = s; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		v = v * 10 + d;
+	}
+	if (v < min || v > max)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
+
+/* Leading digits of *@s into *@v; how many digits, or -ERANGE. */
+static int digits(const char **s, uint64_t *v)
+{
+	int n = 0;
+
+	*v = 0;
+	for (; **s >= '0' && **s <= '9'; (*s)++, n++) {
+		unsigned d = (unsigned)(**s - '0');
+		if (*v > (UINT64_MAX - d) / 10)
+			return -ERANGE;
+		*v = *v * 10 + d;
+	}
+	return n;
+}
+
+int pw_cli_parse_duration(const char *s, uint64_t *ns)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {
+		{ "ns", 1 },
+		{ "us", 1000 },
+		{ "ms", 1000000 },
+		{ "s", 1000000000 },
+		{ "", 1000000000 },
+		{ "m", 60000000000ull },
+		{ "h", 3600000000000ull },
+	};
+	uint64_t whole, frac = 0, scale = 1, unit = 0;
+	int n;
+
+	if (!s || !ns)
+		return -EINVAL;
+	n = digits(&s, &whole);
+	if (n < 0)
+		return n;
+	if (!n)
+		return -EINVAL;
+	if (*s == '.') {
+		s++;
+		for (n = 0; *s >= '0' && *s <= '9'; s++, n++) {
+			if (n >= 9)
+				return -EINVAL;
+			frac = frac * 10 + (uint64_t)(*s - '0');
+			scale *= 10;
+		}
+		if (!n)
+			return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (!strcmp(s, units[i].name))
+			unit = units[i].ns;
+	if (!unit)
+		return -EINVAL;
+	if (whole > UINT64_MAX / unit)
+		return -ERANGE;
+	whole *= unit;
+	/* frac < scale <= 1e9 and unit <= 3.6e12: the product fits. */
+	frac = (uint64_t)((unsigned __int128)frac * unit / scale);
+	if (whole > UINT64_MAX - frac)
+		return -ERANGE;
+	*ns = whole + frac;
+	return 0;
+}
+
+int pw_cli_parse_size(const char *s, uint64_t *bytes)
+{
+	uint64_t v, mul = 1;
+	int n, shift = 0;
+
+	if (!s || !bytes)
+		return -EINVAL;
+	n = digits(&s, &v);
+	if (n < 0)
+		return n;
+	if (!n)
+		return -EINVAL;
+	if (*s) {
+		const char *u = strchr("kmgt", *s | 0x20);
+
+		if (u && *s != ' ') {
+			shift = 10 * (int)(u - "kmgt" + 1);
+			s++;
+			if (!strcmp(s, "iB"))
+				s += 2;
+		}
+		if (*s == 'B')
+			s++;
+		if (*s)
+			return -EINVAL;
+	}
+	mul <<= shift;
+	if (v > UINT64_MAX / mul)
+		return -ERANGE;
+	*bytes = v * mul;
+	return 0;
+}
+
+/* Print one line "NAME: message" on stderr and keep it in @c->error. */
+static int fail(struct pw_cli *c, int err, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	n = snprintf(c->error, sizeof(c->error),
+		     "%s: ", c->cmd ? c->cmd->name : "pinwheel");
+	va_start(ap, fmt);
+	if (n >= 0 && (size_t)n < sizeof(c->error))
+		vsnprintf(c->error + n, sizeof(c->error) - (size_t)n, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s\n", c->error);
+	return err;
+}
+
+/* Shows a duration in the largest unit that divides it. */
+static void show_duration(uint64_t ns, char *buf, size_t len)
+{
+	static const struct {
+		uint64_t ns;
+		const char *name;
+	} units[] = { { 3600000000000ull, "h" },
+		      { 60000000000ull, "m" },
+		      { 1000000000, "s" },
+		      { 1000000, "ms" },
+		      { 1000, "us" },
+		      { 1, "ns" } };
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (ns % units[i].ns == 0 && (ns || units[i].ns == 1)) {
+			snprintf(buf, len, "%llu%s",
+				 (unsigned long long)(ns / units[i].ns),
+				 units[i].name);
+			return;
+		}
+}
+
+static void show_size(uint64_t b, char *buf, size_t len)
+{
+	static const char *units = "kMGT";
+	int i = -1;
+
+	while (b && b % 1024 == 0 && i < 3) {
+		b /= 1024;
+		i++;
+	}
+	if (i < 0)
+		snprintf(buf, len, "%llu", (unsigned long long)b);
+	else
+		snprintf(buf, len, "%llu%c", (unsigned long long)b, units[i]);
+}
+
+static void show(enum pw_cli_type t, uint64_t v, char *buf, size_t len)
+{
+	if (t == PW_CLI_DURATION)
+		show_duration(v, buf, len);
+	else if (t == PW_CLI_SIZE)
+		show_size(v, buf, len);
+	else
+		snprintf(buf, len, "%llu", (unsigned long long)v);
+}
+
+static const char *type_what(enum pw_cli_type t)
+{
+	switch (t) {
+	case PW_CLI_DURATION:
+		return "a duration such as 10s, 500ms or 2m";
+	case PW_CLI_SIZE:
+		return "a size such as 512, 64k or 1M";
+	default:
+		return "a whole number";
+	}
+}
+
+static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
+		     const char *v)
+{
+	uint64_t x, lo = o->min, hi = o->max;
+	int err;
+
+	if (!lo && !hi)
+		hi = UINT64_MAX;
+	switch (o->type) {
+	case PW_CLI_STRING:
+		*(const char **)o->dst = v;
+		return 0;
+	case PW_CLI_UINT:
+		err = pw_cli_parse_uint(v, 0, UINT64_MAX, &x);
+		break;
+	case PW_CLI_DURATION:
+		err = pw_cli_parse_duration(v, &x);
+		break;
+	case PW_CLI_SIZE:
+		err = pw_cli_parse_size(v, &x);
+		break;
+	default:
+		return fail(c, -EINVAL, "%s takes no value", o->name);
+	}
+	if (err == -EINVAL)
+		return fail(c, -EINVAL, "%s: '%s' is not %s", o->name, v,
+			    type_what(o->type));
+	if (err || x < lo || x > hi) {
+		char a[32], b[32];
+
+		show(o->type, lo, a, sizeof(a));
+		show(o->type, hi, b, sizeof(b));
+		return fail(c, -EINVAL, "%s: '%s' is out of range %s..%s",
+			    o->name, v, a, b);
+	}
+	*(uint64_t *)o->dst = x;
+	return 0;
+}
+
+/* The common flags, as options writing into a scratch place. */
+struct common_vals {
+	uint64_t shards;
+	const char *sched, *cpus;
+	bool metrics;
+};
+
+static unsigned common_opts(uint32_t mask, struct common_vals *v,
+			    struct pw_cli_opt *out)
+{
+	unsigned n = 0;
+
+	if (mask & PW_CLI_SHARDS)
+		out[n++] = (struct pw_cli_opt){
+			"--shards",
+			PW_CLI_UINT,
+			&v->shards,
+			1,
+			PW_MAX_SHARDS,
+			"N",
+			"number of shards (default: one per core)"
+		};
+	if (mask & PW_CLI_SCHED)
+		out[n++] = (struct pw_cli_opt){
+			"--sched",
+			PW_CLI_STRING,
+			&v->sched,
+			0,
+			0,
+			"shard|steal",
+			"scheduler: shard per core (default) or work stealing"
+		};
+	if (mask & PW_CLI_CPUS)
+		out[n++] = (struct pw_cli_opt){
+			"--cpus",
+			PW_CLI_STRING,
+			&v->cpus,
+			0,
+			0,
+			"LIST",
+			"run shards on these CPUs, e.g. 0-3,8"
+		};
+	if (mask & PW_CLI_METRICS)
+		out[n++] = (struct pw_cli_opt){
+			"--metrics",
+			PW_CLI_BOOL,
+			&v->metrics,
+			0,
+			0,
+			NULL,
+			"print the shards' counters at exit and on SIGUSR1"
+		};
+	return n;
+}
+
+static void usage_opt(FILE *f, const struct pw_cli_opt *o)
+{
+	char left[64];
+
+	snprintf(left, sizeof(left), "%s%s%s", o->name, o->arg ? " " : "",
+		 o->arg ? o->arg : "");
+	if (strlen(left) > 18)
+		fprintf(f, "  %s\n  %-18s %s\n", left, "", o->help);
+	else
+		fprintf(f, "  %-18s %s\n", left, o->help);
+}
+
+void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
+{
+	struct common_vals v;
+	struct pw_cli_opt common[4];
+	unsigned nc = common_opts(cmd->common, &v, common);
+	bool units = false;
+
+	fprintf(f, "usage: %s [FLAGS]\n\n", cmd->name);
+	if (cmd->about)
+		fprintf(f, "%s\n\n", cmd->about);
+	fprintf(f, "flags:\n");
+	for (unsigned i = 0; i < cmd->nopts; i++)
+		usage_opt(f, &cmd->opts[i]);
+	for (unsigned i = 0; i < nc; i++)
+		usage_opt(f, &common[i]);
+	fprintf(f, "  %-18s %s\n", "--help", "this text");
+	for (unsigned i = 0; i < cmd->nopts; i++)
+		if (cmd->opts[i].type == PW_CLI_DURATION ||
+		    cmd->opts[i].type == PW_CLI_SIZE)
+			units = true;
+	if (units)
+		fprintf(f, "\nDurations take ns, us, ms, s, m or h; sizes k, "
+			   "M, G (1024-based).\n");
+}
+
+static const struct pw_cli_opt *find(const struct pw_cli_opt *opts, unsigned n,
+				     const char *name, size_t len)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strlen(opts[i].name) == len &&
+		    !strncmp(opts[i].name, name, len))
+			return &opts[i];
+	return NULL;
+}
+
+/* Check --cpus: parse it and make sure each CPU may be used. */
+static int take_cpus(struct pw_cli *c, const char *s)
+{
+	int n = pw_cpulist_parse(s, c->cpus, PW_MAX_SHARDS);
+	cpu_set_t *set;
+	size_t size;
+
+	if (n == -E2BIG)
+		return fail(c, -EINVAL, "--cpus: '%s' lists more than %d CPUs",
+			    s, PW_MAX_SHARDS);
+	if (n < 0)
+		return fail(c, -EINVAL,
+			    "--cpus: '%s' is not a CPU list such as 0-3,8", s);
+	set = CPU_ALLOC(PW_CPULIST_LIMIT);
+	size = CPU_ALLOC_SIZE(PW_CPULIST_LIMIT);
+	if (set && !sched_getaffinity(0, size, set)) {
+		for (int i = 0; i < n; i++)
+			if (!CPU_ISSET_S((size_t)c->cpus[i], size, set)) {
+				CPU_FREE(set);
+				return fail(c, -EINVAL,
+					    "--cpus: CPU %d is not available "
+					    "to this process",
+					    c->cpus[i]);
+			}
+	}
+	if (set)
+		CPU_FREE(set);
+	c->cpus_arg = s;
+	c->ncpus = (unsigned)n;
+	return 0;
+}
+
+int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
+		 char **argv)
+{
+	struct common_vals v = { 0 };
+	struct pw_cli_opt common[4];
+	unsigned nc;
+	int err;
+
+	if (!c || !cmd)
+		return -EINVAL;
+	memset(c, 0, sizeof(*c));
+	c->cmd = cmd;
+	nc = common_opts(cmd->common, &v, common);
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *eq, *val = NULL;
+		const struct pw_cli_opt *o;
+		size_t len;
+
+		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+			pw_cli_usage(cmd, stdout);
+			return PW_CLI_HELP;
+		}
+		if (strncmp(a, "--", 2))
+			return fail(c, -EINVAL,
+				    "unexpected argument '%s' (see --help)", a);
+		eq = strchr(a, '=');
+		len = eq ? (size_t)(eq - a) : strlen(a);
+		o = find(cmd->opts, cmd->nopts, a, len);
+		if (!o)
+			o = find(common, nc, a, len);
+		if (!o)
+			return fail(c, -EINVAL,
+				    "unknown flag '%.*s' (see --help)",
+				    (int)len, a);
+		if (o->type == PW_CLI_BOOL) {
+			if (eq)
+				return fail(c, -EINVAL, "%s takes no value",
+					    o->name);
+			*(bool *)o->dst = true;
+			continue;
+		}
+		if (eq)
+			val = eq + 1;
+		else if (i + 1 < argc)
+			val = argv[++i];
+		else
+			return fail(c, -EINVAL, "%s needs a value (%s)",
+				    o->name, o->arg ? o->arg : "VALUE");
+		err = set_value(c, o, val);
+		if (err)
+			return err;
+	}
+
+	c->shards = (unsigned)v.shards;
+	c->metrics = v.metrics;
+	if (v.sched) {
+		if (!strcmp(v.sched, "shard"))
+			c->sched = PW_CLI_SCHED_SHARD;
+		else if (!strcmp(v.sched, "steal"))
+			c->sched = PW_CLI_SCHED_STEAL;
+		else
+			return fail(c, -EINVAL,
+				    "--sched: '%s' is not shard or steal",
+				    v.sched);
+	}
+	if (v.cpus)
+		return take_cpus(c, v.cpus);
+	return 0;
+}
+
+int pw_cli_status(int rc)
+{
+	return rc == PW_CLI_HELP || rc == 0 ? 0 : 2;
+}
+
+int pw_cli_sched_apply(struct pw_config *cfg, enum pw_cli_sched s)
+{
+	if (!cfg)
+		return -EINVAL;
+	switch (s) {
+	case PW_CLI_SCHED_SHARD:
+		return 0;
+	case PW_CLI_SCHED_STEAL:
+		return -ENOTSUP;
+	}
+	return -EINVAL;
+}
+
+int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
+{
+	unsigned shards;
+
+	if (!c || !cfg)
+		return -EINVAL;
+	if (c->shards)
+		cfg->shards = c->shards;
+	if (c->ncpus) {
+		shards = c->shards ? c->shards : c->ncpus;
+		if (shards > c->ncpus)
+			return fail(c, -EINVAL,
+				    "--shards %u is more than the %u CPU%s of "
+				    "--cpus %s",
+				    shards, c->ncpus, c->ncpus == 1 ? "" : "s",
+				    c->cpus_arg);
+		for (unsigned i = 0; i < shards; i++)
+			c->shard_cpu[i] = c->cpus[i];
+		cfg->shards = shards;
+		cfg->cpus = c->shard_cpu;
+	}
+	if (pw_cli_sched_apply(cfg, c->sched))
+		return fail(c, -ENOTSUP,
+			    "--sched steal: the work-stealing scheduler is "
+			    "not in this build yet");
+	return 0;
+}
+
+static int sig_fd = -1;
+static sigset_t sig_old;
+static atomic_bool sig_stop, sig_dump;
+
+static void sig_set(sigset_t *s)
+{
+	sigemptyset(s);
+	sigaddset(s, SIGINT);
+	sigaddset(s, SIGTERM);
+	sigaddset(s, SIGUSR1);
+}
+
+int pw_cli_signals_init(void)
+{
+	sigset_t s;
+	int err;
+
+	if (sig_fd >= 0)
+		return 0;
+	sig_set(&s);
+	err = pthread_sigmask(SIG_BLOCK, &s, &sig_old);
+	if (err)
+		return -err;
+	sig_fd = signalfd(-1, &s, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (sig_fd < 0) {
+		err = -errno;
+		pthread_sigmask(SIG_SETMASK, &sig_old, NULL);
+		return err;
+	}
+	return 0;
+}
+
+void pw_cli_signals_close(void)
+{
+	if (sig_fd < 0)
+		return;
+	close(sig_fd);
+	sig_fd = -1;
+	pthread_sigmask(SIG_SETMASK, &sig_old, NULL);
+}
+
+int pw_cli_wait_stop(int64_t timeout_ns)
+{
+	struct pollfd pfd;
+	struct signalfd_siginfo si;
+	struct timespec ts, *tsp = NULL;
+	int n;
+
+	if (sig_fd < 0)
+		return -EBADF;
+	/* Relaxed: pairs with the store below; no data travels with it. */
+	if (atomic_load_explicit(&sig_stop, memory_order_relaxed))
+		return PW_CLI_STOP;
+	if (timeout_ns >= 0) {
+		ts.tv_sec = (time_t)(timeout_ns / 1000000000);
+		ts.tv_nsec = (long)(timeout_ns % 1000000000);
+		tsp = &ts;
+	}
+	pfd = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
+	for (;;) {
+		n = ppoll(&pfd, 1, tsp, NULL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (!n)
+			return 0;
+		break;
+	}
+	for (;;) {
+		ssize_t r = read(sig_fd, &si, sizeof(si));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0 && errno == EAGAIN)
+			return 0; /* taken by someone else: a spurious wake */
+		if (r < 0)
+			return -errno;
+		break;
+	}
+	if (si.ssi_signo == SIGUSR1) {
+		/* Relaxed: pairs with the exchange in
+		 * pw_cli_dump_requested(); the flag carries no data. */
+		atomic_store_explicit(&sig_dump, true, memory_order_relaxed);
+		return PW_CLI_DUMP;
+	}
+	/* Relaxed: pairs with the loads here and in
+	 * pw_cli_stop_requested(); the flag carries no data. */
+	atomic_store_explicit(&sig_stop, true, memory_order_relaxed);
+	return PW_CLI_STOP;
+}
+
+bool pw_cli_stop_requested(void)
+{
+	/* Relaxed: pairs with the store in pw_cli_wait_stop(); no data
+	 * travels with the flag. */
+	return atomic_load_explicit(&sig_stop, memory_order_relaxed);
+}
+
+bool pw_cli_dump_requested(void)
+{
+	/* Relaxed: pairs with the store in pw_cli_wait_stop(). */
+	return atomic_exchange_explicit(&sig_dump, false, memory_order_relaxed);
+}
+
+int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt)
+{
+	int n;
+
+	if (!f || !rt)
+		return -EINVAL;
+	n = pw_runtime_shards(rt);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n; i++) {
+		struct pw_shard_stats s;
+		int err = pw_runtime_stats(rt, (unsigned)i, &s);
+
+		if (err)
+			return err;
+		fprintf(f,
+			"shard %d cpu %d: spawned=%llu polls=%llu "
+			"local_wakes=%llu remote_wakes=%llu inbox_msgs=%llu "
+			"budget_yields=%llu kernel_waits=%llu "
+			"wakeups_sent=%llu sqes_submitted=%llu "
+			"cqes_reaped=%llu timers_fired=%llu mesh_sent=%llu "
+			"mesh_received=%llu mesh_overflowed=%llu "
+			"msg_rings=%llu live_tasks=%llu inflight_ops=%llu "
+			"slab_chunks=%llu\n",
+			i, s.cpu, (unsigned long long)s.spawned,
+			(unsigned long long)s.polls,
+			(unsigned long long)s.local_wakes,
+			(unsigned long long)s.remote_wakes,
+			(unsigned long long)s.inbox_msgs,
+			(unsigned long long)s.budget_yields,
+			(unsigned long long)s.kernel_waits,
+			(unsigned long long)s.wakeups_sent,
+			(unsigned long long)s.sqes_submitted,
+			(unsigned long long)s.cqes_reaped,
+			(unsigned long long)s.timers_fired,
+			(unsigned long long)s.mesh_sent,
+			(unsigned long long)s.mesh_received,
+			(unsigned long long)s.mesh_overflowed,
+			(unsigned long long)s.msg_rings,
+			(unsigned long long)s.live_tasks,
+			(unsigned long long)s.inflight_ops,
+			(unsigned long long)s.slab_chunks);
+	}
+	fflush(f);
+	return 0;
+}

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h - what every `pinwheel` subcommand shares: flags, usage text,
+ * the runtime configuration they select, signals and the metrics dump.
+ *
+ * A subcommand describes its own flags in a table of struct pw_cli_opt
+ * and picks the common ones it takes (--shards, --sched, --cpus,
+ * --metrics; --help always). pw_cli_parse() checks every value (numbers,
+ * durations such as 10s or 500ms, sizes such as 64k or 1M, ranges) and
+ * on a bad flag prints one line naming it, so the command exits with
+ * status 2. pw_cli_config() turns the common flags into a struct
+ * pw_config.
+ *
+ * Signals: pw_cli_signals_init(), called by the main thread before any
+ * other thread starts, blocks SIGINT, SIGTERM and SIGUSR1 (every thread
+ * started later inherits the mask) and reads them from a signalfd in
+ * pw_cli_wait_stop(): SIGINT and SIGTERM ask for a graceful stop, SIGUSR1
+ * for a metrics dump.
+ */
+#ifndef PW_APPS_CLI_H
+#define PW_APPS_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pinwheel/runtime.h"
+
+/* The scheduler --sched selects. */
+enum pw_cli_sched {
+	PW_CLI_SCHED_SHARD, /* shard per core (the default) */
+	PW_CLI_SCHED_STEAL, /* work stealing */
+};
+
+/* Common flags, for struct pw_cli_cmd.common. */
+#define PW_CLI_SHARDS  0x1u /* --shards N */
+#define PW_CLI_SCHED   0x2u /* --sched shard|steal */
+#define PW_CLI_CPUS    0x4u /* --cpus LIST */
+#define PW_CLI_METRICS 0x8u /* --metrics */
+#define PW_CLI_RUNTIME 0xfu /* all four: a command that runs a runtime */
+
+/* What a flag's value is. */
+enum pw_cli_type {
+	PW_CLI_BOOL,	 /* no value; dst: bool *, set to true */
+	PW_CLI_UINT,	 /* decimal; dst: uint64_t * */
+	PW_CLI_DURATION, /* e.g. 10s, 500ms, 2m, 1.5s; dst: uint64_t * ns */
+	PW_CLI_SIZE,	 /* e.g. 512, 64k, 1M; dst: uint64_t * bytes */
+	PW_CLI_STRING,	 /* as is (addresses, lists); dst: const char ** */
+};
+
+/* One subcommand flag. */
+struct pw_cli_opt {
+	const char *name; /* with its dashes: "--tasks" */
+	enum pw_cli_type type;
+	void *dst;	   /* where the value goes */
+	uint64_t min, max; /* accepted range of a number, duration (ns) or
+			      size (bytes); both 0: any */
+	const char *arg;   /* the value's name in the usage, e.g. "N" */
+	const char *help;  /* one line */
+};
+
+/* A subcommand. */
+struct pw_cli_cmd {
+	const char *name;  /* "pinwheel demo": messages start with it */
+	const char *about; /* what it does, printed under the usage line */
+	const struct pw_cli_opt *opts;
+	unsigned nopts;
+	uint32_t common; /* PW_CLI_* common flags it takes */
+};
+
+/* The common flags as parsed. */
+struct pw_cli {
+	const struct pw_cli_cmd *cmd;
+	unsigned shards;	 /* --shards, or 0 */
+	enum pw_cli_sched sched; /* --sched, PW_CLI_SCHED_SHARD by default */
+	const char *cpus_arg;	 /* --cpus as given, or NULL */
+	unsigned ncpus;		 /* CPUs in --cpus */
+	bool metrics;		 /* --metrics */
+	int cpus[PW_MAX_SHARDS]; /* --cpus, ascending */
+	int shard_cpu[PW_MAX_SHARDS]; /* per shard, by pw_cli_config() */
+	char error[256];	      /* the last message printed */
+};
+
+/* pw_cli_parse() results besides 0 and -EINVAL. */
+#define PW_CLI_HELP 1
+
+/**
+ * pw_cli_parse - parse a subcommand's argv (argv[0] is its name).
+ * Flags are "--name value" or "--name=value"; "-h" is "--help".
+ * Return: 0 to go on; PW_CLI_HELP when the usage was printed on stdout
+ * (exit 0); -EINVAL when a one-line message naming the bad flag was
+ * printed on stderr and kept in @c->error (exit 2).
+ * Context: any thread; typically main.
+ */
+int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
+		 char **argv);
+
+/**
+ * pw_cli_status - the exit status for a pw_cli_parse() or
+ * pw_cli_config() result that is not 0: 0 for PW_CLI_HELP, else 2.
+ * Context: any thread.
+ */
+int pw_cli_status(int rc);
+
+/**
+ * pw_cli_usage - print @cmd's usage, its common and own flags, to @f.
+ * Context: any thread.
+ */
+void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f);
+
+/**
+ * pw_cli_config - apply the common flags to @cfg (set up by the caller
+ * with pw_config_init()): --shards, --cpus (shard i on the i-th CPU of
+ * the list; with --cpus alone, one shard per CPU), --sched.
+ * @c must stay alive while @cfg is used (cfg->cpus points into it).
+ * Return: 0; -EINVAL when --shards asks for more shards than --cpus
+ * lists, or -ENOTSUP when --sched asks for what the runtime lacks; then a
+ * one-line message was printed (exit 2).
+ * Context: any thread.
+ */
+int pw_cli_config(struct pw_cli *c, struct pw_config *cfg);
+
+/**
+ * pw_cli_sched_apply - select scheduler @s in @cfg.
+ * Return: 0; -ENOTSUP for PW_CLI_SCHED_STEAL while struct pw_config has
+ * no scheduler choice; -EINVAL for an unknown @s or NULL @cfg.
+ * Context: any thread.
+ */
+int pw_cli_sched_apply(struct pw_config *cfg, enum pw_cli_sched s);
+
+/**
+ * pw_cli_parse_uint - parse @s as a decimal number in @min..@max: digits
+ * only, no sign, blank or suffix.
+ * Return: 0 with *@out set; -EINVAL for anything but digits (empty, "3x",
+ * "-1", " 1"); -ERANGE for a number out of range or beyond 64 bits.
+ * Context: any thread.
+ */
+int pw_cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
+/**
+ * pw_cli_parse_duration - parse @s as a duration: a decimal number, with
+ * up to 9 decimals after a point, and a unit: ns, us, ms, s, m or h (none:
+ * seconds). Fractions of a nanosecond are dropped.
+ * Return: 0 with *@ns set; -EINVAL for malformed text; -ERANGE beyond
+ * 2^64 - 1 ns.
+ * Context: any thread.
+ */
+int pw_cli_parse_duration(const char *s, uint64_t *ns);
+
+/**
+ * pw_cli_parse_size - parse @s as a byte count: a decimal number with an
+ * optional binary unit k, m, g or t (either case, 1024-based), which may
+ * be followed by "B" or "iB"; "B" alone means bytes.
+ * Return: 0 with *@bytes set; -EINVAL for malformed text; -ERANGE beyond
+ * 2^64 - 1.
+ * Context: any thread.
+ */
+int pw_cli_parse_size(const char *s, uint64_t *bytes);
+
+/* pw_cli_wait_stop() results. */
+#define PW_CLI_STOP 1 /* SIGINT or SIGTERM arrived */
+#define PW_CLI_DUMP 2 /* SIGUSR1 arrived: dump the metrics */
+
+/**
+ * pw_cli_signals_init - block SIGINT, SIGTERM and SIGUSR1 in the calling
+ * thread and open the signalfd that pw_cli_wait_stop() reads. Call it
+ * from the main thread before any other thread starts, so that every
+ * thread inherits the mask. Calling it again is a no-op.
+ * Return: 0; or the -errno of sigprocmask or signalfd.
+ * Context: the main thread.
+ */
+int pw_cli_signals_init(void);
+
+/**
+ * pw_cli_signals_close - close the signalfd and unblock the signals.
+ * Context: the thread that called pw_cli_signals_init().
+ */
+void pw_cli_signals_close(void);
+
+/**
+ * pw_cli_wait_stop - wait up to @timeout_ns (< 0: without limit) for a
+ * signal. SIGUSR1 also sets the flag pw_cli_dump_requested() reads.
+ * Return: PW_CLI_STOP once a stop was asked for (and on every later
+ * call); PW_CLI_DUMP on SIGUSR1; 0 when the time ran out; -EBADF before
+ * pw_cli_signals_init(); or the -errno of poll or read.
+ * Context: the thread that called pw_cli_signals_init().
+ */
+int pw_cli_wait_stop(int64_t timeout_ns);
+
+/**
+ * pw_cli_stop_requested - whether SIGINT or SIGTERM has been seen by
+ * pw_cli_wait_stop(). Context: any thread.
+ */
+bool pw_cli_stop_requested(void);
+
+/**
+ * pw_cli_dump_requested - whether SIGUSR1 came since the last call;
+ * clears the flag. Context: any thread.
+ */
+bool pw_cli_dump_requested(void);
+
+/**
+ * pw_cli_metrics_dump - print every shard's counters of @rt to @f, one
+ * "shard N cpu C: name=value ..." line per shard.
+ * Return: 0; -EINVAL for NULL arguments; or the error of
+ * pw_runtime_stats().
+ * Context: any thread that is not a shard of @rt.
+ */
+int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt);
+
+#endif /* PW_APPS_CLI_H */

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_parse.h - the HTTP/1.1 request parser and response builder behind
+ * `pinwheel http` (internal to the pinwheel command).
+ *
+ * The parser is a byte-driven state machine that keeps everything it
+ * needs in struct pw_http_parser itself: a connection can hand it each
+ * received buffer as it comes (a request may arrive a byte at a time, or
+ * many pipelined requests in one read) and give the buffer back at once;
+ * nothing is allocated per request or per connection. The method and the
+ * request target are copied into the parser; Connection, Content-Length,
+ * Transfer-Encoding and Host are interpreted; every other header is
+ * checked for syntax and skipped.
+ *
+ * What it accepts: a request line "METHOD SP target SP HTTP/1.x" and
+ * header fields, lines ended by CRLF or a bare LF (a CR must be followed
+ * by LF); empty lines before a request are skipped. HTTP/1.1 requests
+ * must carry exactly one Host. A Content-Length body is skipped (its
+ * bytes are consumed, not kept). Request bodies in Transfer-Encoding
+ * (chunked) are refused with -ENOTSUP: the server answers 400 and closes.
+ *
+ * Threads: a parser belongs to one connection, hence one shard.
+ */
+#ifndef PW_APPS_HTTP_PARSE_H
+#define PW_APPS_HTTP_PARSE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+/* Longest method and request target kept, terminator included. */
+#define PW_HTTP_METHOD_MAX 16
+#define PW_HTTP_TARGET_MAX 1024
+/* Default cap on a request head: request line, headers, blank line. */
+#define PW_HTTP_HEAD_MAX_DEFAULT 8192
+/* Longest value kept of a header the parser interprets. */
+#define PW_HTTP_VALUE_MAX 128
+
+/* One parsed request; valid until the next pw_http_parse() call. */
+struct pw_http_req {
+	char method[PW_HTTP_METHOD_MAX]; /* NUL-terminated, e.g. "GET" */
+	char target[PW_HTTP_TARGET_MAX]; /* NUL-terminated, e.g. "/" */
+	size_t method_len, target_len;
+	int minor;		 /* HTTP/1.<minor>: 0 or 1 */
+	bool keep_alive;	 /* the connection may carry another request */
+	uint64_t content_length; /* body bytes skipped */
+	size_t head_len;	 /* bytes of the request head */
+	unsigned headers;	 /* header fields seen */
+};
+
+struct pw_http_parser {
+	size_t head_max; /* cap on head bytes */
+	int state, err;
+	size_t head;	   /* head bytes so far */
+	size_t vlen, nlen; /* bytes of the current value and name */
+	unsigned which;	   /* interpreted header being read, or 0 */
+	unsigned hosts;
+	bool te, close, keep, have_len;
+	uint64_t body_left;
+	char name[24];
+	char value[PW_HTTP_VALUE_MAX];
+	struct pw_http_req req;
+};
+
+/**
+ * pw_http_parser_init - set up @p for a new connection.
+ * @head_max: cap on a request head in bytes, 64..1 MiB; 0 means
+ * PW_HTTP_HEAD_MAX_DEFAULT.
+ * Return: 0; -EINVAL for a NULL @p or a cap out of range.
+ * Context: the connection's shard.
+ */
+int pw_http_parser_init(struct pw_http_parser *p, size_t head_max);
+
+/**
+ * pw_http_parse - feed @len bytes of @buf to @p.
+ * @used: receives how many bytes of @buf were consumed.
+ *
+ * Return: 1 when a whole request (head and body) has been read: it is in
+ * @p->req and *@used bytes of @buf belong to it; call again with the rest
+ * of @buf (a pipelined request may follow). 0 when every byte was
+ * consumed and the request is not complete yet. On error (sticky: every
+ * later call returns it until pw_http_parser_init()): -EBADMSG for a
+ * malformed request (answer 400), -EMSGSIZE for a head over the cap
+ * (431), -ENAMETOOLONG for a target of PW_HTTP_TARGET_MAX bytes or more
+ * (414), -ENOTSUP for a Transfer-Encoding body (400), -EPROTONOSUPPORT
+ * for an HTTP version other than 1.x (505); -EINVAL for NULL arguments.
+ * pw_http_error_status() gives the status; the connection must close.
+ * Context: the connection's shard.
+ */
+int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
+		  size_t *used);
+
+/**
+ * pw_http_error_status - the status to answer a pw_http_parse() error
+ * with (400, 414, 431, 505), or 500 for an unknown one.
+ * Context: any thread.
+ */
+int pw_http_error_status(int err);
+
+/**
+ * pw_http_reason - the reason phrase of @status ("OK", "Bad Request",
+ * ...), or "Unknown". Context: any thread.
+ */
+const char *pw_http_reason(int status);
+
+/* Length of an IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT". */
+#define PW_HTTP_DATE_LEN 29
+
+/**
+ * pw_http_date - write @t (seconds since the epoch) as an IMF-fixdate in
+ * @out, NUL-terminated. Context: any thread.
+ */
+void pw_http_date(char out[PW_HTTP_DATE_LEN + 1], time_t t);
+
+/**
+ * pw_http_build - write a whole response into @buf: status line, Server,
+ * Date (@date, an IMF-fixdate), Content-Type text/plain, Content-Length,
+ * Connection (keep-alive or close), then @body.
+ * Return: the length written, not counting the NUL written after it;
+ * -ENOSPC when the response and that NUL do not fit in @len; -EINVAL for NULL @buf, @date, or @body with @body_len > 0,
+ * or a status outside 100..599.
+ * Context: any thread.
+ */
+int pw_http_build(char *buf, size_t len, int status, bool keep_alive,
+		  const char *date, const char *body, size_t body_len);
+
+/* Room for the canned responses' headers (the body comes on top). */
+#define PW_HTTP_CANNED_MAX 512
+
+/*
+ * The two 200 responses of a fixed body (keep-alive and close), rebuilt
+ * with a new Date at most once per second: a shard keeps one and calls
+ * pw_http_canned_tick() with the current time before sending.
+ */
+struct pw_http_canned {
+	time_t sec; /* second the Date says */
+	const char *body;
+	size_t body_len;
+	char date[PW_HTTP_DATE_LEN + 1];
+	int keep_len, close_len;
+	char keep[PW_HTTP_CANNED_MAX];
+	char close[PW_HTTP_CANNED_MAX];
+};
+
+/**
+ * pw_http_canned_init - build both responses of @body for time @now.
+ * @body must outlive @c; @body_len at most 256 bytes.
+ * Return: 0; -EINVAL for NULL @c or @body; -EMSGSIZE for a longer body.
+ * Context: any thread.
+ */
+int pw_http_canned_init(struct pw_http_canned *c, const char *body,
+			size_t body_len, time_t now);
+
+/**
+ * pw_http_canned_tick - rebuild @c when @now is another second than its
+ * Date. Return: 1 when rebuilt, 0 when unchanged.
+ * Context: the thread that owns @c.
+ */
+int pw_http_canned_tick(struct pw_http_canned *c, time_t now);
+
+/**
+ * pw_http_canned_get - the response for a request that keeps the
+ * connection alive or not; *@len receives its length.
+ * Context: the thread that owns @c.
+ */
+const char *pw_http_canned_get(const struct pw_http_canned *c, bool keep_alive,
+			       size_t *len);
+
+#endif /* PW_APPS_HTTP_PARSE_H */

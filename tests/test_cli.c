@@ -1,0 +1,343 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cli.c - the subcommands' shared flag parser: numbers, durations
+ * and sizes; flag tables and the common flags; the configuration they
+ * make; signals; and the pinwheel command's exit statuses and messages.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "common.h"
+#include "../apps/cli.h"
+
+Test(cli, numbers)
+{
+	uint64_t v = 7;
+
+	cr_expect_eq(pw_cli_parse_uint("42", 0, 100, &v), 0);
+	cr_expect_eq(v, 42);
+	cr_expect_eq(pw_cli_parse_uint("18446744073709551615", 0, UINT64_MAX,
+				       &v),
+		     0);
+	cr_expect_eq(v, UINT64_MAX);
+	v = 7;
+	cr_expect_eq(pw_cli_parse_uint("18446744073709551616", 0, UINT64_MAX,
+				       &v),
+		     -ERANGE);
+	cr_expect_eq(pw_cli_parse_uint("3x", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint("", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint("-1", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint("+1", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint(" 1", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint("0x10", 0, 100, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_uint("101", 0, 100, &v), -ERANGE);
+	cr_expect_eq(pw_cli_parse_uint("0", 1, 100, &v), -ERANGE);
+	cr_expect_eq(v, 7, "untouched on error");
+	cr_expect_eq(pw_cli_parse_uint(NULL, 0, 1, &v), -EINVAL);
+}
+
+Test(cli, durations)
+{
+	static const struct {
+		const char *s;
+		uint64_t ns;
+	} ok[] = {
+		{ "10s", 10000000000ull },
+		{ "500ms", 500000000 },
+		{ "2m", 120000000000ull },
+		{ "1h", 3600000000000ull },
+		{ "250us", 250000 },
+		{ "7ns", 7 },
+		{ "3", 3000000000ull },
+		{ "1.5s", 1500000000 },
+		{ "0.25ms", 250000 },
+		{ "0s", 0 },
+		{ "1.000000001s", 1000000001 },
+	};
+	static const char *bad[] = {
+		"",    "s",   "10x",   "10 s", "-1s",
+		"1.s", ".5s", "1..2s", "10S",  "1.0000000001s"
+	};
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_expect_eq(pw_cli_parse_duration(ok[i].s, &v), 0, "%s",
+			     ok[i].s);
+		cr_expect_eq(v, ok[i].ns, "%s: %llu", ok[i].s,
+			     (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(pw_cli_parse_duration(bad[i], &v), -EINVAL, "'%s'",
+			     bad[i]);
+	cr_expect_eq(pw_cli_parse_duration("9999999999999h", &v), -ERANGE);
+	cr_expect_eq(pw_cli_parse_duration("99999999999999999999ns", &v),
+		     -ERANGE);
+}
+
+Test(cli, sizes)
+{
+	static const struct {
+		const char *s;
+		uint64_t b;
+	} ok[] = {
+		{ "512", 512 },	      { "64k", 65536 },
+		{ "64K", 65536 },     { "1M", 1048576 },
+		{ "1m", 1048576 },    { "2G", 2147483648ull },
+		{ "1T", 1ull << 40 }, { "4KiB", 4096 },
+		{ "4kB", 4096 },      { "100B", 100 },
+		{ "0", 0 },
+	};
+	static const char *bad[] = { "",   "k",	   "64x",   "1.5M",
+				     "-1", "64 k", "1MiBs", "1Mi" };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		cr_expect_eq(pw_cli_parse_size(ok[i].s, &v), 0, "%s", ok[i].s);
+		cr_expect_eq(v, ok[i].b, "%s", ok[i].s);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(pw_cli_parse_size(bad[i], &v), -EINVAL, "'%s'",
+			     bad[i]);
+	cr_expect_eq(pw_cli_parse_size("16777216T", &v), -ERANGE);
+}
+
+/* A command with one flag of each kind and every common flag. */
+static uint64_t conns, dur, buf;
+static const char *addr;
+static bool verbose;
+static const struct pw_cli_opt opts[] = {
+	{ "--connections", PW_CLI_UINT, &conns, 1, 10000, "N", "connections" },
+	{ "--duration", PW_CLI_DURATION, &dur, 1000000, 3600000000000ull, "D",
+	  "how long" },
+	{ "--buffer", PW_CLI_SIZE, &buf, 1024, 1 << 20, "SIZE", "buffer" },
+	{ "--addr", PW_CLI_STRING, &addr, 0, 0, "HOST:PORT", "address" },
+	{ "--verbose", PW_CLI_BOOL, &verbose, 0, 0, NULL, "say more" },
+};
+static const struct pw_cli_cmd cmd = {
+	.name = "pinwheel t",
+	.about = "a test command",
+	.opts = opts,
+	.nopts = sizeof(opts) / sizeof(opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+static struct pw_cli cli;
+
+#define ARGV(...) ((char *[]){ "t", __VA_ARGS__, NULL })
+#define ARGC(...) \
+	((int)(sizeof((char *[]){ "t", __VA_ARGS__ }) / sizeof(char *)))
+#define PARSE(...) \
+	pw_cli_parse(&cli, &cmd, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+/* The message of a failed parse. */
+static void expect_error(int rc, const char *has)
+{
+	cr_expect_eq(rc, -EINVAL);
+	cr_expect_eq(pw_cli_status(rc), 2);
+	cr_expect(strstr(cli.error, has), "message '%s' lacks '%s'", cli.error,
+		  has);
+	cr_expect(!strncmp(cli.error, "pinwheel t: ", 12), "%s", cli.error);
+	cr_expect(!strchr(cli.error, '\n'), "one line");
+}
+
+Test(cli, flags)
+{
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_assert_eq(PARSE("--connections", "100", "--duration=10s", "--buffer",
+			   "64k", "--addr", "127.0.0.1:8080", "--verbose",
+			   "--shards", "2", "--sched", "steal", "--metrics"),
+		     0);
+	cr_expect_eq(conns, 100);
+	cr_expect_eq(dur, 10000000000ull);
+	cr_expect_eq(buf, 65536);
+	cr_expect_str_eq(addr, "127.0.0.1:8080");
+	cr_expect(verbose);
+	cr_expect_eq(cli.shards, 2);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_STEAL);
+	cr_expect(cli.metrics);
+	cr_expect_null(cli.cpus_arg);
+
+	cr_assert_eq(PARSE("--sched=shard"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_SHARD);
+	cr_expect_eq(cli.shards, 0);
+	cr_expect(!cli.metrics);
+
+	expect_error(PARSE("--connections", "3x"), "--connections");
+	expect_error(PARSE("--connections", "0"), "out of range 1..10000");
+	expect_error(PARSE("--connections", "-5"), "'-5' is not");
+	expect_error(PARSE("--connections", ""), "--connections");
+	expect_error(PARSE("--connections", "99999999999999999999"),
+		     "out of range");
+	expect_error(PARSE("--connections"), "needs a value");
+	expect_error(PARSE("--duration", "10us"), "out of range 1ms..1h");
+	expect_error(PARSE("--duration", "2h"), "out of range 1ms..1h");
+	expect_error(PARSE("--duration", "10q"), "is not a duration");
+	expect_error(PARSE("--buffer", "2M"), "out of range 1k..1M");
+	expect_error(PARSE("--buffer", "x"), "is not a size");
+	expect_error(PARSE("--verbose=yes"), "takes no value");
+	expect_error(PARSE("--nope"), "unknown flag '--nope'");
+	expect_error(PARSE("--nope=1"), "unknown flag '--nope'");
+	expect_error(PARSE("stray"), "unexpected argument 'stray'");
+	expect_error(PARSE("--shards", "0"), "--shards");
+	expect_error(PARSE("--shards", "1025"), "--shards");
+	expect_error(PARSE("--sched", "fifo"), "--sched");
+	expect_error(PARSE("--cpus", "1-0"), "--cpus");
+	expect_error(PARSE("--cpus", "60000"), "not available");
+
+	/* A command without the common flags refuses them. */
+	struct pw_cli_cmd bare = cmd;
+	bare.common = 0;
+	int rc = pw_cli_parse(&cli, &bare, ARGC("--shards", "2"),
+			      ARGV("--shards", "2"));
+	expect_error(rc, "unknown flag '--shards'");
+}
+
+Test(cli, help)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	cr_assert_not_null(f);
+	pw_cli_usage(&cmd, f);
+	fclose(f);
+	static const char *want[] = {
+		"usage: pinwheel t [FLAGS]",
+		"a test command",
+		"--connections N",
+		"--duration D",
+		"--shards N",
+		"--sched shard|steal",
+		"--cpus LIST",
+		"--metrics",
+		"--help",
+		"Durations take",
+	};
+	for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		cr_expect(strstr(out, want[i]), "usage lacks '%s'", want[i]);
+	free(out);
+	cr_assert(freopen("/dev/null", "w", stdout));
+	cr_expect_eq(PARSE("--connections", "5", "--help"), PW_CLI_HELP);
+	cr_expect_eq(PARSE("-h"), PW_CLI_HELP);
+	cr_expect_eq(pw_cli_status(PW_CLI_HELP), 0);
+}
+
+Test(cli, config)
+{
+	struct pw_config cfg;
+
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_assert_eq(PARSE("--shards", "3"), 0);
+	pw_config_init(&cfg);
+	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.shards, 3);
+	cr_expect_null(cfg.cpus);
+
+	/* --cpus alone: one shard per CPU; with --shards: the first N. */
+	cr_assert_eq(PARSE("--cpus", "0"), 0);
+	pw_config_init(&cfg);
+	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.shards, 1);
+	cr_assert_not_null(cfg.cpus);
+	cr_expect_eq(cfg.cpus[0], 0);
+
+	cr_assert_eq(PARSE("--cpus", "0", "--shards", "2"), 0);
+	pw_config_init(&cfg);
+	expect_error(pw_cli_config(&cli, &cfg), "more than the 1 CPU");
+
+	cr_assert_eq(PARSE("--sched", "steal"), 0);
+	pw_config_init(&cfg);
+	cr_expect_eq(pw_cli_config(&cli, &cfg), -ENOTSUP);
+	cr_expect(strstr(cli.error, "--sched steal"), "%s", cli.error);
+	cr_expect_eq(pw_cli_status(-ENOTSUP), 2);
+	cr_expect_eq(pw_cli_sched_apply(&cfg, PW_CLI_SCHED_SHARD), 0);
+	cr_expect_eq(pw_cli_sched_apply(NULL, PW_CLI_SCHED_SHARD), -EINVAL);
+}
+
+Test(cli, signals)
+{
+	pw_test_time_limit(10);
+	cr_expect_eq(pw_cli_wait_stop(0), -EBADF);
+	cr_assert_eq(pw_cli_signals_init(), 0);
+	cr_assert_eq(pw_cli_signals_init(), 0);
+	cr_expect_eq(pw_cli_wait_stop(1000000), 0);
+	cr_expect(!pw_cli_dump_requested());
+
+	/* raise() targets this thread, which blocks the signals. */
+	cr_assert_eq(raise(SIGUSR1), 0);
+	cr_expect_eq(pw_cli_wait_stop(-1), PW_CLI_DUMP);
+	cr_expect(pw_cli_dump_requested());
+	cr_expect(!pw_cli_dump_requested(), "the flag clears");
+	cr_expect(!pw_cli_stop_requested());
+
+	cr_assert_eq(raise(SIGTERM), 0);
+	cr_expect_eq(pw_cli_wait_stop(5000000000ll), PW_CLI_STOP);
+	cr_expect(pw_cli_stop_requested());
+	cr_expect_eq(pw_cli_wait_stop(0), PW_CLI_STOP, "stop stays");
+	pw_cli_signals_close();
+	cr_expect_eq(pw_cli_wait_stop(0), -EBADF);
+}
+
+/* Runs the pinwheel command; returns its exit status, output in @out. */
+static int run_cmd(char *out, size_t len, char *const argv[])
+{
+	int pfd[2], status;
+	size_t got = 0;
+	ssize_t r;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execv(PW_BUILDDIR "/pinwheel", argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (got + 1 < len &&
+	       (r = read(pfd[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(pfd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+Test(cli, command_exit_statuses)
+{
+	pw_test_time_limit(20);
+	static char out[8192];
+	static const struct {
+		char *argv[6];
+		int status;
+		const char *says;
+	} cases[] = {
+		{ { "pinwheel", "demo", "--tasks", "3x" }, 2, "--tasks" },
+		{ { "pinwheel", "demo", "--tasks", "0" }, 2, "1..4096" },
+		{ { "pinwheel", "demo", "--bogus" }, 2, "'--bogus'" },
+		{ { "pinwheel", "demo", "--shards", "-1" }, 2, "--shards" },
+		{ { "pinwheel", "demo", "--help" }, 0, "--metrics" },
+		{ { "pinwheel", "topo", "--shards", "x" }, 2, "--shards" },
+		{ { "pinwheel", "topo", "--synthetic" }, 2, "needs a value" },
+		{ { "pinwheel", "topo", "--help" }, 0, "--synthetic DESC" },
+		{ { "pinwheel", "topo", "--synthetic",
+		    "pack:2 numa:2 l3:1 core:8 pu:2", "--json" },
+		  0,
+		  "\"cores\": 32" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = run_cmd(out, sizeof(out), cases[i].argv);
+		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
+			     st, out);
+		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
+		if (cases[i].status == 2)
+			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
+				     "case %zu: one line: %s", i, out);
+	}
+}
