@@ -353,18 +353,16 @@ enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}
-	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
-	if (!sqe)
-		return PW_PENDING;
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		/* The SQE stays unused: make it a harmless no-op. */
-		io_uring_prep_nop(sqe);
-		io_uring_sqe_set_data64(sqe, PW__UD_IGNORE);
-		cx->shard->inflight++;
 		pw_sleep_cancel(&c->timer);
 		*res = -errno;
 		return PW_READY;
+	}
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	if (!sqe) {
+		close(fd); /* polled again next turn */
+		return PW_PENDING;
 	}
 	if (family != AF_UNIX) {
 		int one = 1;

@@ -61,7 +61,6 @@ static struct pw_net_config *srv_cfg; /* applied on each shard first */
 static _Atomic uint64_t srv_sum;      /* sum of per-connection checksums */
 static _Atomic int srv_done, srv_errors, srv_eofs;
 static _Atomic int srv_last_err;
-static bool srv_sink; /* read only, never echo */
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
 
@@ -115,9 +114,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			}
 			break;
 		case C_SEND:
-			res = (int32_t)c->buf.len;
-			if (!srv_sink &&
-			    pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
+			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
 					 PW_TIME_NEVER, &res) == PW_PENDING)
 				return PW_PENDING;
 			cr_assert_eq(pw_net_buf_release(&c->buf), 0);
