@@ -157,7 +157,7 @@ void pw__net_buf_recycle(struct pw__net *n, uint16_t bid)
 	while (!pw_list_empty(&n->starved)) {
 		struct pw_recv *r = pw_list_first_entry(
 			&n->starved, struct pw_recv, starved);
-		pw_list_del_init(&r->starved);
+		pw__recv_unstarve(r);
 		if (r->op.task)
 			pw__task_schedule(pw__cur_shard, r->op.task);
 	}

@@ -96,6 +96,16 @@ struct pw__net *pw__net_get(struct pw__shard *s, int *err);
 /* Create the buffer ring if it does not exist yet. 0 or -errno. */
 int pw__net_bufs_ready(struct pw__shard *s, struct pw__net *n);
 
+/* Take @r off the starved list if it is there. Its node is NULL while
+ * unlinked, so a leaf copied into a task's state is never stale. */
+static inline void pw__recv_unstarve(struct pw_recv *r)
+{
+	if (r->starved.next) {
+		pw_list_del(&r->starved);
+		r->starved.next = r->starved.prev = NULL;
+	}
+}
+
 /* Put buffer @bid back into the kernel's ring. */
 void pw__net_buf_recycle(struct pw__net *n, uint16_t bid);
 

@@ -30,8 +30,7 @@ void pw_recv_init(struct pw_recv *r, int fd)
 		return;
 	memset(r, 0, sizeof(*r));
 	pw_sleep_init_at(&r->timer, PW_TIME_NEVER);
-	pw_list_init(&r->starved);
-	r->fd = fd;
+	r->fd = fd; /* starved stays NULL (unlinked): the leaf may be copied */
 }
 
 void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
@@ -88,14 +87,13 @@ static void recv_arm(struct pw_cx *cx, struct pw_recv *r, struct pw__net *n)
 
 	if (op->flags & PW__NF_STARVED) {
 		if (n->out >= n->cfg.buf_count) {
-			if (pw_list_empty(&r->starved))
+			if (!r->starved.next)
 				pw_list_add_tail(&r->starved, &n->starved);
 			return; /* pw__net_buf_recycle() wakes us */
 		}
 		op->flags &= (uint8_t)~PW__NF_STARVED;
 	}
-	if (!pw_list_empty(&r->starved))
-		pw_list_del_init(&r->starved);
+	pw__recv_unstarve(r);
 	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
 	if (!sqe)
 		return;
@@ -164,8 +162,7 @@ void pw_recv_cancel(struct pw_recv *r)
 	if (!r || !s)
 		return;
 	r->op.flags |= PW__NF_DROPPED;
-	if (!pw_list_empty(&r->starved))
-		pw_list_del_init(&r->starved);
+	pw__recv_unstarve(r);
 	pw__nop_cancel(s, &r->op);
 	while (r->count && s->net) {
 		uint16_t bid = r->head;

@@ -253,7 +253,8 @@ struct pw_net_buf {
 struct pw_recv {
 	struct pw_net_op op;
 	struct pw_sleep timer;
-	struct pw_list starved; /* on the shard's list while out of buffers */
+	struct pw_list starved; /* on the shard's list while out of buffers;
+				   NULL links while not */
 	int fd;
 	int32_t err;   /* terminal error, or 0 */
 	bool eof;      /* the peer closed its side */
