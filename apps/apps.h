@@ -7,5 +7,6 @@
  * the process exit status: 0 success, 1 runtime failure, 2 bad usage. */
 int pw_app_demo(int argc, char **argv);
 int pw_app_topo(int argc, char **argv);
+int pw_app_echo(int argc, char **argv);
 
 #endif /* PW_APPS_H */

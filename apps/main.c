@@ -13,6 +13,7 @@ static const struct pw_app_cmd {
 	int (*fn)(int argc, char **argv);
 	const char *what;
 } cmds[] = {
+	{ "echo", pw_app_echo, "run an echo server (TCP or Unix socket)" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
 	{ "topo", pw_app_topo,
 	  "show the machine topology and planned shard placement" },

@@ -19,5 +19,6 @@
 #include "pinwheel/blocking.h"
 #include "pinwheel/topo.h"
 #include "pinwheel/hist.h"
+#include "pinwheel/net.h"
 
 #endif /* PINWHEEL_H */

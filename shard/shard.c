@@ -224,6 +224,12 @@ static void dispatch(struct pw__shard *s, struct io_uring_cqe *cqe)
 		break;
 	case PW__UD_EFDCANCEL: /* the final cancel of the eventfd read */
 		break;
+	case PW__UD_NET:
+		pw__net_complete(
+			s,
+			(struct pw_net_op *)(uintptr_t)(ud & ~PW__UD_TAG_MASK),
+			cqe);
+		break;
 	case PW__UD_MSGSEND: /* our MSG_RING failed: rouse another way */
 		pw__mesh_send_failed(s, ud);
 		break;
@@ -463,6 +469,7 @@ static int shard_start(struct pw__shard *s)
 
 static void shard_teardown(struct pw__shard *s)
 {
+	pw__net_teardown(s);
 	if (s->ring_ok)
 		io_uring_queue_exit(&s->ring);
 	s->ring_ok = false;

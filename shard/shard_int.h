@@ -32,11 +32,14 @@
 #define PW__UD_MSGRING	 3ull /* a MSG_RING wake-up posted to us */
 #define PW__UD_MSGSEND	 4ull /* our MSG_RING to shard (ud >> 3) failed */
 #define PW__UD_EFDCANCEL 5ull /* the final cancel of the eventfd read */
+#define PW__UD_NET	 6ull /* a net request: (ud & ~7) is its pw_net_op */
 
 /* Messages staged per destination before one batch publish. */
 #define PW__STAGE 32
 
 struct pw__ovf;
+struct pw__net;
+struct pw_net_op;
 
 /* What a shard keeps for one destination shard. */
 struct pw__outq {
@@ -90,6 +93,7 @@ struct pw__shard {
 	uint32_t inflight; /* ops and internal requests awaiting a CQE */
 	uint32_t sq_dirty; /* SQEs prepared since the last submit */
 	uint64_t chunks_reported;
+	struct pw__net *net; /* networking (net/), created on first use */
 
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
@@ -297,6 +301,12 @@ void pw__shard_post(struct pw__shard *s, struct pw__mpsc_node *n);
 /* A CQE for @op arrived. Shard thread only. */
 void pw__op_complete(struct pw__shard *s, struct pw_op *op,
 		     const struct io_uring_cqe *cqe);
+
+/* A CQE for net request @op arrived; free @s's networking at teardown
+ * (net/net.c). Shard thread only. */
+void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
+		      const struct io_uring_cqe *cqe);
+void pw__net_teardown(struct pw__shard *s);
 
 /* An SQE from @s's ring, flushing a full queue first; NULL only if the
  * kernel accepts nothing. Shard thread only. */

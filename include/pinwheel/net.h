@@ -1,0 +1,406 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinwheel/net.h - stream sockets over io_uring: TCP (IPv4, IPv6) and Unix.
+ *
+ * Addresses are parsed from text ("127.0.0.1:8080", "[::1]:8080",
+ * "unix:/path"). A listener is a runtime-owned object holding one
+ * SO_REUSEPORT socket per shard (the default) or one socket shared by
+ * every shard. Tasks drive sockets through leaf futures embedded in their
+ * state, like pw_op: pw_accept (multishot accept), pw_recv (multishot recv
+ * into the shard's provided-buffer ring), pw_send (all bytes or an error),
+ * pw_connect, pw_shutdown and pw_close. Each poll that can wait takes a
+ * deadline: absolute ns on the runtime clock, PW_TIME_NEVER for none.
+ *
+ * Every leaf keeps its task's memory alive while the kernel holds one of
+ * its requests ("pins" it), so a task whose state is dropped with
+ * requests in flight is released only after their final completions.
+ * A drop hook must call the leaf's *_cancel() for every leaf that may be
+ * in flight (multishot requests never end on their own).
+ *
+ * A leaf is always polled by the same task, on the same shard.
+ */
+#ifndef PINWHEEL_NET_H
+#define PINWHEEL_NET_H
+
+#include <netinet/in.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include "list.h"
+#include "runtime.h"
+#include "task.h"
+#include "time.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- addresses --------------------------------------------------------- */
+
+/* A socket address of any supported family. Plain value; copy freely. */
+struct pw_net_addr {
+	union {
+		struct sockaddr sa;
+		struct sockaddr_in in4;
+		struct sockaddr_in6 in6;
+		struct sockaddr_un un;
+	} u;
+	socklen_t len; /* bytes of u in use; 0 for an empty address */
+};
+
+/* Longest text pw_net_addr_format() writes, with its NUL. */
+#define PW_NET_ADDR_STRLEN 128
+
+/**
+ * pw_net_addr_parse - parse @text into @addr.
+ *
+ * Forms: "A.B.C.D:PORT", "[IPv6]:PORT", "unix:/path" (a path of at most
+ * 107 bytes; "unix:@name" for the abstract namespace). PORT is 0..65535
+ * in decimal; 0 asks the kernel for a free port when listening.
+ * Return: 0; -EINVAL for NULL arguments or text of any other form, and
+ * @addr is then left untouched.
+ * Context: any thread.
+ */
+int pw_net_addr_parse(struct pw_net_addr *addr, const char *text);
+
+/**
+ * pw_net_addr_format - write @addr as text in the form parse accepts.
+ * Return: the length written (without the NUL); -EINVAL for NULL or an
+ * unsupported family; -ENOSPC when @size is too small.
+ * Context: any thread.
+ */
+int pw_net_addr_format(const struct pw_net_addr *addr, char *buf, size_t size);
+
+/* ---- per-shard settings --------------------------------------------- */
+
+/* Settings of one shard's networking. */
+struct pw_net_config {
+	uint32_t buf_count;    /* provided buffers, a power of 2, 1..32768 */
+	uint32_t buf_size;     /* bytes per buffer, 64..1 MiB */
+	uint32_t zc_threshold; /* sends of at least this many bytes use
+				  SEND_ZC; 0 turns zero-copy off */
+};
+
+/** pw_net_config_init - the defaults: 512 buffers of 4 KiB, no ZC. */
+void pw_net_config_init(struct pw_net_config *cfg);
+
+/**
+ * pw_net_configure - set the calling shard's networking settings.
+ *
+ * The buffer ring is created lazily, by the first pw_recv polled on the
+ * shard; its geometry can be changed only before then.
+ * Return: 0; -EINVAL for NULL or a value out of range; -EBUSY when the
+ * buffer ring exists and @cfg changes its geometry (the ZC threshold is
+ * still updated); -EPERM off a shard; -ENOMEM.
+ * Context: a shard thread.
+ */
+int pw_net_configure(const struct pw_net_config *cfg);
+
+/* Counters of one shard's networking (read on that shard). */
+struct pw_net_stats {
+	uint64_t recv_bytes;	/* bytes delivered by pw_recv */
+	uint64_t send_bytes;	/* bytes sent by pw_send */
+	uint64_t zc_sends;	/* sends that used SEND_ZC */
+	uint64_t enobufs;	/* multishot recvs ended for lack of buffers */
+	uint64_t recv_pauses;	/* multishot recvs paused by a full queue */
+	uint32_t bufs_total;	/* buffers in the ring (0 before it exists) */
+	uint32_t bufs_borrowed; /* buffers held by the application */
+};
+
+/**
+ * pw_net_stats - the calling shard's counters.
+ * Return: 0; -EINVAL for NULL; -EPERM off a shard.
+ * Context: a shard thread.
+ */
+int pw_net_stats(struct pw_net_stats *out);
+
+/* ---- the in-flight request of a leaf (fields are the runtime's) -------- */
+
+struct pw_net_op {
+	struct pw__task *task; /* the task pinned while in flight */
+	int32_t res;	       /* result of a finished one-shot request */
+	uint32_t cqe_flags;
+	uint8_t kind;  /* which leaf embeds it */
+	uint8_t state; /* idle, armed, cancelling, done */
+	uint8_t flags;
+	uint8_t stage;
+};
+
+/* ---- listeners ----------------------------------------------------------- */
+
+/* Listener options. */
+#define PW_NET_LISTEN_SHARED 0x1u /* one socket accepted from by all shards */
+
+struct pw_net_listen_opts {
+	int backlog;	/* listen(2) backlog; 0 means 1024 */
+	uint32_t flags; /* PW_NET_LISTEN_* */
+};
+
+struct pw_net_listener;
+
+/**
+ * pw_net_listener_create - bind and listen on @addr for @rt's shards.
+ *
+ * TCP: one SO_REUSEPORT socket per shard, so the kernel spreads
+ * connections over the shards, unless PW_NET_LISTEN_SHARED asks for one
+ * socket every shard accepts from. Port 0 picks a free port, the same for
+ * every shard (pw_net_listener_addr() tells which). Unix sockets always
+ * use one shared socket. TCP_NODELAY is set on the listening sockets and
+ * inherited by accepted ones. @opts may be NULL.
+ * Return: 0 with *@lp set; -EINVAL for bad arguments; -errno from
+ * socket/bind/listen (e.g. -EADDRINUSE); nothing is left open on error.
+ * Context: any thread.
+ */
+int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
+			   const struct pw_net_addr *addr,
+			   const struct pw_net_listen_opts *opts);
+
+/**
+ * pw_net_listener_destroy - close the sockets and free @l (unlinking a
+ * Unix socket's path). Call it once no task accepts from @l any more
+ * (after those tasks finished, or after pw_runtime_destroy()).
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+int pw_net_listener_destroy(struct pw_net_listener *l);
+
+/**
+ * pw_net_listener_addr - the bound address (with the port chosen).
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+int pw_net_listener_addr(const struct pw_net_listener *l,
+			 struct pw_net_addr *out);
+
+/* Counters of a listener, summed over shards. */
+struct pw_net_listener_stats {
+	uint64_t accepted;	/* connections handed to tasks */
+	uint64_t accept_errors; /* accepts failed for lack of resources
+				   (EMFILE, ENFILE, ENOMEM, ENOBUFS): each
+				   one backs off and retries */
+	uint64_t dropped;	/* accepted sockets closed unread because a
+				   task's queue overflowed */
+};
+
+/**
+ * pw_net_listener_stats - read @l's counters.
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+int pw_net_listener_stats(const struct pw_net_listener *l,
+			  struct pw_net_listener_stats *out);
+
+/* ---- accept --------------------------------------------------------- */
+
+#define PW_ACCEPT_QUEUE 32
+
+/* A multishot accept on the calling shard's socket of a listener. */
+struct pw_accept {
+	struct pw_net_op op;
+	struct pw_sleep timer;	 /* the poll's deadline */
+	struct pw_sleep backoff; /* after a resource error */
+	struct pw_net_listener *l;
+	uint64_t backoff_ns;
+	int32_t err; /* an error to report, 0 if none */
+	uint16_t head, count;
+	int fds[PW_ACCEPT_QUEUE]; /* accepted, not yet taken */
+};
+
+/**
+ * pw_accept_init - an idle accept on @l. The first poll arms a multishot
+ * accept on the socket of the polling shard; it stays armed across polls
+ * (re-armed whenever the kernel ends it) until pw_accept_cancel().
+ * After EMFILE, ENFILE, ENOMEM or ENOBUFS it waits @backoff_ns (0 means
+ * 10 ms) and tries again; those errors are counted, never returned.
+ * Context: any thread.
+ */
+void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
+		    uint64_t backoff_ns);
+
+/**
+ * pw_accept_poll - take the next accepted connection.
+ * Return: PW_READY with *@res the new socket (close-on-exec, owned by the
+ * caller), or -ETIMEDOUT when @deadline passed (the accept stays armed),
+ * or another -errno the kernel reported (the next poll re-arms), or
+ * -EINVAL for bad arguments; PW_PENDING otherwise.
+ * Context: a task on a shard of the listener's runtime.
+ */
+enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
+			    uint64_t deadline, int *res);
+
+/**
+ * pw_accept_cancel - stop accepting; close connections accepted but not
+ * taken (now, or as their completions arrive). Safe from a drop hook;
+ * harmless when idle. The accept can be polled again afterwards.
+ * Context: the shard that polled @a.
+ */
+void pw_accept_cancel(struct pw_accept *a);
+
+/* ---- receive ------------------------------------------------------------ */
+
+/* A buffer borrowed from the shard's ring: return it promptly with
+ * pw_net_buf_release(), on the same shard. */
+struct pw_net_buf {
+	void *data;
+	uint32_t len;
+	uint16_t bid; /* its index in the ring */
+};
+
+/* A multishot receive on one socket. */
+struct pw_recv {
+	struct pw_net_op op;
+	struct pw_sleep timer;
+	struct pw_list starved; /* on the shard's list while out of buffers;
+				   NULL links while not */
+	int fd;
+	int32_t err;   /* terminal error, or 0 */
+	bool eof;      /* the peer closed its side */
+	uint16_t head; /* queue of filled buffers (linked in the ring) */
+	uint16_t tail;
+	uint32_t count;
+};
+
+/**
+ * pw_recv_init - an idle receive on @fd (a connected stream socket).
+ * Context: any thread.
+ */
+void pw_recv_init(struct pw_recv *r, int fd);
+
+/**
+ * pw_recv_poll - the next chunk of data received on the socket.
+ *
+ * Return: PW_READY with *@res > 0 bytes in *@buf (borrowed from the
+ * shard's buffer ring: release it with pw_net_buf_release()); *@res = 0 at
+ * end of stream (and from then on); -ETIMEDOUT when @deadline passed (the
+ * receive stays armed: nothing is lost); another -errno for a socket error
+ * (from then on). -EINVAL for bad arguments; -ENOMEM if the buffer ring
+ * cannot be created. PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
+			  uint64_t deadline, struct pw_net_buf *buf,
+			  int32_t *res);
+
+/**
+ * pw_recv_cancel - stop receiving and give back queued buffers. Safe from a
+ * drop hook; harmless when idle.
+ * Context: the shard that polled @r.
+ */
+void pw_recv_cancel(struct pw_recv *r);
+
+/**
+ * pw_net_buf_release - give a borrowed buffer back to the calling shard's
+ * ring. Return: 0; -EINVAL for NULL, a buffer of another shard or one not
+ * borrowed (nothing changes). Context: the shard that lent it.
+ */
+int pw_net_buf_release(struct pw_net_buf *buf);
+
+/* ---- send --------------------------------------------------------------- */
+
+/* A send of one buffer, in full. */
+struct pw_send {
+	struct pw_net_op op;
+	struct pw_sleep timer;
+	int fd;
+	int32_t err;
+	const char *data;
+	size_t len, done;
+	bool started;
+	bool zc; /* the request in flight is a SEND_ZC */
+};
+
+/** pw_send_init - an idle send on @fd. Context: any thread. */
+void pw_send_init(struct pw_send *s, int fd);
+
+/**
+ * pw_send_poll - send @len bytes at @data, all of them, in order.
+ *
+ * One request is in flight at a time (MSG_NOSIGNAL always; SEND_ZC when
+ * @len reaches the shard's zc_threshold). Pass the same @data and @len on
+ * every poll of one send; they must stay valid until PW_READY.
+ * Return: PW_READY with *@res = @len, or -errno (bytes may have been
+ * partly sent: close the socket), -ETIMEDOUT when @deadline passed, or
+ * -EINVAL for bad arguments; then @s is idle for the next send.
+ * Context: a task on a shard.
+ */
+enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
+			  size_t len, uint64_t deadline, int32_t *res);
+
+/** pw_send_cancel - cancel a send in flight (from a drop hook too). */
+void pw_send_cancel(struct pw_send *s);
+
+/* ---- connect ------------------------------------------------------------ */
+
+struct pw_connect {
+	struct pw_net_op op;
+	struct pw_sleep timer;
+	struct pw_net_addr addr;
+	int fd;
+	bool timed_out;
+};
+
+/** pw_connect_init - an idle connect to @addr (copied). Context: any. */
+void pw_connect_init(struct pw_connect *c, const struct pw_net_addr *addr);
+
+/**
+ * pw_connect_poll - open a stream socket and connect it to the address.
+ * TCP sockets get TCP_NODELAY.
+ * Return: PW_READY with *@res the connected socket (owned by the caller),
+ * or -ETIMEDOUT when @deadline passed first (the connect was cancelled and
+ * the socket closed), -ECONNREFUSED and other -errno, -EINVAL for bad
+ * arguments; PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
+			     uint64_t deadline, int *res);
+
+/** pw_connect_cancel - cancel a connect in flight; its socket is closed.
+ * Safe from a drop hook. */
+void pw_connect_cancel(struct pw_connect *c);
+
+/* ---- shutdown and close ------------------------------------------------- */
+
+/* A shutdown(2) or a cancel-then-close: a one-shot request that cannot
+ * block, so it takes no deadline. */
+struct pw_close {
+	struct pw_net_op op;
+	int fd;
+	int how; /* SHUT_* for a shutdown, -1 for a close */
+};
+
+/** pw_shutdown_init - a half-close (@how: SHUT_RD, SHUT_WR, SHUT_RDWR). */
+void pw_shutdown_init(struct pw_close *c, int fd, int how);
+
+/** pw_close_init - a close of @fd. */
+void pw_close_init(struct pw_close *c, int fd);
+
+/**
+ * pw_close_poll - run the shutdown or the close.
+ *
+ * A close first cancels every request in flight on the socket, then
+ * closes it; the leaves that owned those requests see their final
+ * completions (-ECANCELED) on their next polls.
+ * Return: PW_READY with *@res 0 or -errno (-EINVAL for bad arguments);
+ * PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c, int32_t *res);
+
+/**
+ * pw_close_cancel - for drop hooks. A close that has begun always
+ * finishes: the socket is closed even if the task is gone.
+ * Return: true when this close leaf has closed the socket or will;
+ * false when the caller still owns it (a close never polled, or a
+ * shutdown leaf), so the drop hook should close(2) it itself.
+ * Context: the shard that polled @c.
+ */
+bool pw_close_cancel(struct pw_close *c);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINWHEEL_NET_H */

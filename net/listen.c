@@ -1,0 +1,295 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * listen.c - listeners and multishot accept.
+ *
+ * A listener (runtime-owned, pw_net_listener_create() allocates it) holds
+ * one SO_REUSEPORT socket per shard, all bound to one port, or a single
+ * socket every shard accepts from. A pw_accept keeps one multishot accept
+ * armed on its shard's socket; accepted sockets queue in the pw_accept
+ * until the task takes them. The request is re-armed whenever it ends:
+ * after a queue that grew too long (we cancel it), after an error the
+ * task was told of, or after a resource error (EMFILE, ENFILE, ENOMEM,
+ * ENOBUFS), which is counted and followed by a short backoff on the wheel
+ * so the shard does not spin while descriptors are exhausted.
+ */
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net_int.h"
+
+static int sock_opt(int fd, int level, int name)
+{
+	int one = 1;
+
+	return setsockopt(fd, level, name, &one, sizeof(one)) ? -errno : 0;
+}
+
+/* A listening socket on @a; the port actually bound goes back in @a. */
+static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport)
+{
+	int family = a->u.sa.sa_family;
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int err = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (family != AF_UNIX) {
+		err = sock_opt(fd, SOL_SOCKET, SO_REUSEADDR);
+		if (!err && reuseport)
+			err = sock_opt(fd, SOL_SOCKET, SO_REUSEPORT);
+		if (!err) /* inherited by accepted sockets */
+			err = sock_opt(fd, IPPROTO_TCP, TCP_NODELAY);
+	}
+	if (!err && bind(fd, &a->u.sa, a->len))
+		err = -errno;
+	if (!err && listen(fd, backlog))
+		err = -errno;
+	if (!err && family != AF_UNIX) {
+		socklen_t len = sizeof(a->u);
+		if (getsockname(fd, &a->u.sa, &len))
+			err = -errno;
+		else
+			a->len = len;
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+static void close_all(struct pw_net_listener *l, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (l->per[i].fd >= 0 && (!l->shared || i == 0))
+			close(l->per[i].fd);
+}
+
+int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
+			   const struct pw_net_addr *addr,
+			   const struct pw_net_listen_opts *opts)
+{
+	struct pw_net_listen_opts o = { 0, 0 };
+
+	if (!lp)
+		return -EINVAL;
+	*lp = NULL;
+	if (opts)
+		o = *opts;
+	if (!addr || o.backlog < 0 || (o.flags & ~PW_NET_LISTEN_SHARED))
+		return -EINVAL;
+	int family = addr->u.sa.sa_family;
+	if ((family == AF_INET && addr->len != sizeof(addr->u.in4)) ||
+	    (family == AF_INET6 && addr->len != sizeof(addr->u.in6)) ||
+	    (family == AF_UNIX &&
+	     addr->len <= offsetof(struct sockaddr_un, sun_path)) ||
+	    (family != AF_INET && family != AF_INET6 && family != AF_UNIX))
+		return -EINVAL;
+	int n = pw_runtime_shards(rt);
+	if (n < 1)
+		return -EINVAL;
+	struct pw_net_listener *l =
+		calloc(1, sizeof(*l) + (size_t)n * sizeof(l->per[0]));
+	if (!l)
+		return -ENOMEM;
+	l->rt = rt;
+	l->n = (unsigned)n;
+	l->shared = (o.flags & PW_NET_LISTEN_SHARED) || family == AF_UNIX;
+	l->addr = *addr;
+	for (unsigned i = 0; i < l->n; i++)
+		l->per[i].fd = -1;
+	int backlog = o.backlog ? o.backlog : 1024;
+	for (unsigned i = 0; i < l->n; i++) {
+		int fd = l->shared && i > 0 ?
+				 l->per[0].fd :
+				 open_listener(&l->addr, backlog, !l->shared);
+		if (fd < 0) {
+			close_all(l, i);
+			free(l);
+			return fd;
+		}
+		l->per[i].fd = fd;
+	}
+	*lp = l;
+	return 0;
+}
+
+int pw_net_listener_destroy(struct pw_net_listener *l)
+{
+	if (!l)
+		return -EINVAL;
+	close_all(l, l->n);
+	if (l->addr.u.sa.sa_family == AF_UNIX && l->addr.u.un.sun_path[0])
+		unlink(l->addr.u.un.sun_path);
+	free(l);
+	return 0;
+}
+
+int pw_net_listener_addr(const struct pw_net_listener *l,
+			 struct pw_net_addr *out)
+{
+	if (!l || !out)
+		return -EINVAL;
+	*out = l->addr;
+	return 0;
+}
+
+int pw_net_listener_stats(const struct pw_net_listener *l,
+			  struct pw_net_listener_stats *out)
+{
+	if (!l || !out)
+		return -EINVAL;
+	memset(out, 0, sizeof(*out));
+	for (unsigned i = 0; i < l->n; i++) {
+		/* relaxed: counters written by shard i (PW__LSTAT_ADD). */
+		out->accepted += atomic_load_explicit(&l->per[i].accepted,
+						      memory_order_relaxed);
+		out->accept_errors += atomic_load_explicit(
+			&l->per[i].errors, memory_order_relaxed);
+		out->dropped += atomic_load_explicit(&l->per[i].dropped,
+						     memory_order_relaxed);
+	}
+	return 0;
+}
+
+/* ---- accept --------------------------------------------------------- */
+
+void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
+		    uint64_t backoff_ns)
+{
+	if (!a)
+		return;
+	memset(a, 0, sizeof(*a));
+	pw_sleep_init_at(&a->timer, PW_TIME_NEVER);
+	pw_sleep_init_at(&a->backoff, PW_TIME_NEVER);
+	a->l = l;
+	a->backoff_ns = backoff_ns ? backoff_ns : 10 * PW_NSEC_PER_MSEC;
+}
+
+static bool resource_error(int res)
+{
+	return res == -EMFILE || res == -ENFILE || res == -ENOMEM ||
+	       res == -ENOBUFS;
+}
+
+void pw__accept_cqe(struct pw__shard *s, struct pw_net_op *op,
+		    const struct io_uring_cqe *cqe, bool final, bool alive)
+{
+	struct pw_accept *a = (struct pw_accept *)(void *)op;
+	int res = cqe->res;
+
+	if (final)
+		op->state = PW__NS_IDLE;
+	if (!alive || (op->flags & PW__NF_DROPPED)) {
+		/* Nobody will take it (the listener may be gone too). */
+		if (res >= 0)
+			close(res);
+		return;
+	}
+	struct pw__lshard *ls = &a->l->per[s->id];
+	if (res >= 0) {
+		if (a->count == PW_ACCEPT_QUEUE) {
+			close(res);
+			PW__LSTAT_ADD(ls, dropped, 1);
+		} else {
+			a->fds[(a->head + a->count) % PW_ACCEPT_QUEUE] = res;
+			a->count++;
+			PW__LSTAT_ADD(ls, accepted, 1);
+		}
+		if (!final && a->count >= PW_ACCEPT_QUEUE / 2 &&
+		    op->state == PW__NS_ARMED) {
+			op->flags |= PW__NF_PAUSED;
+			pw__nop_cancel(s, op);
+		}
+		return;
+	}
+	if (resource_error(res)) {
+		PW__LSTAT_ADD(ls, errors, 1);
+		if (final)
+			op->flags |= PW__NF_BACKOFF;
+	} else if (res != -ECANCELED || !(op->flags & PW__NF_PAUSED)) {
+		a->err = res;
+	}
+	if (final)
+		op->flags &= (uint8_t)~PW__NF_PAUSED;
+}
+
+static int accept_arm(struct pw_cx *cx, struct pw_accept *a, int fd)
+{
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_multishot_accept(sqe, fd, NULL, NULL, SOCK_CLOEXEC);
+	pw__nop_arm(cx, &a->op, sqe, PW__NK_ACCEPT);
+	return 0;
+}
+
+enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
+			    uint64_t deadline, int *res)
+{
+	if (!res)
+		return PW_READY;
+	if (!cx || !a || !a->l || cx->shard->rt != a->l->rt ||
+	    cx->shard->id >= a->l->n) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw__shard *s = cx->shard;
+	struct pw_net_op *op = &a->op;
+
+	op->flags &= (uint8_t)~PW__NF_DROPPED;
+	if (a->count) {
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		*res = a->fds[a->head];
+		a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
+		a->count--;
+		pw_sleep_cancel(&a->timer);
+		return PW_READY;
+	}
+	if (a->err) {
+		*res = a->err;
+		a->err = 0;
+		pw_sleep_cancel(&a->timer);
+		return PW_READY;
+	}
+	if (op->flags & PW__NF_BACKOFF) {
+		op->flags &= (uint8_t)~PW__NF_BACKOFF;
+		op->flags |= PW__NF_WAITING;
+		pw_sleep_reset(&a->backoff, s->now_ns + a->backoff_ns);
+	}
+	if (op->flags & PW__NF_WAITING) {
+		if (pw_sleep_poll(cx, &a->backoff) == PW_READY)
+			op->flags &= (uint8_t)~PW__NF_WAITING;
+	}
+	if (op->state == PW__NS_IDLE && !(op->flags & PW__NF_WAITING))
+		(void)accept_arm(cx, a, a->l->per[s->id].fd);
+	if (pw__net_deadline(cx, &a->timer, deadline)) {
+		*res = -ETIMEDOUT;
+		return PW_READY;
+	}
+	return PW_PENDING;
+}
+
+void pw_accept_cancel(struct pw_accept *a)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!a || !s)
+		return;
+	a->op.flags |= PW__NF_DROPPED;
+	a->op.flags &= (uint8_t) ~(PW__NF_WAITING | PW__NF_BACKOFF);
+	pw__nop_cancel(s, &a->op);
+	while (a->count) {
+		close(a->fds[a->head]);
+		a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
+		a->count--;
+	}
+	a->err = 0;
+	pw_sleep_cancel(&a->timer);
+	pw_sleep_cancel(&a->backoff);
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net_int.h - the per-shard networking record and the in-flight request
+ * machinery shared by the files of net/. Private to the library.
+ *
+ * A leaf's struct pw_net_op is its request: its SQE's user_data is the
+ * op's address tagged PW__UD_NET, so the shard hands its CQEs to
+ * pw__net_complete(). A request may post several CQEs (multishot accept
+ * and recv, SEND_ZC's notification): it pins its task from submission to
+ * the CQE without IORING_CQE_F_MORE, and counts once in s->inflight.
+ */
+#ifndef PW_NET_INT_H
+#define PW_NET_INT_H
+
+#include <liburing.h>
+
+#include "pinwheel/net.h"
+#include "shard_int.h"
+
+/* The buffer group of the per-shard provided-buffer ring. */
+#define PW__NET_BGID 7
+
+/* Kinds of request (pw_net_op.kind). */
+enum {
+	PW__NK_ACCEPT = 1,
+	PW__NK_RECV,
+	PW__NK_SEND,
+	PW__NK_CONNECT,
+	PW__NK_CLOSE,
+};
+
+/* States of a request (pw_net_op.state). */
+enum {
+	PW__NS_IDLE = 0,   /* nothing in flight */
+	PW__NS_ARMED,	   /* in flight */
+	PW__NS_CANCELLING, /* in flight, cancel requested */
+	PW__NS_DONE,	   /* one-shot: final CQE seen, res not yet taken */
+};
+
+/* pw_net_op.flags */
+#define PW__NF_PAUSED	0x01u /* cancelled by us to stop a full queue */
+#define PW__NF_STARVED	0x02u /* recv ended for lack of buffers */
+#define PW__NF_BACKOFF	0x04u /* accept: a resource error, back off */
+#define PW__NF_WAITING	0x08u /* accept: backoff sleep armed */
+#define PW__NF_TIMEDOUT 0x10u /* the poll's deadline passed: cancelled */
+#define PW__NF_DROPPED	0x20u /* the owner cancelled: discard results */
+
+/* Where a provided buffer is (pw__net.where[bid]). */
+enum {
+	PW__BUF_RING = 0, /* in the kernel's ring */
+	PW__BUF_QUEUED,	  /* filled, queued in a pw_recv */
+	PW__BUF_LENT,	  /* borrowed by the application */
+};
+
+/* One shard's networking. Shard thread only. */
+struct pw__net {
+	struct pw_net_config cfg;
+	struct io_uring_buf_ring *br; /* NULL until the first recv */
+	size_t br_bytes;	      /* its mapping */
+	char *mem;		      /* buf_count * buf_size bytes */
+	uint16_t *next;		      /* queue links of filled buffers */
+	uint32_t *len;		      /* bytes in each filled buffer */
+	uint8_t *where;		      /* PW__BUF_* per buffer */
+	uint32_t out;		      /* buffers not in the ring */
+	uint32_t recv_cap;	      /* queued buffers that pause a recv */
+	struct pw_list starved;	      /* pw_recvs waiting for buffers */
+	struct pw_net_stats st;
+};
+
+/* A listener's per-shard socket and counters. The counters are written
+ * by that shard only (relaxed load + store, no read-modify-write) and
+ * read by any thread (relaxed loads). */
+struct pw__lshard {
+	int fd;
+	_Atomic uint64_t accepted, errors, dropped;
+};
+
+struct pw_net_listener {
+	struct pw_runtime *rt;
+	unsigned n;		 /* shards */
+	bool shared;		 /* one socket for all */
+	struct pw_net_addr addr; /* bound address */
+	struct pw__lshard per[];
+};
+
+#define PW__LSTAT_ADD(p, f, v)                                             \
+	atomic_store_explicit(                                             \
+		&(p)->f,                                                   \
+		atomic_load_explicit(&(p)->f, memory_order_relaxed) + (v), \
+		memory_order_relaxed)
+
+/* The calling shard's networking record, created on first use; NULL
+ * (and *err set) off a shard or out of memory. */
+struct pw__net *pw__net_get(struct pw__shard *s, int *err);
+
+/* Create the buffer ring if it does not exist yet. 0 or -errno. */
+int pw__net_bufs_ready(struct pw__shard *s, struct pw__net *n);
+
+/* Take @r off the starved list if it is there. Its node is NULL while
+ * unlinked, so a leaf copied into a task's state is never stale. */
+static inline void pw__recv_unstarve(struct pw_recv *r)
+{
+	if (r->starved.next) {
+		pw_list_del(&r->starved);
+		r->starved.next = r->starved.prev = NULL;
+	}
+}
+
+/* Put buffer @bid back into the kernel's ring. */
+void pw__net_buf_recycle(struct pw__net *n, uint16_t bid);
+
+/*
+ * An SQE for a request of @cx's task; NULL when the kernel takes nothing
+ * (the task is then polled again next turn). Prepare it, then call
+ * pw__nop_arm().
+ */
+struct io_uring_sqe *pw__nop_sqe(struct pw_cx *cx);
+
+/* Tag @sqe as @op's request of @kind, pin the task, count it in flight. */
+void pw__nop_arm(struct pw_cx *cx, struct pw_net_op *op,
+		 struct io_uring_sqe *sqe, uint8_t kind);
+
+/* Ask the kernel to cancel @op's request if it is armed. */
+void pw__nop_cancel(struct pw__shard *s, struct pw_net_op *op);
+
+/* Per-kind CQE handlers: consume the CQE's payload. @final is true for
+ * the request's last CQE; @alive is false once the task finished. */
+void pw__accept_cqe(struct pw__shard *s, struct pw_net_op *op,
+		    const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
+		  const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__send_cqe(struct pw__shard *s, struct pw_net_op *op,
+		  const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__connect_cqe(struct pw__shard *s, struct pw_net_op *op,
+		     const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__close_cqe(struct pw__shard *s, struct pw_net_op *op,
+		   const struct io_uring_cqe *cqe, bool final, bool alive);
+
+/*
+ * Deadline of a poll: true when @deadline has passed; otherwise @timer is
+ * armed for it (PW_TIME_NEVER disarms it). Never counts against the
+ * budget.
+ */
+bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
+		      uint64_t deadline);
+
+#endif /* PW_NET_INT_H */

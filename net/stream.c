@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * stream.c - the leaves of a connected socket: multishot recv, send,
+ * connect, shutdown and cancel-then-close.
+ *
+ * pw_recv keeps one multishot recv armed with IOSQE_BUFFER_SELECT on the
+ * shard's buffer ring. Filled buffers queue in the pw_recv, linked through
+ * the ring's next[] array, so a burst of CQEs never needs room in the
+ * leaf. The request is re-armed whenever it ends: after ENOBUFS once
+ * buffers come back (the shard's starved list), and after a pause: a
+ * receive whose queue reaches recv_cap buffers is cancelled so that one
+ * slow reader cannot drain the ring for the whole shard.
+ *
+ * pw_send keeps one send in flight (MSG_WAITALL | MSG_NOSIGNAL) and
+ * resubmits the rest after a short send; with SEND_ZC a request ends at
+ * its notification CQE, when the kernel no longer reads the bytes.
+ */
+#include <errno.h>
+#include <netinet/tcp.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "net_int.h"
+
+/* ---- recv ------------------------------------------------------------- */
+
+void pw_recv_init(struct pw_recv *r, int fd)
+{
+	if (!r)
+		return;
+	memset(r, 0, sizeof(*r));
+	pw_sleep_init_at(&r->timer, PW_TIME_NEVER);
+	r->fd = fd; /* starved stays NULL (unlinked): the leaf may be copied */
+}
+
+void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
+		  const struct io_uring_cqe *cqe, bool final, bool alive)
+{
+	struct pw_recv *r = (struct pw_recv *)(void *)op;
+	struct pw__net *n = s->net;
+	int res = cqe->res;
+
+	if (final)
+		op->state = PW__NS_IDLE;
+	if (cqe->flags & IORING_CQE_F_BUFFER) {
+		uint16_t bid =
+			(uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+		n->out++;
+		if (!alive || (op->flags & PW__NF_DROPPED) || res <= 0) {
+			pw__net_buf_recycle(n, bid);
+		} else {
+			n->where[bid] = PW__BUF_QUEUED;
+			n->len[bid] = (uint32_t)res;
+			n->next[bid] = 0;
+			if (r->count)
+				n->next[r->tail] = bid;
+			else
+				r->head = bid;
+			r->tail = bid;
+			r->count++;
+		}
+	}
+	if (!alive || (op->flags & PW__NF_DROPPED))
+		return;
+	if (res == 0 && final) {
+		r->eof = true;
+	} else if (res == -ENOBUFS) {
+		n->st.enobufs++;
+		op->flags |= PW__NF_STARVED;
+	} else if (res == -ECANCELED && (op->flags & PW__NF_PAUSED)) {
+		/* our own pause */
+	} else if (res < 0 && res != -ECANCELED) {
+		r->err = res;
+	}
+	if (final) {
+		op->flags &= (uint8_t)~PW__NF_PAUSED;
+	} else if (r->count >= n->recv_cap && op->state == PW__NS_ARMED) {
+		op->flags |= PW__NF_PAUSED;
+		n->st.recv_pauses++;
+		pw__nop_cancel(s, op);
+	}
+}
+
+static void recv_arm(struct pw_cx *cx, struct pw_recv *r, struct pw__net *n)
+{
+	struct pw_net_op *op = &r->op;
+
+	if (op->flags & PW__NF_STARVED) {
+		if (n->out >= n->cfg.buf_count) {
+			if (!r->starved.next)
+				pw_list_add_tail(&r->starved, &n->starved);
+			return; /* pw__net_buf_recycle() wakes us */
+		}
+		op->flags &= (uint8_t)~PW__NF_STARVED;
+	}
+	pw__recv_unstarve(r);
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	if (!sqe)
+		return;
+	io_uring_prep_recv_multishot(sqe, r->fd, NULL, 0, 0);
+	sqe->flags |= IOSQE_BUFFER_SELECT;
+	sqe->buf_group = PW__NET_BGID;
+	pw__nop_arm(cx, op, sqe, PW__NK_RECV);
+}
+
+enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
+			  uint64_t deadline, struct pw_net_buf *buf,
+			  int32_t *res)
+{
+	int err = 0;
+
+	if (!res)
+		return PW_READY;
+	if (!cx || !r || !buf || r->fd < 0) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw__net *n = pw__net_get(cx->shard, &err);
+	if (!n || (err = pw__net_bufs_ready(cx->shard, n))) {
+		*res = err;
+		return PW_READY;
+	}
+	struct pw_net_op *op = &r->op;
+	op->flags &= (uint8_t)~PW__NF_DROPPED;
+	op->task = cx->task; /* the starved list wakes this task */
+	if (r->count) {
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		uint16_t bid = r->head;
+		r->head = n->next[bid];
+		r->count--;
+		n->where[bid] = PW__BUF_LENT;
+		buf->bid = bid;
+		buf->data = n->mem + (size_t)bid * n->cfg.buf_size;
+		buf->len = n->len[bid];
+		*res = (int32_t)buf->len;
+		n->st.recv_bytes += buf->len;
+		if (op->state == PW__NS_IDLE && !r->eof && !r->err &&
+		    r->count < (n->recv_cap + 1) / 2)
+			recv_arm(cx, r, n);
+		pw_sleep_cancel(&r->timer);
+		return PW_READY;
+	}
+	if (r->err || r->eof) {
+		*res = r->err;
+		pw_sleep_cancel(&r->timer);
+		return PW_READY;
+	}
+	if (op->state == PW__NS_IDLE)
+		recv_arm(cx, r, n);
+	if (pw__net_deadline(cx, &r->timer, deadline)) {
+		*res = -ETIMEDOUT;
+		return PW_READY;
+	}
+	return PW_PENDING;
+}
+
+void pw_recv_cancel(struct pw_recv *r)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!r || !s)
+		return;
+	r->op.flags |= PW__NF_DROPPED;
+	pw__recv_unstarve(r);
+	pw__nop_cancel(s, &r->op);
+	while (r->count && s->net) {
+		uint16_t bid = r->head;
+		r->head = s->net->next[bid];
+		r->count--;
+		pw__net_buf_recycle(s->net, bid);
+	}
+	pw_sleep_cancel(&r->timer);
+}
+
+/* ---- send ------------------------------------------------------------- */
+
+void pw_send_init(struct pw_send *s, int fd)
+{
+	if (!s)
+		return;
+	memset(s, 0, sizeof(*s));
+	pw_sleep_init_at(&s->timer, PW_TIME_NEVER);
+	s->fd = fd;
+}
+
+void pw__send_cqe(struct pw__shard *sh, struct pw_net_op *op,
+		  const struct io_uring_cqe *cqe, bool final, bool alive)
+{
+	struct pw_send *s = (struct pw_send *)(void *)op;
+
+	if (final)
+		op->state = PW__NS_IDLE;
+	if (!alive || (cqe->flags & IORING_CQE_F_NOTIF))
+		return;
+	if (cqe->res > 0) {
+		s->done += (size_t)cqe->res;
+		if (sh->net)
+			sh->net->st.send_bytes += (uint64_t)cqe->res;
+	} else if (cqe->res == 0) {
+		s->err = -EPIPE; /* no progress: do not spin */
+	} else if (!s->err) {
+		s->err = cqe->res;
+	}
+}
+
+enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
+			  size_t len, uint64_t deadline, int32_t *res)
+{
+	int err = 0;
+
+	if (!res)
+		return PW_READY;
+	if (!cx || !s || s->fd < 0 || (!data && len) || len > INT32_MAX) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw_net_op *op = &s->op;
+	if (!s->started) {
+		if (op->state != PW__NS_IDLE)
+			return PW_PENDING; /* a cancelled send still ends */
+		s->data = data;
+		s->len = len;
+		s->done = 0;
+		s->err = 0;
+		s->started = true;
+		op->flags = 0;
+	}
+	if (op->state != PW__NS_IDLE) {
+		if (op->state == PW__NS_ARMED &&
+		    pw__net_deadline(cx, &s->timer, deadline)) {
+			op->flags |= PW__NF_TIMEDOUT;
+			pw__nop_cancel(cx->shard, op);
+		}
+		return PW_PENDING;
+	}
+	if ((op->flags & PW__NF_TIMEDOUT) || s->err || s->done >= s->len) {
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		*res = (op->flags & PW__NF_TIMEDOUT) ? -ETIMEDOUT :
+		       s->err			     ? s->err :
+						       (int32_t)s->len;
+		s->started = false;
+		op->flags = 0;
+		pw_sleep_cancel(&s->timer);
+		return PW_READY;
+	}
+	if (pw__net_deadline(cx, &s->timer, deadline)) {
+		s->started = false;
+		*res = -ETIMEDOUT;
+		return PW_READY;
+	}
+	struct pw__net *n = pw__net_get(cx->shard, &err);
+	uint32_t zc = n ? n->cfg.zc_threshold : 0;
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	if (!sqe)
+		return PW_PENDING;
+	size_t left = s->len - s->done;
+	s->zc = zc && left >= zc;
+	if (s->zc) {
+		io_uring_prep_send_zc(sqe, s->fd, s->data + s->done, left,
+				      MSG_NOSIGNAL | MSG_WAITALL, 0);
+		n->st.zc_sends++;
+	} else {
+		io_uring_prep_send(sqe, s->fd, s->data + s->done, left,
+				   MSG_NOSIGNAL | MSG_WAITALL);
+	}
+	pw__nop_arm(cx, op, sqe, PW__NK_SEND);
+	return PW_PENDING;
+}
+
+void pw_send_cancel(struct pw_send *s)
+{
+	struct pw__shard *sh = pw__cur_shard;
+
+	if (!s || !sh)
+		return;
+	pw__nop_cancel(sh, &s->op);
+	s->started = false;
+	pw_sleep_cancel(&s->timer);
+}
+
+/* ---- connect ------------------------------------------------------------ */
+
+void pw_connect_init(struct pw_connect *c, const struct pw_net_addr *addr)
+{
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	pw_sleep_init_at(&c->timer, PW_TIME_NEVER);
+	if (addr)
+		c->addr = *addr;
+	c->fd = -1;
+}
+
+void pw__connect_cqe(struct pw__shard *s, struct pw_net_op *op,
+		     const struct io_uring_cqe *cqe, bool final, bool alive)
+{
+	struct pw_connect *c = (struct pw_connect *)(void *)op;
+
+	(void)s;
+	if (!final)
+		return;
+	op->res = cqe->res;
+	op->state = PW__NS_DONE;
+	if ((!alive || (op->flags & PW__NF_DROPPED)) && c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+		op->state = PW__NS_IDLE;
+	}
+}
+
+enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
+			     uint64_t deadline, int *res)
+{
+	if (!res)
+		return PW_READY;
+	int family = c ? c->addr.u.sa.sa_family : AF_UNSPEC;
+	if (!cx || !c ||
+	    (family != AF_INET && family != AF_INET6 && family != AF_UNIX)) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw_net_op *op = &c->op;
+	switch (op->state) {
+	case PW__NS_ARMED:
+		if (pw__net_deadline(cx, &c->timer, deadline)) {
+			c->timed_out = true;
+			pw__nop_cancel(cx->shard, op);
+		}
+		return PW_PENDING;
+	case PW__NS_CANCELLING:
+		return PW_PENDING;
+	case PW__NS_DONE:
+		op->state = PW__NS_IDLE;
+		pw_sleep_cancel(&c->timer);
+		if (op->res == 0) {
+			*res = c->fd;
+		} else {
+			close(c->fd);
+			*res = c->timed_out ? -ETIMEDOUT : op->res;
+		}
+		c->fd = -1;
+		c->timed_out = false;
+		return PW_READY;
+	default:
+		break;
+	}
+	if (pw__net_deadline(cx, &c->timer, deadline)) {
+		*res = -ETIMEDOUT;
+		return PW_READY;
+	}
+	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		pw_sleep_cancel(&c->timer);
+		*res = -errno;
+		return PW_READY;
+	}
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	if (!sqe) {
+		close(fd); /* polled again next turn */
+		return PW_PENDING;
+	}
+	if (family != AF_UNIX) {
+		int one = 1;
+		(void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one,
+				 sizeof(one));
+	}
+	c->fd = fd;
+	c->timed_out = false;
+	op->flags = 0;
+	io_uring_prep_connect(sqe, fd, &c->addr.u.sa, c->addr.len);
+	pw__nop_arm(cx, op, sqe, PW__NK_CONNECT);
+	return PW_PENDING;
+}
+
+void pw_connect_cancel(struct pw_connect *c)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!c || !s)
+		return;
+	c->op.flags |= PW__NF_DROPPED;
+	pw__nop_cancel(s, &c->op);
+	if (c->op.state == PW__NS_DONE && c->fd >= 0) {
+		close(c->fd);
+		c->fd = -1;
+		c->op.state = PW__NS_IDLE;
+	}
+	pw_sleep_cancel(&c->timer);
+}
+
+/* ---- shutdown and close ----------------------------------------------- */
+
+void pw_shutdown_init(struct pw_close *c, int fd, int how)
+{
+	if (!c)
+		return;
+	memset(c, 0, sizeof(*c));
+	c->fd = fd;
+	c->how = how;
+}
+
+void pw_close_init(struct pw_close *c, int fd)
+{
+	pw_shutdown_init(c, fd, -1);
+}
+
+void pw__close_cqe(struct pw__shard *s, struct pw_net_op *op,
+		   const struct io_uring_cqe *cqe, bool final, bool alive)
+{
+	struct pw_close *c = (struct pw_close *)(void *)op;
+
+	(void)s;
+	if (!final)
+		return;
+	op->res = cqe->res;
+	op->state = PW__NS_DONE;
+	if (!alive && c->how < 0 && op->stage == 1) {
+		/* The cancel ended but nobody will submit the close. */
+		close(c->fd);
+	}
+}
+
+enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c, int32_t *res)
+{
+	if (!res)
+		return PW_READY;
+	if (!cx || !c || c->fd < 0 ||
+	    (c->how != -1 && c->how != SHUT_RD && c->how != SHUT_WR &&
+	     c->how != SHUT_RDWR)) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw_net_op *op = &c->op;
+	if (op->state == PW__NS_ARMED || op->state == PW__NS_CANCELLING)
+		return PW_PENDING;
+	if (op->stage == 3) {
+		*res = -EBADF; /* closed already */
+		return PW_READY;
+	}
+	if (op->state == PW__NS_DONE) {
+		op->state = PW__NS_IDLE;
+		if (op->stage == 2 || c->how >= 0) {
+			op->stage = c->how >= 0 ? 0 : 3;
+			*res = op->res;
+			return PW_READY;
+		}
+	}
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	if (!sqe)
+		return PW_PENDING;
+	if (c->how >= 0) {
+		io_uring_prep_shutdown(sqe, c->fd, c->how);
+	} else if (op->stage == 0) {
+		io_uring_prep_cancel_fd(sqe, c->fd, IORING_ASYNC_CANCEL_ALL);
+		op->stage = 1;
+	} else {
+		io_uring_prep_close(sqe, c->fd);
+		op->stage = 2;
+	}
+	pw__nop_arm(cx, op, sqe, PW__NK_CLOSE);
+	return PW_PENDING;
+}
+
+bool pw_close_cancel(struct pw_close *c)
+{
+	if (!c || c->how >= 0 || c->op.stage == 0)
+		return false;
+	/* A cancel stage in flight closes the socket when it ends
+	 * (pw__close_cqe()); the close itself completes on its own; only a
+	 * finished cancel stage awaiting its next poll is left to do. */
+	if (c->op.state == PW__NS_DONE && c->op.stage == 1) {
+		close(c->fd);
+		c->op.state = PW__NS_IDLE;
+		c->op.stage = 3;
+	}
+	return true;
+}

@@ -1,0 +1,1086 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_net.c - sockets over io_uring on loopback: byte-exact echo over
+ * TCP (IPv4, IPv6) and Unix sockets with many connections, half-close,
+ * peer reset, connect refused and timed out, accept under descriptor
+ * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, bad input and
+ * the `pinwheel echo` command.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+
+/* ---- checksums and payloads -------------------------------------------- */
+
+#define FNV_INIT 1469598103934665603ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static void fill(uint64_t *seed, char *buf, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		buf[i] = (char)(rng_next(seed) >> 24);
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* ---- the server: an echo service in tasks ------------------------------ */
+
+static struct pw_net_config *srv_cfg; /* applied on each shard first */
+static _Atomic uint64_t srv_sum;      /* sum of per-connection checksums */
+static _Atomic int srv_done, srv_errors, srv_eofs;
+static _Atomic int srv_last_err;
+
+enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
+
+struct conn {
+	int fd, step;
+	bool have, counted;
+	int32_t err;
+	uint64_t sum;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_send tx;
+	struct pw_close cl;
+};
+
+static void conn_finish(struct conn *c)
+{
+	if (c->counted)
+		return;
+	c->counted = true;
+	atomic_fetch_add(&srv_sum, c->sum);
+	if (c->err < 0) {
+		atomic_fetch_add(&srv_errors, 1);
+		atomic_store(&srv_last_err, c->err);
+	}
+	atomic_fetch_add(&srv_done, 1);
+}
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct conn *c = state;
+	int32_t res;
+
+	for (;;) {
+		switch (c->step) {
+		case C_RECV:
+			if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+					 &res) == PW_PENDING)
+				return PW_PENDING;
+			if (res < 0) {
+				c->err = res;
+				c->step = C_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+			} else if (res == 0) {
+				atomic_fetch_add(&srv_eofs, 1);
+				c->step = C_SHUT;
+				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
+			} else {
+				c->sum = fnv(c->sum, c->buf.data, c->buf.len);
+				c->have = true;
+				c->step = C_SEND;
+			}
+			break;
+		case C_SEND:
+			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
+					 PW_TIME_NEVER, &res) == PW_PENDING)
+				return PW_PENDING;
+			cr_assert_eq(pw_net_buf_release(&c->buf), 0);
+			cr_assert_eq(pw_net_buf_release(&c->buf), -EINVAL,
+				     "a second release is refused");
+			c->have = false;
+			if (res < 0) {
+				c->err = res;
+				c->step = C_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+			} else {
+				c->step = C_RECV;
+			}
+			break;
+		case C_SHUT:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			c->step = C_CLOSE;
+			pw_close_init(&c->cl, c->fd);
+			break;
+		default:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			cr_assert_eq(res, 0, "close: %d", res);
+			conn_finish(c);
+			return pw_ready(cx, 0);
+		}
+	}
+}
+
+static void conn_drop(void *state)
+{
+	struct conn *c = state;
+
+	if (c->have)
+		pw_net_buf_release(&c->buf);
+	pw_recv_cancel(&c->rx);
+	pw_send_cancel(&c->tx);
+	if (!pw_close_cancel(&c->cl))
+		close(c->fd);
+}
+
+struct acceptor {
+	struct pw_accept acc;
+	bool configured;
+};
+
+static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
+{
+	struct acceptor *a = state;
+	int fd;
+
+	if (!a->configured && srv_cfg)
+		cr_assert_eq(pw_net_configure(srv_cfg), 0);
+	a->configured = true;
+	for (;;) {
+		if (pw_accept_poll(cx, &a->acc, PW_TIME_NEVER, &fd) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		cr_assert_geq(fd, 0, "accept: %d", fd);
+		struct conn c = { .fd = fd, .sum = FNV_INIT };
+		pw_recv_init(&c.rx, fd);
+		pw_send_init(&c.tx, fd);
+		pw_close_init(&c.cl, fd);
+		cr_assert_eq(
+			pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop), 0);
+	}
+}
+
+static void acceptor_drop(void *state)
+{
+	struct acceptor *a = state;
+	pw_accept_cancel(&a->acc);
+}
+
+struct server {
+	struct pw_runtime *rt;
+	struct pw_net_listener *l;
+	struct pw_net_addr addr; /* where clients connect */
+	unsigned shards;
+};
+
+static void server_start(struct server *s, unsigned shards, const char *at,
+			 uint32_t flags)
+{
+	struct pw_net_addr a;
+	struct pw_net_listen_opts o = { 0, flags };
+
+	atomic_store(&srv_sum, 0);
+	atomic_store(&srv_done, 0);
+	atomic_store(&srv_errors, 0);
+	atomic_store(&srv_eofs, 0);
+	s->shards = shards;
+	s->rt = pw_test_runtime(shards);
+	cr_assert_eq(pw_net_addr_parse(&a, at), 0, "%s", at);
+	int err = pw_net_listener_create(&s->l, s->rt, &a, &o);
+	cr_assert_eq(err, 0, "listen on %s: %d", at, err);
+	cr_assert_eq(pw_net_listener_addr(s->l, &s->addr), 0);
+	for (unsigned i = 0; i < shards; i++) {
+		struct acceptor ac = { 0 };
+		pw_accept_init(&ac.acc, s->l, 2 * PW_NSEC_PER_MSEC);
+		cr_assert_eq(pw_runtime_spawn(s->rt, i, acceptor_poll, &ac,
+					      sizeof(ac), acceptor_drop),
+			     0);
+	}
+}
+
+/* Wait until @n connections finished on the server side. */
+static void server_wait_done(int n)
+{
+	for (int i = 0; i < 10000 && atomic_load(&srv_done) < n; i++)
+		usleep(1000);
+	cr_assert_eq(atomic_load(&srv_done), n, "server connections done");
+}
+
+static void server_stop(struct server *s)
+{
+	cr_assert_eq(pw_runtime_destroy(s->rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(s->l), 0);
+}
+
+/* ---- clients: blocking sockets on helper threads ----------------------- */
+
+struct client {
+	struct pw_net_addr addr;
+	size_t len;
+	uint64_t seed;
+	uint64_t sent_sum, recv_sum;
+	size_t got;
+	int err;
+	pthread_t th;
+};
+
+static int client_socket(const struct pw_net_addr *a)
+{
+	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, &a->u.sa, a->len)) {
+		int e = -errno;
+		close(fd);
+		return e;
+	}
+	return fd;
+}
+
+/* Send len pseudo-random bytes while reading the echo, then half-close
+ * and read to the end. */
+static void *client_main(void *arg)
+{
+	struct client *c = arg;
+	static _Thread_local char out[16384], in[65536];
+	size_t sent = 0, olen = 0, ooff = 0;
+	bool shut = false;
+	uint64_t seed = c->seed;
+
+	c->sent_sum = c->recv_sum = FNV_INIT;
+	int fd = client_socket(&c->addr);
+	if (fd < 0) {
+		c->err = fd;
+		return NULL;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		if (sent == c->len && ooff == olen && !shut) {
+			shutdown(fd, SHUT_WR);
+			shut = true;
+		}
+		struct pollfd p = { fd, POLLIN, 0 };
+		if (!shut)
+			p.events |= POLLOUT;
+		int n = poll(&p, 1, 10000);
+		if (n <= 0) {
+			c->err = -ETIMEDOUT;
+			break;
+		}
+		if (p.revents & POLLOUT) {
+			if (ooff == olen) {
+				olen = c->len - sent < sizeof(out) ?
+					       c->len - sent :
+					       sizeof(out);
+				olen = 1 + rng_next(&seed) % olen;
+				fill(&seed, out, olen);
+				c->sent_sum = fnv(c->sent_sum, out, olen);
+				sent += olen;
+				ooff = 0;
+			}
+			ssize_t w =
+				send(fd, out + ooff, olen - ooff, MSG_NOSIGNAL);
+			if (w > 0)
+				ooff += (size_t)w;
+			else if (errno != EAGAIN) {
+				c->err = -errno;
+				break;
+			}
+		}
+		if (p.revents & (POLLIN | POLLHUP | POLLERR)) {
+			ssize_t r = recv(fd, in, sizeof(in), 0);
+			if (r == 0)
+				break;
+			if (r < 0 && errno != EAGAIN) {
+				c->err = -errno;
+				break;
+			}
+			if (r > 0) {
+				c->recv_sum = fnv(c->recv_sum, in, (size_t)r);
+				c->got += (size_t)r;
+			}
+		}
+	}
+	close(fd);
+	return NULL;
+}
+
+/* Run @n clients against @s concurrently and check every byte. */
+static void run_clients(struct server *s, int n, size_t max_len, uint64_t seed)
+{
+	struct client *cl = calloc((size_t)n, sizeof(*cl));
+	uint64_t sum = 0;
+
+	cr_assert_not_null(cl);
+	for (int i = 0; i < n; i++) {
+		cl[i].addr = s->addr;
+		cl[i].seed = seed * 7919 + (uint64_t)i + 1;
+		uint64_t r = cl[i].seed;
+		cl[i].len = 1 + rng_next(&r) % max_len;
+		if (i == 0)
+			cl[i].len = max_len;
+		cr_assert_eq(pthread_create(&cl[i].th, NULL, client_main,
+					    &cl[i]),
+			     0);
+	}
+	for (int i = 0; i < n; i++) {
+		pthread_join(cl[i].th, NULL);
+		cr_assert_eq(cl[i].err, 0, "client %d: %d", i, cl[i].err);
+		cr_assert_eq(cl[i].got, cl[i].len, "client %d: %zu of %zu", i,
+			     cl[i].got, cl[i].len);
+		cr_assert_eq(cl[i].recv_sum, cl[i].sent_sum,
+			     "client %d: checksum", i);
+		sum += cl[i].sent_sum;
+	}
+	server_wait_done(n);
+	cr_assert_eq(atomic_load(&srv_sum), sum, "server-side checksums");
+	cr_assert_eq(atomic_load(&srv_errors), 0);
+	cr_assert_eq(atomic_load(&srv_eofs), n, "every half-close was seen");
+	free(cl);
+}
+
+static size_t scaled(size_t bytes)
+{
+	size_t v = (size_t)((double)bytes * pw_test_scale());
+	return v < 4096 ? 4096 : v;
+}
+
+/* Every shard's acceptor remains, nothing else: no task leaked. */
+static void check_idle(struct server *s)
+{
+	for (unsigned i = 0; i < s->shards; i++) {
+		struct pw_shard_stats st = pw_test_wait_live(s->rt, i, 1);
+		cr_assert_eq(st.live_tasks, 1, "shard %u live tasks", i);
+	}
+}
+
+/* ---- echo tests -------------------------------------------------------- */
+
+Test(net, echo_ipv4_many_connections_byte_exact)
+{
+	pw_test_time_limit(120);
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 2, "127.0.0.1:0", 0);
+	run_clients(&s, 24, scaled(3u << 20), 1);
+	check_idle(&s);
+	struct pw_net_listener_stats ls;
+	cr_assert_eq(pw_net_listener_stats(s.l, &ls), 0);
+	cr_assert_eq(ls.accepted, 24);
+	cr_assert_eq(ls.accept_errors, 0);
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+Test(net, echo_shared_listener)
+{
+	pw_test_time_limit(60);
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 2, "127.0.0.1:0", PW_NET_LISTEN_SHARED);
+	run_clients(&s, 12, scaled(1u << 20), 2);
+	check_idle(&s);
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+Test(net, echo_unix_socket)
+{
+	pw_test_time_limit(60);
+	char at[64];
+	snprintf(at, sizeof(at), "unix:/tmp/pw-test-net-%d.sock", getpid());
+	unlink(at + 5);
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 2, at, 0);
+	run_clients(&s, 8, scaled(1u << 20), 3);
+	check_idle(&s);
+	server_stop(&s);
+	cr_assert_eq(access(at + 5, F_OK), -1, "the socket file is removed");
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+static bool ipv6_loopback(void)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6,
+				  .sin6_addr = IN6ADDR_LOOPBACK_INIT };
+	int fd = socket(AF_INET6, SOCK_STREAM, 0);
+	bool ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+Test(net, echo_ipv6)
+{
+	pw_test_time_limit(60);
+	if (!ipv6_loopback())
+		cr_skip_test("IPv6 loopback ::1 is unavailable on this host");
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 2, "[::1]:0", 0);
+	char text[PW_NET_ADDR_STRLEN];
+	cr_assert_gt(pw_net_addr_format(&s.addr, text, sizeof(text)), 0);
+	cr_assert_eq(strncmp(text, "[::1]:", 6), 0, "%s", text);
+	run_clients(&s, 8, scaled(1u << 20), 4);
+	check_idle(&s);
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* SEND_ZC above a small threshold: same bytes, and ZC was used. */
+static enum pw_poll stats_poll(struct pw_cx *cx, void *state)
+{
+	cr_assert_eq(pw_net_stats(state), 0);
+	return pw_ready(cx, 0);
+}
+
+Test(net, echo_send_zc)
+{
+	pw_test_time_limit(60);
+	struct pw_net_config cfg;
+	pw_net_config_init(&cfg);
+	cfg.zc_threshold = 1024;
+	srv_cfg = &cfg;
+	struct server s;
+	server_start(&s, 1, "127.0.0.1:0", 0);
+	run_clients(&s, 4, scaled(1u << 20), 5);
+	struct pw_net_stats st;
+	pw_test_block_on(s.rt, stats_poll, &st);
+	cr_assert_gt(st.zc_sends, 0);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	server_stop(&s);
+	srv_cfg = NULL;
+}
+
+/* A ring of 4 buffers for 6 connections: receives run dry (ENOBUFS),
+ * wait, re-arm, and every byte still arrives. */
+Test(net, enobufs_recovery_with_a_tiny_ring)
+{
+	pw_test_time_limit(60);
+	int fds0 = pw_test_open_fds();
+	struct pw_net_config cfg;
+	pw_net_config_init(&cfg);
+	cfg.buf_count = 4;
+	cfg.buf_size = 256;
+	srv_cfg = &cfg;
+	struct server s;
+	server_start(&s, 1, "127.0.0.1:0", 0);
+	run_clients(&s, 6, scaled(256u << 10), 6);
+	struct pw_net_stats st;
+	pw_test_block_on(s.rt, stats_poll, &st);
+	cr_assert_gt(st.enobufs, 0, "the ring ran dry at least once");
+	cr_assert_eq(st.bufs_total, 4);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	check_idle(&s);
+	server_stop(&s);
+	srv_cfg = NULL;
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* ---- faults ------------------------------------------------------------ */
+
+/* Half-close: the client's FIN reaches the server as end of stream; the
+ * server's own half-close reaches the client after all echoed data, while
+ * the client can still read. */
+Test(net, half_close_propagates)
+{
+	pw_test_time_limit(30);
+	struct server s;
+	server_start(&s, 1, "127.0.0.1:0", 0);
+	int fd = client_socket(&s.addr);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, "ping", 4, 0), 4);
+	char buf[8];
+	cr_assert_eq(recv(fd, buf, 4, MSG_WAITALL), 4);
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	cr_assert_eq(recv(fd, buf, sizeof(buf), 0), 0, "EOF after FIN");
+	server_wait_done(1);
+	cr_assert_eq(atomic_load(&srv_eofs), 1);
+	close(fd);
+	server_stop(&s);
+}
+
+/* The peer resets the connection mid-stream: the server task sees an
+ * error, finishes, and leaves no task, buffer or fd behind. */
+Test(net, peer_reset_mid_stream)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 1, "127.0.0.1:0", 0);
+	int fd = client_socket(&s.addr);
+	cr_assert_geq(fd, 0);
+	/* Send without reading until the echo backs up. */
+	char *blk = calloc(1, 65536);
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	size_t total = 0;
+	for (int i = 0; i < 2000 && total < (64u << 20); i++) {
+		ssize_t w = send(fd, blk, 65536, MSG_NOSIGNAL);
+		if (w > 0)
+			total += (size_t)w;
+		else
+			usleep(1000);
+	}
+	free(blk);
+	cr_assert_gt(total, 0);
+	struct linger lg = { 1, 0 };
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+	close(fd); /* RST */
+	server_wait_done(1);
+	cr_assert_eq(atomic_load(&srv_errors), 1, "the reset was reported");
+	int e = atomic_load(&srv_last_err);
+	cr_assert(e == -ECONNRESET || e == -EPIPE, "error %d", e);
+	check_idle(&s);
+	struct pw_net_stats st;
+	pw_test_block_on(s.rt, stats_poll, &st);
+	cr_assert_eq(st.bufs_borrowed, 0, "every buffer returned");
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A client task: connect, send a message, read the echo. */
+struct dial {
+	struct pw_net_addr addr;
+	uint64_t timeout_ns;
+	int step, fd;
+	int32_t res;
+	uint64_t deadline;
+	char in[64];
+	size_t got;
+	struct pw_net_buf buf;
+	struct pw_connect c;
+	struct pw_send tx;
+	struct pw_recv rx;
+	struct pw_close cl;
+};
+
+static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
+{
+	struct dial *d = state;
+	int32_t res;
+
+	switch (d->step) {
+	case 0:
+		pw_connect_init(&d->c, &d->addr);
+		d->deadline = d->timeout_ns ?
+				      (uint64_t)pw_time_now() + d->timeout_ns :
+				      PW_TIME_NEVER;
+		d->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_connect_poll(cx, &d->c, d->deadline, &d->fd) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		if (d->fd < 0)
+			return pw_ready(cx, d->fd);
+		pw_send_init(&d->tx, d->fd);
+		pw_recv_init(&d->rx, d->fd);
+		d->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_send_poll(cx, &d->tx, "hello", 5, PW_TIME_NEVER, &res) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(res, 5);
+		d->step = 3;
+		/* fall through */
+	case 3:
+		while (d->got < 5) {
+			if (pw_recv_poll(cx, &d->rx, PW_TIME_NEVER, &d->buf,
+					 &res) == PW_PENDING)
+				return PW_PENDING;
+			cr_assert_gt(res, 0);
+			memcpy(d->in + d->got, d->buf.data, d->buf.len);
+			d->got += d->buf.len;
+			cr_assert_eq(pw_net_buf_release(&d->buf), 0);
+		}
+		pw_recv_cancel(&d->rx);
+		pw_close_init(&d->cl, d->fd);
+		d->step = 4;
+		/* fall through */
+	default:
+		if (pw_close_poll(cx, &d->cl, &res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(res, 0);
+		return pw_ready(cx, (int64_t)d->got);
+	}
+}
+
+Test(net, connect_with_tasks_and_exchange)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	server_start(&s, 2, "127.0.0.1:0", 0);
+	static struct dial d;
+	memset(&d, 0, sizeof(d));
+	d.addr = s.addr;
+	d.timeout_ns = 5 * PW_NSEC_PER_SEC;
+	cr_assert_eq(pw_test_block_on(s.rt, dial_poll, &d), 5);
+	cr_assert_eq(memcmp(d.in, "hello", 5), 0);
+	server_wait_done(1);
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A port nobody listens on. */
+static struct pw_net_addr closed_port(void)
+{
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(fd, &a.u.sa, a.len), 0);
+	socklen_t len = sizeof(a.u);
+	cr_assert_eq(getsockname(fd, &a.u.sa, &len), 0);
+	close(fd);
+	return a;
+}
+
+Test(net, connect_refused)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct dial d;
+	memset(&d, 0, sizeof(d));
+	d.addr = closed_port();
+	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ECONNREFUSED);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A listener with backlog 0 whose accept queue is full drops SYNs, so a
+ * connect hangs: the deadline cancels it and -ETIMEDOUT comes back. */
+Test(net, connect_timeout)
+{
+	pw_test_time_limit(30);
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(lfd, &a.u.sa, a.len), 0);
+	cr_assert_eq(listen(lfd, 0), 0);
+	socklen_t len = sizeof(a.u);
+	cr_assert_eq(getsockname(lfd, &a.u.sa, &len), 0);
+	/* Fill the accept queue until a connect no longer completes. */
+	int fill[16], nfill = 0;
+	for (; nfill < 16; nfill++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		fill[nfill] = fd;
+		int r = connect(fd, &a.u.sa, a.len);
+		if (r == 0)
+			continue;
+		cr_assert_eq(errno, EINPROGRESS);
+		struct pollfd p = { fd, POLLOUT, 0 };
+		if (poll(&p, 1, 200) == 0) {
+			nfill++;
+			break;
+		}
+	}
+	cr_assert_lt(nfill, 16, "the backlog never filled");
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct dial d;
+	memset(&d, 0, sizeof(d));
+	d.addr = a;
+	d.timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	uint64_t t0 = mono_ms();
+	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ETIMEDOUT);
+	uint64_t took = mono_ms() - t0;
+	cr_assert_geq(took, 295, "took %llu ms", (unsigned long long)took);
+	cr_assert_lt(took, 3000, "took %llu ms", (unsigned long long)took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(lfd);
+}
+
+/* Descriptors run out: accepts fail with EMFILE, are counted and retried
+ * after a backoff; once descriptors are freed every waiting connection is
+ * accepted and served. Runs in a child process of its own: the test
+ * runner's threads open and close descriptors, which would leave holes
+ * below the limit. */
+#define EXPECT(c)                                                       \
+	do {                                                            \
+		if (!(c)) {                                             \
+			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
+			return 1;                                       \
+		}                                                       \
+	} while (0)
+
+static int fd_exhaustion_scenario(void)
+{
+	/* The limit is lowered before the accept is armed: the kernel reads
+	 * RLIMIT_NOFILE when an accept request is submitted. */
+	struct rlimit old, lim;
+	EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	lim.rlim_cur = 64;
+	lim.rlim_max = old.rlim_max;
+	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	struct server s;
+	server_start(&s, 1, "127.0.0.1:0", 0);
+	enum { N = 4 };
+	int cfd[N];
+	for (int i = 0; i < N; i++) {
+		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		EXPECT(cfd[i] >= 0);
+	}
+	/* Take every descriptor left. */
+	int hog[64], nhog = 0;
+	for (;;) {
+		int fd = dup(0);
+		if (fd < 0)
+			break;
+		EXPECT(nhog < 64);
+		hog[nhog++] = fd;
+	}
+	EXPECT(errno == EMFILE);
+	for (int i = 0; i < N; i++)
+		EXPECT(connect(cfd[i], &s.addr.u.sa, s.addr.len) == 0);
+	struct pw_net_listener_stats ls = { 0 };
+	for (int i = 0; i < 5000 && ls.accept_errors < 3; i++) {
+		usleep(1000);
+		pw_net_listener_stats(s.l, &ls);
+	}
+	EXPECT(ls.accept_errors >= 3); /* counted, retried after backoff */
+	EXPECT(ls.accepted == 0);
+	for (int i = 0; i < nhog; i++)
+		close(hog[i]);
+	EXPECT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	for (int i = 0; i < N; i++) {
+		char b[4];
+		EXPECT(send(cfd[i], "abc", 3, 0) == 3);
+		EXPECT(recv(cfd[i], b, 3, MSG_WAITALL) == 3);
+		EXPECT(memcmp(b, "abc", 3) == 0);
+		close(cfd[i]);
+	}
+	for (int i = 0; i < 5000 && atomic_load(&srv_done) < N; i++)
+		usleep(1000);
+	EXPECT(atomic_load(&srv_done) == N);
+	pw_net_listener_stats(s.l, &ls);
+	EXPECT(ls.accepted == N);
+	server_stop(&s);
+	return 0;
+}
+
+Test(net, accept_survives_fd_exhaustion)
+{
+	pw_test_time_limit(60);
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(fd_exhaustion_scenario());
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the scenario failed (status %#x; see stderr)", st);
+}
+
+/* ---- deadlines ------------------------------------------------------- */
+
+struct timed_recv {
+	int fd, step;
+	uint64_t deadline;
+	int32_t first, second;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_accept acc;
+};
+
+static enum pw_poll timed_recv_poll(struct pw_cx *cx, void *state)
+{
+	struct timed_recv *t = state;
+
+	if (!t->deadline)
+		t->deadline = (uint64_t)pw_time_now() + 50 * PW_NSEC_PER_MSEC;
+	if (t->step == 0) {
+		if (pw_recv_poll(cx, &t->rx, t->deadline, &t->buf, &t->first) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		t->step = 1;
+		/* The peer writes now; the armed recv keeps it. */
+		cr_assert_eq(write(t->fd, "late", 4), 4);
+	}
+	if (pw_recv_poll(cx, &t->rx, PW_TIME_NEVER, &t->buf, &t->second) ==
+	    PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(pw_net_buf_release(&t->buf), 0);
+	pw_recv_cancel(&t->rx);
+	return pw_ready(cx, 0);
+}
+
+Test(net, recv_deadline_then_data)
+{
+	pw_test_time_limit(30);
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct timed_recv t;
+	memset(&t, 0, sizeof(t));
+	t.fd = sv[1];
+	pw_recv_init(&t.rx, sv[0]);
+	pw_test_block_on(rt, timed_recv_poll, &t);
+	cr_assert_eq(t.first, -ETIMEDOUT);
+	cr_assert_eq(t.second, 4);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* An accept with a deadline and no client: -ETIMEDOUT. */
+static enum pw_poll timed_accept_poll(struct pw_cx *cx, void *state)
+{
+	struct timed_recv *t = state;
+	int fd;
+	if (!t->deadline)
+		t->deadline = (uint64_t)pw_time_now() + 20 * PW_NSEC_PER_MSEC;
+	if (pw_accept_poll(cx, &t->acc, t->deadline, &fd) == PW_PENDING)
+		return PW_PENDING;
+	pw_accept_cancel(&t->acc);
+	return pw_ready(cx, fd);
+}
+
+Test(net, accept_deadline)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_net_addr a;
+	struct pw_net_listener *l;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), 0);
+	static struct timed_recv t;
+	memset(&t, 0, sizeof(t));
+	pw_accept_init(&t.acc, l, 0);
+	cr_assert_eq(pw_test_block_on(rt, timed_accept_poll, &t), -ETIMEDOUT);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* ---- addresses and bad input ------------------------------------------ */
+
+Test(net, address_parsing)
+{
+	struct pw_net_addr a, keep;
+	char text[PW_NET_ADDR_STRLEN];
+
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:8080"), 0);
+	cr_assert_eq(a.u.sa.sa_family, AF_INET);
+	cr_assert_eq(ntohs(a.u.in4.sin_port), 8080);
+	cr_assert_eq(pw_net_addr_format(&a, text, sizeof(text)), 14);
+	cr_assert_str_eq(text, "127.0.0.1:8080");
+	cr_assert_eq(pw_net_addr_parse(&a, "[::1]:65535"), 0);
+	cr_assert_eq(a.u.sa.sa_family, AF_INET6);
+	pw_net_addr_format(&a, text, sizeof(text));
+	cr_assert_str_eq(text, "[::1]:65535");
+	cr_assert_eq(pw_net_addr_parse(&a, "unix:/tmp/x.sock"), 0);
+	cr_assert_eq(a.u.sa.sa_family, AF_UNIX);
+	pw_net_addr_format(&a, text, sizeof(text));
+	cr_assert_str_eq(text, "unix:/tmp/x.sock");
+	cr_assert_eq(pw_net_addr_parse(&a, "unix:@abstract"), 0);
+	pw_net_addr_format(&a, text, sizeof(text));
+	cr_assert_str_eq(text, "unix:@abstract");
+	cr_assert_eq(pw_net_addr_format(&a, text, 4), -ENOSPC);
+
+	cr_assert_eq(pw_net_addr_parse(&keep, "10.0.0.1:1"), 0);
+	const char *bad[] = { "",
+			      "127.0.0.1",
+			      "127.0.0.1:",
+			      "127.0.0.1:65536",
+			      "127.0.0.1:-1",
+			      "127.0.0.1:80x",
+			      "127.0.0.1:0000080",
+			      "1.2.3:80",
+			      "localhost:80",
+			      ":80",
+			      "[::1]",
+			      "[::1]80",
+			      "[::1:80",
+			      "[zz]:80",
+			      "::1:80",
+			      "unix:",
+			      "unix:@",
+			      "256.1.1.1:1" };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		a = keep;
+		cr_assert_eq(pw_net_addr_parse(&a, bad[i]), -EINVAL, "'%s'",
+			     bad[i]);
+		cr_assert_eq(memcmp(&a, &keep, sizeof(a)), 0,
+			     "'%s' left the address alone", bad[i]);
+	}
+	char longpath[200] = "unix:/";
+	memset(longpath + 6, 'a', 150);
+	cr_assert_eq(pw_net_addr_parse(&a, longpath), -EINVAL);
+	cr_assert_eq(pw_net_addr_parse(NULL, "1.2.3.4:5"), -EINVAL);
+	cr_assert_eq(pw_net_addr_parse(&a, NULL), -EINVAL);
+	cr_assert_eq(pw_net_addr_format(NULL, text, 10), -EINVAL);
+}
+
+static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	struct pw_net_config cfg;
+	struct pw_net_buf b = { 0 };
+	struct pw_recv r;
+	struct pw_send s;
+	struct pw_close c;
+	struct pw_connect k;
+	int32_t res = 0;
+	int fd = 0;
+
+	pw_net_config_init(&cfg);
+	cfg.buf_count = 3;
+	cr_assert_eq(pw_net_configure(&cfg), -EINVAL);
+	cfg.buf_count = 16;
+	cfg.buf_size = 8;
+	cr_assert_eq(pw_net_configure(&cfg), -EINVAL);
+	cr_assert_eq(pw_net_configure(NULL), -EINVAL);
+	cr_assert_eq(pw_net_stats(NULL), -EINVAL);
+	cr_assert_eq(pw_net_buf_release(&b), -EINVAL);
+	cr_assert_eq(pw_net_buf_release(NULL), -EINVAL);
+	pw_recv_init(&r, -1);
+	cr_assert_eq(pw_recv_poll(cx, &r, PW_TIME_NEVER, &b, &res), PW_READY);
+	cr_assert_eq(res, -EINVAL);
+	pw_send_init(&s, 0);
+	cr_assert_eq(pw_send_poll(cx, &s, NULL, 5, PW_TIME_NEVER, &res),
+		     PW_READY);
+	cr_assert_eq(res, -EINVAL);
+	pw_shutdown_init(&c, 0, 42);
+	cr_assert_eq(pw_close_poll(cx, &c, &res), PW_READY);
+	cr_assert_eq(res, -EINVAL);
+	pw_connect_init(&k, NULL);
+	cr_assert_eq(pw_connect_poll(cx, &k, PW_TIME_NEVER, &fd), PW_READY);
+	cr_assert_eq(fd, -EINVAL);
+	struct pw_accept a;
+	pw_accept_init(&a, NULL, 0);
+	cr_assert_eq(pw_accept_poll(cx, &a, PW_TIME_NEVER, &fd), PW_READY);
+	cr_assert_eq(fd, -EINVAL);
+	return pw_ready(cx, 0);
+}
+
+Test(net, bad_arguments)
+{
+	struct pw_net_config cfg;
+	pw_net_config_init(&cfg);
+	cr_assert_eq(pw_net_configure(&cfg), -EPERM, "off a shard");
+	struct pw_runtime *rt = pw_test_runtime(1);
+	pw_test_block_on(rt, bad_poll, NULL);
+	struct pw_net_listener *l = (void *)1;
+	struct pw_net_addr a;
+	memset(&a, 0, sizeof(a));
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), -EINVAL);
+	cr_assert_null(l);
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&l, NULL, &a, NULL), -EINVAL);
+	cr_assert_eq(pw_net_listener_create(NULL, rt, &a, NULL), -EINVAL);
+	struct pw_net_listen_opts o = { -1, 0 };
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, &o), -EINVAL);
+	cr_assert_eq(pw_net_listener_destroy(NULL), -EINVAL);
+	cr_assert_eq(pw_net_listener_stats(NULL, NULL), -EINVAL);
+	/* A port in use without SO_REUSEPORT: a clean -EADDRINUSE. */
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	cr_assert_eq(bind(fd, &a.u.sa, a.len), 0);
+	socklen_t len = sizeof(a.u);
+	getsockname(fd, &a.u.sa, &len);
+	listen(fd, 1);
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), -EADDRINUSE);
+	close(fd);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- the pinwheel echo command ---------------------------------------- */
+
+static int run_cmd(char *const argv[], bool quiet)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (quiet) {
+			int null = open("/dev/null", O_WRONLY);
+			dup2(null, 1);
+			dup2(null, 2);
+		}
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(net, echo_command)
+{
+	pw_test_time_limit(60);
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
+	if (access(bin, X_OK))
+		cr_skip_test("%s is not built", bin);
+	char *help[] = { bin, "echo", "--help", NULL };
+	cr_assert_eq(run_cmd(help, true), 0);
+	char *bad1[] = { bin, "echo", "--bogus", NULL };
+	cr_assert_eq(run_cmd(bad1, true), 2);
+	char *bad2[] = { bin, "echo", "--listen", "nowhere", NULL };
+	cr_assert_eq(run_cmd(bad2, true), 2);
+	char *bad3[] = { bin,	     "echo", "--listen", "127.0.0.1:0",
+			 "--shards", "0",    NULL };
+	cr_assert_eq(run_cmd(bad3, true), 2);
+	char *bad4[] = { bin, "echo", NULL };
+	cr_assert_eq(run_cmd(bad4, true), 2);
+
+	/* Serve on a free port, echo, then stop on SIGTERM with status 0. */
+	struct pw_net_addr a = closed_port();
+	char at[64];
+	pw_net_addr_format(&a, at, sizeof(at));
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		execl(bin, bin, "echo", "--listen", at, "--shards", "2", NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char line[256] = { 0 };
+	ssize_t n = read(out[0], line, sizeof(line) - 1);
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(strstr(line, "listening on"), "%s", line);
+	int fd = client_socket(&a);
+	cr_assert_geq(fd, 0);
+	char b[6];
+	cr_assert_eq(send(fd, "pinwhl", 6, 0), 6);
+	cr_assert_eq(recv(fd, b, 6, MSG_WAITALL), 6);
+	cr_assert_eq(memcmp(b, "pinwhl", 6), 0);
+	close(fd);
+	kill(pid, SIGTERM);
+	int st;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	close(out[0]);
+}
