@@ -18,5 +18,6 @@
 #include "pinwheel/mesh.h"
 #include "pinwheel/blocking.h"
 #include "pinwheel/topo.h"
+#include "pinwheel/numa.h"
 
 #endif /* PINWHEEL_H */

@@ -18,6 +18,7 @@
 #include "pinwheel/blocking.h"
 #include "pinwheel/op.h"
 #include "pinwheel/runtime.h"
+#include "mem_int.h"
 #include "mpsc.h"
 #include "slab.h"
 #include "spsc.h"
@@ -88,6 +89,7 @@ struct pw__shard {
 	uint32_t inflight; /* ops and internal requests awaiting a CQE */
 	uint32_t sq_dirty; /* SQEs prepared since the last submit */
 	uint64_t chunks_reported;
+	struct pw__shard_mem mem; /* node, binding, arena (numa/mem.c) */
 
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
@@ -152,11 +154,10 @@ struct pw_runtime {
 	int *cpus;		     /* resolved CPU per shard */
 	pthread_mutex_t start_mu;
 	pthread_cond_t start_cv;
-	unsigned started;	    /* shards done with set-up */
-	struct pw__spsc *rings;	    /* nshards * nshards rings, [src][dst] */
-	struct pw__msg *ring_slots; /* their slots */
-	uint64_t start_ns;	    /* CLOCK_MONOTONIC at creation: tick 0 */
-	bool paused;		    /* PW_CONFIG_PAUSED_CLOCK */
+	unsigned started;      /* shards done with set-up */
+	struct pw__rt_mem mem; /* topology, nodes, the mesh's memory */
+	uint64_t start_ns;     /* CLOCK_MONOTONIC at creation: tick 0 */
+	bool paused;	       /* PW_CONFIG_PAUSED_CLOCK */
 	/* The paused clock, ns since start. Moved forward only, with CAS,
 	 * by pw_time_advance() or the last shard to go idle; shards read it
 	 * once per turn (acquire: pairs with the release CAS). */
@@ -213,6 +214,11 @@ uint64_t pw__mesh_wait_cap(struct pw__shard *s);
  * @wake) and drop it. false if it could not be staged (no memory). */
 bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake);
 void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
+
+/* Validate a runtime handle from any thread and hold it (false: not a
+ * live runtime); pw__rt_leave() releases it. */
+bool pw__rt_enter(struct pw_runtime *rt);
+void pw__rt_leave(struct pw_runtime *rt);
 
 /* Write @s's eventfd: ends its kernel wait whatever its asleep flag
  * says. Any thread, until the runtime is freed. */
