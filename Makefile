@@ -38,6 +38,19 @@ CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
 LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread $(LDLIBS)
 
+# jemalloc serves malloc in the programs built here (tests, benchmarks, the
+# pinwheel command) so shards get arenas of their own (numa/mem.c), except
+# under ASan and TSan, which own malloc themselves. The library itself
+# refers to jemalloc weakly and links without it. Nothing here calls
+# jemalloc by name, so it is linked even where --as-needed is the default.
+comma := ,
+ifeq ($(filter address thread memory,$(subst $(comma), ,$(SAN))),)
+CPPFLAGS += -DPW_HAVE_JEMALLOC
+JEMALLOC := -Wl,--push-state,--no-as-needed -ljemalloc -Wl,--pop-state
+else
+JEMALLOC :=
+endif
+
 ifneq ($(SAN),)
 CFLAGS_ALL += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
 CXXFLAGS_ALL += -fsanitize=$(SAN) -fno-sanitize-recover=all -fno-omit-frame-pointer
@@ -104,7 +117,7 @@ $(LIB_SO): $(LIB_OBJS)
 
 $(PINWHEEL): $(APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CC) $(SANLD) -o $@ $(APP_OBJS) $(LIB_A) $(LDLIBS_ALL)
+	$(Q)$(CC) $(SANLD) -o $@ $(APP_OBJS) $(LIB_A) $(LDLIBS_ALL) $(JEMALLOC)
 
 # Criterion cannot start inside a ThreadSanitizer process, so the TSan
 # build runs the same test files on tests/tsan (a Criterion-compatible
@@ -124,12 +137,12 @@ TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A) \
-		$(TEST_LIBS) $(LDLIBS_ALL) -ldl
+		$(TEST_LIBS) $(LDLIBS_ALL) $(JEMALLOC) -ldl
 
 $(BENCHES): $(BENCH_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)$(CXX) $(SANLD) -o $@ $(BENCH_OBJS) $(LIB_A) -lbenchmark \
-		$(LDLIBS_ALL)
+		$(LDLIBS_ALL) $(JEMALLOC)
 
 # The tests find the sources (install test, README example) from here.
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -DPW_SRCDIR='"$(CURDIR)"' \

@@ -7,13 +7,16 @@
  */
 #include "slab.h"
 
+#include "mem_int.h"
+
 #include <stdlib.h>
 
 struct pw__slab_chunk {
 	struct pw__slab_chunk *next;
 	size_t bsize;  /* bytes per block */
 	size_t blocks; /* blocks in this chunk */
-	char pad[40];  /* blocks start 64-byte aligned */
+	size_t mapped; /* for pw__mem_chunk_free() */
+	char pad[32];  /* blocks start 64-byte aligned */
 };
 
 void pw__slab_init(struct pw__slab *s)
@@ -33,10 +36,12 @@ int pw__slab_grow(struct pw__slab *s, int cls)
 	if (n < 16)
 		n = 16;
 	size_t total = sizeof(struct pw__slab_chunk) + n * bsize;
-	struct pw__slab_chunk *c = aligned_alloc(64, total);
+	size_t mapped;
+	struct pw__slab_chunk *c = pw__mem_chunk_alloc(total, &mapped);
 
 	if (!c)
 		return -1;
+	c->mapped = mapped;
 	c->next = s->chunks;
 	c->bsize = bsize;
 	c->blocks = n;
@@ -72,7 +77,7 @@ void pw__slab_destroy(struct pw__slab *s)
 
 	while (c) {
 		struct pw__slab_chunk *next = c->next;
-		free(c);
+		pw__mem_chunk_free(c, c->mapped);
 		c = next;
 	}
 	pw__slab_init(s);

@@ -20,5 +20,6 @@
 #include "pinwheel/topo.h"
 #include "pinwheel/hist.h"
 #include "pinwheel/net.h"
+#include "pinwheel/numa.h"
 
 #endif /* PINWHEEL_H */

@@ -218,7 +218,7 @@ void pw__nop_arm(struct pw_cx *cx, struct pw_net_op *op,
 	op->state = PW__NS_ARMED;
 	op->res = 0;
 	op->cqe_flags = 0;
-	cx->task->pins++;
+	pw__task_pin(cx->shard, cx->task);
 	cx->shard->inflight++;
 }
 
@@ -275,16 +275,12 @@ void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
 		if (!alive)
 			pw__nop_cancel(s, op);
 		else
-			pw__task_schedule(s, t);
+			pw__task_wake_local(s, t);
 		return;
 	}
 	s->inflight--;
-	t->pins--;
 	/* The op may live in the task's memory: not touched from here. */
-	if (alive)
-		pw__task_schedule(s, t);
-	else
-		pw__task_maybe_free(s, t);
+	pw__task_unpin_wake(s, t);
 }
 
 bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,

@@ -56,15 +56,10 @@ int pw__mesh_create(struct pw_runtime *rt)
 {
 	unsigned n = rt->nshards;
 	size_t slots = rt->cfg.mesh_slots;
-	size_t nrings = (size_t)n * n;
 
-	rt->rings = aligned_alloc(_Alignof(struct pw__spsc),
-				  nrings * sizeof(struct pw__spsc));
-	rt->ring_slots = calloc(nrings * slots, sizeof(struct pw__msg));
-	if (!rt->rings || !rt->ring_slots)
-		return -ENOMEM;
-	for (size_t i = 0; i < nrings; i++)
-		pw__spsc_init(&rt->rings[i], rt->ring_slots + i * slots, slots);
+	int err = pw__mem_mesh_alloc(rt, slots); /* on each dst's node */
+	if (err)
+		return err;
 	for (unsigned i = 0; i < n; i++) {
 		struct pw__shard *s = rt->shards[i];
 		s->out = calloc(n, sizeof(*s->out));
@@ -72,9 +67,9 @@ int pw__mesh_create(struct pw_runtime *rt)
 		if (!s->out || !s->in)
 			return -ENOMEM;
 		for (unsigned d = 0; d < n; d++) {
-			s->out[d].ring = &rt->rings[(size_t)i * n + d];
+			s->out[d].ring = pw__mem_mesh_ring(rt, i, d);
 			pw_list_init(&s->out[d].waiters);
-			s->in[d] = &rt->rings[(size_t)d * n + i];
+			s->in[d] = pw__mem_mesh_ring(rt, d, i);
 		}
 	}
 	return 0;
@@ -88,8 +83,7 @@ void pw__mesh_destroy(struct pw_runtime *rt)
 		free(rt->shards[i]->out);
 		free(rt->shards[i]->in);
 	}
-	free(rt->rings);
-	free(rt->ring_slots);
+	pw__mem_mesh_free(rt);
 }
 
 /* Append @k messages to @q's overflow list. 0, or -ENOMEM (nothing

@@ -454,6 +454,7 @@ static int shard_start(struct pw__shard *s)
 		if (err)
 			return -err;
 	}
+	pw__mem_shard_enter(s);
 	/* Closed by rt_free(), after the thread is joined. */
 	s->efd = eventfd(0, EFD_CLOEXEC);
 	if (s->efd < 0)
@@ -475,6 +476,7 @@ static void shard_teardown(struct pw__shard *s)
 	s->ring_ok = false;
 	pw__slab_destroy(&s->slab);
 	pw__slab_destroy(&s->aux);
+	pw__mem_shard_exit(s);
 	/* The eventfd stays open until the thread is joined: a rousing
 	 * thread may still write to it (rt_free() closes it). */
 }
@@ -549,8 +551,9 @@ static int config_check(const struct pw_config *c, int ncpu)
 		return -EINVAL;
 	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
 		return -EINVAL;
-	if (c->flags & ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER |
-			 PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_NO_LIFO))
+	if (c->flags &
+	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK |
+	      PW_CONFIG_NO_LIFO | PW_CONFIG_OVERSUBSCRIBE))
 		return -EINVAL;
 	if (c->sched != PW_SCHED_SHARD && c->sched != PW_SCHED_STEAL)
 		return -EINVAL;
@@ -559,48 +562,11 @@ static int config_check(const struct pw_config *c, int ncpu)
 		return -EINVAL;
 	if (c->cpus) {
 		for (unsigned i = 0; i < c->shards; i++)
-			if (c->cpus[i] < 0 || c->cpus[i] >= ncpu)
+			if (c->cpus[i] < 0)
 				return -EINVAL;
+			else if (c->cpus[i] >= ncpu)
+				return -ENODEV;
 	}
-	return 0;
-}
-
-/* Resolve the CPU of each shard: the configured list, or the CPUs of the
- * affinity mask in order, wrapping around. */
-static int resolve_cpus(struct pw_runtime *rt)
-{
-	cpu_set_t set;
-	int allowed[CPU_SETSIZE], n = 0;
-
-	rt->cpus = calloc(rt->nshards, sizeof(int));
-	if (!rt->cpus)
-		return -ENOMEM;
-	if (rt->cfg.cpus) {
-		memcpy(rt->cpus, rt->cfg.cpus, rt->nshards * sizeof(int));
-		return 0;
-	}
-	/* The default placement: one shard per physical core, compact,
-	 * wrapping around when there are more shards than cores. */
-	struct pw_topo *t;
-	if (rt->nshards <= PW_PLACE_MAX && pw_topo_load(&t) == 0) {
-		struct pw_placement *pl = malloc(sizeof(*pl));
-		struct pw_placement_opts o = { .unit = PW_PLACE_CORES,
-					       .shards = rt->nshards,
-					       .allow_oversubscribe = true };
-		int n = pl ? pw_topo_place(t, &o, pl) : -ENOMEM;
-		if (n == (int)rt->nshards)
-			memcpy(rt->cpus, pl->cpu, rt->nshards * sizeof(int));
-		free(pl);
-		pw_topo_free(t);
-		if (n == (int)rt->nshards)
-			return 0;
-	}
-	if (sched_getaffinity(0, sizeof(set), &set) == 0)
-		for (int c = 0; c < CPU_SETSIZE; c++)
-			if (CPU_ISSET(c, &set))
-				allowed[n++] = c;
-	for (unsigned i = 0; i < rt->nshards; i++)
-		rt->cpus[i] = n ? allowed[i % (unsigned)n] : -1;
 	return 0;
 }
 
@@ -618,6 +584,7 @@ static void rt_free(struct pw_runtime *rt)
 		}
 	free(rt->shards);
 	free(rt->cpus);
+	pw__mem_rt_free(rt);
 	pthread_mutex_destroy(&rt->start_mu);
 	pthread_cond_destroy(&rt->start_cv);
 	free(rt);
@@ -670,7 +637,7 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	atomic_init(&rt->blockers, 0);
 	rt->shards = calloc(rt->nshards, sizeof(*rt->shards));
 	rt->cfg.cpus = cfg->cpus;
-	err = !rt->shards ? -ENOMEM : resolve_cpus(rt);
+	err = !rt->shards ? -ENOMEM : pw__mem_place(rt);
 	rt->cfg.cpus = NULL; /* the caller's array need not outlive us */
 	if (!rt->cfg.mesh_slots)
 		rt->cfg.mesh_slots = rt->nshards > 16 ? 64 : 256;
@@ -936,7 +903,20 @@ const char *pw_strerror_setup(int err)
 		       "entries)";
 	case -EINVAL:
 		return "invalid runtime configuration (shards, ring entries, "
-		       "CQ factor, batch, tick or flags out of range)";
+		       "CQ factor, batch, tick or flags out of range, a "
+		       "negative CPU, an empty or malformed CPU or node list, "
+		       "or both cpus and placement given)";
+	case -ENODEV:
+		return "a configured CPU or NUMA node is not usable: it does "
+		       "not exist, is offline, or is outside this process's "
+		       "affinity mask (`pinwheel topo` lists the usable ones)";
+	case -E2BIG:
+		return "more shards than CPUs: use fewer shards, or set "
+		       "PW_CONFIG_OVERSUBSCRIBE to let shards share CPUs";
+	case -ENXIO:
+		return "the machine topology could not be read (hwloc failed: "
+		       "check that /sys is mounted and readable, and the "
+		       "HWLOC_* environment variables)";
 	case -EDEADLK:
 		return "called from a shard thread";
 	default:
@@ -948,4 +928,14 @@ const char *pw_strerror_setup(int err)
 const char *pw_version(void)
 {
 	return PW_VERSION;
+}
+
+bool pw__rt_enter(struct pw_runtime *rt)
+{
+	return rt_enter(rt);
+}
+
+void pw__rt_leave(struct pw_runtime *rt)
+{
+	rt_leave(rt);
 }

@@ -18,6 +18,7 @@
 #include "pinwheel/blocking.h"
 #include "pinwheel/op.h"
 #include "pinwheel/runtime.h"
+#include "mem_int.h"
 #include "mpsc.h"
 #include "slab.h"
 #include "spsc.h"
@@ -93,7 +94,8 @@ struct pw__shard {
 	uint32_t inflight; /* ops and internal requests awaiting a CQE */
 	uint32_t sq_dirty; /* SQEs prepared since the last submit */
 	uint64_t chunks_reported;
-	struct pw__net *net; /* networking (net/), created on first use */
+	struct pw__net *net;	  /* networking (net/), created on first use */
+	struct pw__shard_mem mem; /* node, binding, arena (numa/mem.c) */
 
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
@@ -158,11 +160,10 @@ struct pw_runtime {
 	int *cpus;		     /* resolved CPU per shard */
 	pthread_mutex_t start_mu;
 	pthread_cond_t start_cv;
-	unsigned started;	    /* shards done with set-up */
-	struct pw__spsc *rings;	    /* nshards * nshards rings, [src][dst] */
-	struct pw__msg *ring_slots; /* their slots */
-	uint64_t start_ns;	    /* CLOCK_MONOTONIC at creation: tick 0 */
-	bool paused;		    /* PW_CONFIG_PAUSED_CLOCK */
+	unsigned started;      /* shards done with set-up */
+	struct pw__rt_mem mem; /* topology, nodes, the mesh's memory */
+	uint64_t start_ns;     /* CLOCK_MONOTONIC at creation: tick 0 */
+	bool paused;	       /* PW_CONFIG_PAUSED_CLOCK */
 	/* The paused clock, ns since start. Moved forward only, with CAS,
 	 * by pw_time_advance() or the last shard to go idle; shards read it
 	 * once per turn (acquire: pairs with the release CAS). */
@@ -224,6 +225,15 @@ static inline void pw__task_pin(struct pw__shard *s, struct pw__task *t)
 }
 
 void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake);
+
+/* Wake @t from the shard its pins are on (an operation's progress). */
+static inline void pw__task_wake_local(struct pw__shard *s, struct pw__task *t)
+{
+	if (__builtin_expect(t->steal, 0))
+		pw__task_wake_steal(t);
+	else
+		pw__task_schedule(s, t);
+}
 
 static inline void pw__pin_drop(struct pw__task *t)
 {
@@ -287,6 +297,10 @@ void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
  * thread only. */
 void pw__shard_events(struct pw__shard *s, bool sleep);
 void pw__shard_final(struct pw__shard *s);
+/* Validate a runtime handle from any thread and hold it (false: not a
+ * live runtime); pw__rt_leave() releases it. */
+bool pw__rt_enter(struct pw_runtime *rt);
+void pw__rt_leave(struct pw_runtime *rt);
 
 /* Write @s's eventfd: ends its kernel wait whatever its asleep flag
  * says. Any thread, until the runtime is freed. */

@@ -44,8 +44,9 @@ static inline int pw_test_open_fds(void)
 	return n - 3; /* ".", "..", and the DIR's own fd */
 }
 
-/* A one-shard runtime with default settings; fails the test if it
- * cannot start. */
+/* A runtime of @shards shards with default settings; fails the test if
+ * it cannot start. More shards than CPUs are allowed: tests are about
+ * behaviour, not placement, and must run on small machines. */
 static inline struct pw_runtime *pw_test_runtime(unsigned shards)
 {
 	struct pw_config cfg;
@@ -53,6 +54,7 @@ static inline struct pw_runtime *pw_test_runtime(unsigned shards)
 
 	pw_config_init(&cfg);
 	cfg.shards = shards;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
 	int err = pw_runtime_create(&rt, &cfg);
 	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
 		     pw_strerror_setup(err));
@@ -67,7 +69,7 @@ static inline struct pw_runtime *pw_test_paused_runtime(unsigned shards)
 
 	pw_config_init(&cfg);
 	cfg.shards = shards;
-	cfg.flags = PW_CONFIG_PAUSED_CLOCK;
+	cfg.flags = PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_OVERSUBSCRIBE;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
 	return rt;
 }

@@ -3,7 +3,10 @@
  * test_alloc.c - after warm-up, spawn, wake and poll make no allocator
  * call: the shard thread's calls to malloc and friends are counted by
  * interposing them (in builds without a sanitizer, which owns malloc
- * there), and the slab's chunk count must not move either.
+ * there), and the slab's chunk count must not move either. The
+ * interposers forward to jemalloc where the build links it (so the rest
+ * of the test program, shard arenas included, sees one allocator), else
+ * to glibc.
  */
 #include <stdatomic.h>
 #include <stddef.h>
@@ -16,13 +19,54 @@
 #define PW_COUNT_MALLOC 1
 #endif
 
-#if PW_COUNT_MALLOC
+#if PW_COUNT_MALLOC && defined(PW_HAVE_JEMALLOC)
+#include <jemalloc/jemalloc.h>
+#include <stdint.h>
+
+/* jemalloc's own entry points; flags 0 keeps the thread's arena. */
+static void *real_malloc(size_t n)
+{
+	return mallocx(n ? n : 1, 0);
+}
+
+static void *real_calloc(size_t n, size_t m)
+{
+	if (m && n > SIZE_MAX / m)
+		return NULL;
+	size_t bytes = n * m;
+	return mallocx(bytes ? bytes : 1, MALLOCX_ZERO);
+}
+
+static void *real_realloc(void *p, size_t n)
+{
+	return p ? rallocx(p, n ? n : 1, 0) : real_malloc(n);
+}
+
+static void *real_memalign(size_t a, size_t n)
+{
+	return mallocx(n ? n : 1, MALLOCX_ALIGN(a));
+}
+
+static void real_free(void *p)
+{
+	if (p)
+		dallocx(p, 0);
+}
+#elif PW_COUNT_MALLOC
 /* glibc's own entry points, which the interposers forward to. */
 void *__libc_malloc(size_t);
 void *__libc_calloc(size_t, size_t);
 void *__libc_realloc(void *, size_t);
 void *__libc_memalign(size_t, size_t);
 void __libc_free(void *);
+#define real_malloc   __libc_malloc
+#define real_calloc   __libc_calloc
+#define real_realloc  __libc_realloc
+#define real_memalign __libc_memalign
+#define real_free     __libc_free
+#endif
+
+#if PW_COUNT_MALLOC
 
 /* Calls made by shard threads: only they touch the counted paths. */
 static _Atomic unsigned long shard_allocs;
@@ -38,31 +82,31 @@ static void count(void)
 void *malloc(size_t n)
 {
 	count();
-	return __libc_malloc(n);
+	return real_malloc(n);
 }
 
 void *calloc(size_t n, size_t m)
 {
 	count();
-	return __libc_calloc(n, m);
+	return real_calloc(n, m);
 }
 
 void *realloc(void *p, size_t n)
 {
 	count();
-	return __libc_realloc(p, n);
+	return real_realloc(p, n);
 }
 
 void *aligned_alloc(size_t a, size_t n)
 {
 	count();
-	return __libc_memalign(a, n);
+	return real_memalign(a, n);
 }
 
 int posix_memalign(void **p, size_t a, size_t n)
 {
 	count();
-	*p = __libc_memalign(a, n);
+	*p = real_memalign(a, n);
 	return *p ? 0 : 12;
 }
 
@@ -70,7 +114,7 @@ void free(void *p)
 {
 	if (p)
 		count();
-	__libc_free(p);
+	real_free(p);
 }
 #endif
 

@@ -23,7 +23,7 @@ static struct pw_runtime *mesh_runtime(unsigned shards, unsigned slots,
 	pw_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.mesh_slots = slots;
-	cfg.flags = flags;
+	cfg.flags = flags | PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
 	int err = pw_runtime_create(&rt, &cfg);
 	cr_assert_eq(err, 0, "create: %d", err);
 	return rt;
@@ -213,6 +213,7 @@ Test(mesh, calls_in_flight_are_bounded)
 	struct pw_runtime *rt;
 	pw_config_init(&cfg);
 	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
 	cfg.max_calls = 2;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
 	static struct caller c = { .n = 32 };

@@ -22,6 +22,7 @@
 
 #include "pinwheel/list.h"
 #include "task.h"
+#include "topo.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -32,6 +33,20 @@ extern "C" {
  * Return: the count, or -EPERM off a shard. Context: a shard thread.
  */
 int pw_shard_count(void);
+
+struct pw_runtime;
+
+/**
+ * pw_mesh_distance - how much hardware shards @a and @b of @rt share,
+ * from the topology of the CPUs they are placed on (the planned CPUs
+ * under PW_CONFIG_NO_PIN): an enum pw_distance. A shard and itself, or
+ * two shards on one core, are PW_DIST_SAME_CORE; without NUMA support
+ * (numa_available() < 0) there is no PW_DIST_OTHER_NODE.
+ * Return: the distance; -EINVAL for a bad @rt; -ENODEV for a shard out of
+ * range.
+ * Context: any thread.
+ */
+int pw_mesh_distance(struct pw_runtime *rt, unsigned a, unsigned b);
 
 /**
  * pw_submit_to - run @fn(@arg) on @shard, fire and forget.

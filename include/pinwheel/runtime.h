@@ -29,11 +29,14 @@ struct pw_runtime;
 #define PW_RING_ENTRIES_MAX 32768
 
 /* Flags for struct pw_config.flags. */
-#define PW_CONFIG_NO_PIN       0x1u /* do not pin shard threads */
-#define PW_CONFIG_NO_DEFER     0x2u /* skip DEFER_TASKRUN, use COOP_TASKRUN */
-#define PW_CONFIG_PAUSED_CLOCK 0x4u /* virtual time (see pinwheel/time.h) */
+#define PW_CONFIG_NO_PIN	0x1u /* do not pin shard threads */
+#define PW_CONFIG_NO_DEFER	0x2u /* skip DEFER_TASKRUN, use COOP_TASKRUN */
+#define PW_CONFIG_PAUSED_CLOCK	0x4u /* virtual time (see pinwheel/time.h) */
+#define PW_CONFIG_OVERSUBSCRIBE 0x8u /* allow more shards than CPUs */
 
-#define PW_CONFIG_NO_LIFO 0x8u /* stealing mode: no LIFO slot */
+struct pw_placement_opts; /* pinwheel/topo.h */
+
+#define PW_CONFIG_NO_LIFO 0x10u /* stealing mode: no LIFO slot */
 
 /* Schedulers (struct pw_config.sched). */
 enum pw_sched {
@@ -46,9 +49,14 @@ enum pw_sched {
 
 /* Runtime configuration. Initialise with pw_config_init(), then adjust. */
 struct pw_config {
-	unsigned shards;       /* number of shards, 1..PW_MAX_SHARDS */
-	const int *cpus;       /* CPU of each shard, or NULL: one per
-				  physical core (hwloc), compact, wrapping */
+	unsigned shards; /* number of shards, 1..PW_MAX_SHARDS */
+	const int *cpus; /* CPU of each shard (online, in the affinity
+				  mask; a CPU used twice is oversubscription),
+				  or NULL: see placement */
+	const struct pw_placement_opts *placement; /* with cpus NULL: the
+				  placement policy (its shards 0 or equal to
+				  ours); NULL: one shard per physical core,
+				  compact */
 	unsigned ring_entries; /* SQ entries per shard ring, a power of two */
 	unsigned cq_factor;    /* CQ size = ring_entries * cq_factor, 1..64 */
 	unsigned batch;	       /* tasks polled per loop turn before I/O */
@@ -71,10 +79,11 @@ struct pw_config {
 
 /**
  * pw_config_init - fill @cfg with the defaults: one shard per physical
- * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ entries, CQ 8x, batch 64, tick 1 ms, pinning on,
+ * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ
+ * entries, CQ 8x, batch 64, tick 1 ms, pinning on, no oversubscription,
  * mesh rings of 256 slots drained 256 at a time, unbounded calls, the
- * shard scheduler; for stealing mode an event interval of 61 and a
- * self-tuning global queue interval.
+ * shard scheduler (or PW_SCHED=steal from the environment); for stealing
+ * mode an event interval of 61 and a self-tuning global queue interval.
  * Context: any thread.
  */
 void pw_config_init(struct pw_config *cfg);
@@ -84,13 +93,20 @@ void pw_config_init(struct pw_config *cfg);
  * @rtp: receives the runtime.
  * @cfg: the configuration, or NULL for the defaults.
  *
- * Starts every shard thread, pins it, and sets up its io_uring ring
- * (SINGLE_ISSUER|DEFER_TASKRUN, or COOP_TASKRUN where the kernel refuses
- * DEFER_TASKRUN). Returns only once every shard runs, or none does.
+ * Places the shards (hwloc topology: @cfg->cpus, @cfg->placement or one
+ * per physical core), starts every shard thread, pins it, binds its memory
+ * to its CPU's NUMA node (see pinwheel/numa.h) and sets up its io_uring
+ * ring (SINGLE_ISSUER|DEFER_TASKRUN, or COOP_TASKRUN where the kernel
+ * refuses DEFER_TASKRUN). Returns only once every shard runs, or none does.
  *
- * Return: 0; -EINVAL for a NULL @rtp or a field out of range; -ENOSYS or
- * -EPERM when io_uring is unavailable (see pw_strerror_setup()); -ENOMEM;
- * or the -errno of a failed thread, pinning or ring set-up.
+ * Return: 0; -EINVAL for a NULL @rtp, a field out of range, a negative
+ * CPU, an empty or malformed CPU/node list, or both cpus and placement;
+ * -ENODEV for a CPU that is offline, unknown or outside the affinity mask,
+ * or an unknown node; -E2BIG for more shards than CPUs without
+ * PW_CONFIG_OVERSUBSCRIBE; -ENXIO when the topology cannot be read
+ * (hwloc); -ENOSYS or -EPERM when io_uring is unavailable (see
+ * pw_strerror_setup()); -ENOMEM; or the -errno of a failed thread, pinning
+ * or ring set-up.
  * Context: any thread that is not a shard.
  */
 int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
