@@ -474,9 +474,11 @@ int pw_cli_sched_apply(struct pw_config *cfg, enum pw_cli_sched s)
 		return -EINVAL;
 	switch (s) {
 	case PW_CLI_SCHED_SHARD:
+		cfg->sched = PW_SCHED_SHARD;
 		return 0;
 	case PW_CLI_SCHED_STEAL:
-		return -ENOTSUP;
+		cfg->sched = PW_SCHED_STEAL;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -503,9 +505,7 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 		cfg->cpus = c->shard_cpu;
 	}
 	if (pw_cli_sched_apply(cfg, c->sched))
-		return fail(c, -ENOTSUP,
-			    "--sched steal: the work-stealing scheduler is "
-			    "not in this build yet");
+		return fail(c, -EINVAL, "--sched: unknown scheduler");
 	return 0;
 }
 

@@ -114,16 +114,14 @@ void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f);
  * the list; with --cpus alone, one shard per CPU), --sched.
  * @c must stay alive while @cfg is used (cfg->cpus points into it).
  * Return: 0; -EINVAL when --shards asks for more shards than --cpus
- * lists, or -ENOTSUP when --sched asks for what the runtime lacks; then a
- * one-line message was printed (exit 2).
+ * lists; then a one-line message was printed (exit 2).
  * Context: any thread.
  */
 int pw_cli_config(struct pw_cli *c, struct pw_config *cfg);
 
 /**
  * pw_cli_sched_apply - select scheduler @s in @cfg.
- * Return: 0; -ENOTSUP for PW_CLI_SCHED_STEAL while struct pw_config has
- * no scheduler choice; -EINVAL for an unknown @s or NULL @cfg.
+ * Return: 0 with cfg->sched set; -EINVAL for an unknown @s or NULL @cfg.
  * Context: any thread.
  */
 int pw_cli_sched_apply(struct pw_config *cfg, enum pw_cli_sched s);

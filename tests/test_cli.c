@@ -249,10 +249,10 @@ Test(cli, config)
 
 	cr_assert_eq(PARSE("--sched", "steal"), 0);
 	pw_config_init(&cfg);
-	cr_expect_eq(pw_cli_config(&cli, &cfg), -ENOTSUP);
-	cr_expect(strstr(cli.error, "--sched steal"), "%s", cli.error);
-	cr_expect_eq(pw_cli_status(-ENOTSUP), 2);
+	cr_expect_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.sched, PW_SCHED_STEAL);
 	cr_expect_eq(pw_cli_sched_apply(&cfg, PW_CLI_SCHED_SHARD), 0);
+	cr_expect_eq(cfg.sched, PW_SCHED_SHARD);
 	cr_expect_eq(pw_cli_sched_apply(NULL, PW_CLI_SCHED_SHARD), -EINVAL);
 }
 
