@@ -148,13 +148,17 @@ $(BENCHES): $(BENCH_OBJS) $(LIB_A)
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -DPW_SRCDIR='"$(CURDIR)"' \
 	-DPW_BUILDDIR='"$(CURDIR)/$(BUILD)"'
 
-# Tests run in parallel, one process per test; TEST_ARGS adds Criterion
-# flags (e.g. TEST_ARGS=--filter='wheel/*').
-test: all test-install $(TESTS)
-	$(Q)$(TESTS) -j2 $(TEST_ARGS)
+# Tests run in parallel, one process per test, once per scheduler (the
+# second run with PW_SCHED=steal); TEST_ARGS adds Criterion flags (e.g.
+# TEST_ARGS=--filter='wheel/*'), SCHEDS picks the schedulers.
+SCHEDS ?= shard steal
+test: all test-install test-run
 
 test-run: $(TESTS) $(PINWHEEL)
-	$(Q)$(TESTS) -j2 $(TEST_ARGS)
+	$(Q)for s in $(SCHEDS); do \
+		echo "  TEST   sched=$$s"; \
+		PW_SCHED=$$s $(TESTS) -j2 $(TEST_ARGS) || exit 1; \
+	done
 
 # Installs into a scratch prefix and builds docs/example.c against it
 # with nothing but pkg-config.

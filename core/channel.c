@@ -20,6 +20,12 @@
  *
  * The receiver keeps one owned waker clone, replaced when another task
  * polls, consumed by the wake that follows a store or a close.
+ *
+ * Stealing mode: the channel still belongs to one worker. A task that
+ * polls it on another worker moves there (it is fixed to the channel's
+ * worker and yields, and its next poll runs there); a task that cannot
+ * move (placed on a shard, or with operations in flight here) gets
+ * -EXDEV, as do the calls that take no context.
  */
 #include <errno.h>
 #include <string.h>
@@ -58,6 +64,26 @@ static int bind_shard(struct pw_channel *ch)
 	else if (ch->shard != s)
 		return -EXDEV;
 	return 0;
+}
+
+/* A poll's bind: in stealing mode the task stays with the channel, or
+ * moves to it (1: return PW_PENDING, the next poll runs there). */
+static int bind_task(struct pw_cx *cx, struct pw_channel *ch)
+{
+	int err = bind_shard(ch);
+	struct pw__task *t = cx->task;
+
+	if (!t->steal)
+		return err;
+	if (!err) {
+		pw__task_fix(t, ch->shard);
+		return 0;
+	}
+	if (err != -EXDEV || t->fixed || pw__pins(t))
+		return err;
+	pw__task_fix(t, ch->shard);
+	t->flags |= PW__T_NOTIFIED; /* re-queued, then forwarded there */
+	return 1;
 }
 
 /* Keep an owned clone of the current task's waker in @slot. */
@@ -149,7 +175,9 @@ enum pw_poll pw_channel_send_poll(struct pw_cx *cx, struct pw_channel *ch,
 		*res = -EINVAL;
 		return PW_READY;
 	}
-	int err = bind_shard(ch);
+	int err = bind_task(cx, ch);
+	if (err > 0)
+		return PW_PENDING;
 	if (err) {
 		*res = err;
 		return PW_READY;
@@ -243,7 +271,9 @@ enum pw_poll pw_channel_recv_poll(struct pw_cx *cx, struct pw_channel *ch,
 		*res = -EINVAL;
 		return PW_READY;
 	}
-	int err = bind_shard(ch);
+	int err = bind_task(cx, ch);
+	if (err > 0)
+		return PW_PENDING;
 	if (err) {
 		*res = err;
 		return PW_READY;

@@ -211,6 +211,7 @@ void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
 	t->cls = (int8_t)cls;
 	t->steal = steal;
 	t->bound = NULL;
+	t->fixed = false;
 	atomic_init(&t->pins, 0);
 	atomic_init(&t->inbox.next, NULL);
 	t->inbox.kind = PW__MSG_TASK;

@@ -60,8 +60,6 @@ struct pw__task {
 	uint16_t flags;		 /* PW__T_* */
 	int8_t cls;		 /* slab class of this block */
 	uint8_t steal;		 /* stealing mode: set once at creation */
-#define PW__STEAL_ON	1u	 /* runs on any worker */
-#define PW__STEAL_FIXED 2u	 /* runs on worker `bound` only */
 	/* Kernel operations, timers and calls pointing into the state.
 	 * Written by one shard only (relaxed load + store): the owner, or
 	 * in stealing mode the worker they were registered on (bound),
@@ -69,6 +67,10 @@ struct pw__task {
 	 * results they left. */
 	_Atomic uint32_t pins;
 	struct pw__shard *bound; /* stealing mode: where pins are held */
+	/* Stealing mode: runs on `bound` only from now on. Written by the
+	 * worker running the task; read by whoever queues or pops it,
+	 * ordered by the state word's CAS or the queue's release. */
+	bool fixed;
 	/* Remote references and wake (other threads): the true reference
 	 * count is refs + (remote >> 2); see task.c. */
 	_Atomic uint64_t remote;
@@ -123,12 +125,14 @@ void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
  * worker's LIFO slot now. */
 void pw__task_start(struct pw__shard *s, struct pw__task *t);
 
-/* Stealing mode: @t runs only on @s (pw_spawn_on() and pw_call() tasks:
- * the program placed them). No effect in shard mode. */
+/* Stealing mode: @t runs only on @s from now on: pw_spawn_on() and
+ * pw_call() tasks (the program placed them), and a task once it uses
+ * the network layer (its sockets' buffers belong to @s). Called while
+ * @t is new or running on @s. No effect in shard mode. */
 static inline void pw__task_fix(struct pw__task *t, struct pw__shard *s)
 {
-	if (t->steal) {
-		t->steal = PW__STEAL_FIXED;
+	if (t->steal && !t->fixed) {
+		t->fixed = true;
 		t->bound = s;
 	}
 }

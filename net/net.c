@@ -159,7 +159,7 @@ void pw__net_buf_recycle(struct pw__net *n, uint16_t bid)
 			&n->starved, struct pw_recv, starved);
 		pw__recv_unstarve(r);
 		if (r->op.task)
-			pw__task_schedule(pw__cur_shard, r->op.task);
+			pw__task_wake_local(pw__cur_shard, r->op.task);
 	}
 }
 
@@ -218,6 +218,8 @@ void pw__nop_arm(struct pw_cx *cx, struct pw_net_op *op,
 	op->state = PW__NS_ARMED;
 	op->res = 0;
 	op->cqe_flags = 0;
+	/* Its socket's buffers and requests are this shard's. */
+	pw__task_fix(cx->task, cx->shard);
 	pw__task_pin(cx->shard, cx->task);
 	cx->shard->inflight++;
 }

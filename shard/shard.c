@@ -748,6 +748,8 @@ static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 			return err;
 		if (bo)
 			t->flags |= PW__T_BLOCKON;
+		if (shard != PW_SHARD_ANY)
+			pw__task_fix(t, rt->shards[shard]);
 		pw__steal_schedule(t, false);
 		return 0;
 	}
@@ -763,7 +765,7 @@ static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 	m->bo = bo;
 	if (size)
 		memcpy(m->data, state, size);
-	pw__shard_post(rt->shards[shard], &m->node);
+	pw__shard_post(rt->shards[shard == PW_SHARD_ANY ? 0 : shard], &m->node);
 	return 0;
 }
 
@@ -774,7 +776,12 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 		return -EINVAL;
 	if (!rt_enter(rt))
 		return -EINVAL;
-	int err = shard >= rt->nshards ?
+	if (shard == PW_SHARD_ANY && !rt->steal)
+		/* relaxed: only spreads the load. */
+		shard = atomic_fetch_add_explicit(&rt->next_any, 1,
+						  memory_order_relaxed) %
+			rt->nshards;
+	int err = shard >= rt->nshards && shard != PW_SHARD_ANY ?
 			  -ENODEV :
 			  post_spawn(rt, shard, fn, state, size, drop, NULL);
 	rt_leave(rt);
@@ -794,7 +801,7 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		return -EINVAL;
 	pthread_mutex_init(&bo.mu, NULL);
 	pthread_cond_init(&bo.cv, NULL);
-	int err = post_spawn(rt, 0, NULL, NULL, 0, NULL, &bo);
+	int err = post_spawn(rt, PW_SHARD_ANY, NULL, NULL, 0, NULL, &bo);
 	if (!err && rt->paused) {
 		/* The clock may move now: let idle shards look again. */
 		atomic_fetch_add(&rt->blockers, 1);

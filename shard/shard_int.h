@@ -175,8 +175,9 @@ struct pw_runtime {
 	 * that finds every shard idle (time.c). */
 	_Atomic unsigned blockers;
 	struct pw__pool pool;
-	bool pool_live;		 /* pool initialised and not yet stopped */
-	struct pw__steal *steal; /* stealing mode, or NULL */
+	bool pool_live;		   /* pool initialised and not yet stopped */
+	struct pw__steal *steal;   /* stealing mode, or NULL */
+	_Atomic unsigned next_any; /* PW_SHARD_ANY spawns, shard mode */
 };
 
 /*

@@ -498,7 +498,7 @@ void pw__steal_schedule(struct pw__task *t, bool is_yield)
 	struct pw__shard *cur = pw__cur_shard;
 	struct pw_runtime *rt = t->shard->rt;
 
-	if (t->steal == PW__STEAL_FIXED || pw__pins(t)) {
+	if (t->fixed || pw__pins(t)) {
 		forward(t, t->bound);
 		return;
 	}
@@ -732,7 +732,7 @@ static struct pw__task *steal_work(struct pw__shard *s)
 /* Poll @t unless its pins bind it elsewhere. */
 static void poll_one(struct pw__shard *s, struct pw__task *t, int *budget)
 {
-	if ((t->steal == PW__STEAL_FIXED || pw__pins(t)) && t->bound != s) {
+	if ((t->fixed || pw__pins(t)) && t->bound != s) {
 		forward(t, t->bound);
 		return;
 	}

@@ -6,7 +6,9 @@
 #define PW_TESTS_COMMON_H
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -22,6 +24,28 @@ static inline void pw_test_time_limit(unsigned seconds)
 {
 	alarm(seconds);
 }
+
+/*
+ * The suite runs twice: once per scheduler. PW_SCHED=steal (read by
+ * pw_config_init()) selects stealing mode for every runtime a test makes.
+ */
+static inline bool pw_test_steal(void)
+{
+	const char *s = getenv("PW_SCHED");
+	return s && !strcmp(s, "steal");
+}
+
+/*
+ * For a test of shard-mode placement or order (which shard runs a task,
+ * FIFO run order, mesh wake counters): skipped in stealing mode, whose
+ * own exact orders and counts are tested in test_steal.c.
+ */
+#define PW_TEST_SHARD_ONLY()                                             \
+	do {                                                             \
+		if (pw_test_steal())                                     \
+			cr_skip_test("shard-mode placement and order: "  \
+				     "stealing mode has its own tests"); \
+	} while (0)
 
 /* PW_TEST_SCALE (a float, default 1) scales randomised op counts. */
 static inline double pw_test_scale(void)

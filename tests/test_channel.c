@@ -320,6 +320,7 @@ static enum pw_poll fifo_root_poll(struct pw_cx *cx, void *state)
 
 Test(channel, waiting_senders_resume_in_fifo_order)
 {
+	PW_TEST_SHARD_ONLY();
 	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct fifo_root r = { 0 };
 
@@ -470,6 +471,7 @@ static enum pw_poll close_rx_poll(struct pw_cx *cx, void *state)
 
 Test(channel, close_rx_fails_waiting_and_granted_senders_with_epipe)
 {
+	PW_TEST_SHARD_ONLY();
 	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	struct close_rx_root r = { 0 };
 
@@ -831,6 +833,7 @@ static enum pw_poll bind_poll(struct pw_cx *cx, void *state)
 
 Test(channel, other_shard_gets_exdev)
 {
+	PW_TEST_SHARD_ONLY();
 	struct pw_runtime *rt = pw_test_paused_runtime(2);
 
 	cr_assert_eq(pw_channel_init(&ch, sizeof(int), 4, storage), 0);

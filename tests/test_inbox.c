@@ -79,7 +79,8 @@ Test(inbox, million_foreign_wakes_none_lost)
 	cr_assert_leq(w.polls, total + 1, "polled more often than woken");
 	cr_assert_gt(st.kernel_waits, 0, "the shard never slept");
 	cr_assert_gt(st.wakeups_sent, 0, "no sleeping shard was roused");
-	cr_assert_gt(st.remote_wakes, 0);
+	if (!pw_test_steal()) /* stealing mode wakes through the state word */
+		cr_assert_gt(st.remote_wakes, 0);
 	pw_waker_drop(&shared_waker);
 	st = pw_test_wait_live(rt, 0, 0);
 	cr_assert_eq(st.live_tasks, 0, "the dropped waker freed the task");
@@ -131,7 +132,8 @@ Test(inbox, foreign_spawns_each_run_once)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	/* Each ran once: none lost, none twice. */
 	cr_assert_eq(atomic_load(&ran), (uint64_t)(2 * n));
-	cr_assert_geq(st.spawned, (uint64_t)(2 * n));
+	if (!pw_test_steal()) /* stealing mode: made by the spawning thread */
+		cr_assert_geq(st.spawned, (uint64_t)(2 * n));
 }
 
 Test(inbox, runtime_spawn_bad_input)

@@ -97,6 +97,7 @@ static enum pw_poll sender_poll(struct pw_cx *cx, void *state)
 
 Test(mesh, exactly_once_in_order_with_full_rings)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(240);
 	per_pair = (uint64_t)(1e8 * pw_test_scale()) / (NS * NS);
 #if defined(__SANITIZE_THREAD__)
@@ -313,6 +314,7 @@ static enum pw_poll waker_poll(struct pw_cx *cx, void *state)
 
 Test(mesh, cross_shard_wakes_reach_sleeping_shards)
 {
+	PW_TEST_SHARD_ONLY();
 	struct pw_runtime *rt = mesh_runtime(2, 0, 0);
 	for (int i = 0; i < PARKERS; i++) {
 		struct parker p = { i, 0 };
@@ -553,6 +555,7 @@ static enum pw_poll sym_waker_poll(struct pw_cx *cx, void *state)
 
 Test(mesh, every_shard_wakes_every_other_shard)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(60);
 	struct pw_runtime *rt = mesh_runtime(NS, 0, 0);
 	for (int sh = 0; sh < NS; sh++) {

@@ -157,6 +157,7 @@ static void run_probe(struct pw_runtime *rt, unsigned shard, struct probe *p)
 
 Test(numa, each_shard_runs_on_its_cpu_with_memory_on_its_node)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_topo *t;
@@ -193,6 +194,7 @@ Test(numa, each_shard_runs_on_its_cpu_with_memory_on_its_node)
 
 Test(numa, allocations_on_shard_k_come_from_arena_k)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_arena_stats as[2];

@@ -166,6 +166,7 @@ static enum pw_poll s_fifo(struct pw_cx *cx, void *p)
 
 Test(task, run_queue_is_fifo_and_drop_runs_once)
 {
+	PW_TEST_SHARD_ONLY();
 	struct root r = { 0 };
 	run_root(s_fifo, &r);
 	const int want[] = { 0, 1000, 1, 1001, 2, 1002, 3, 1003,
@@ -192,6 +193,7 @@ static enum pw_poll s_yield(struct pw_cx *cx, void *p)
 
 Test(task, yield_goes_to_the_back)
 {
+	PW_TEST_SHARD_ONLY();
 	struct root r = { 0 };
 	run_root(s_yield, &r);
 	/* 1 yields, 2 yields, 1 yields again, 2 finishes, 1 finishes. */
@@ -218,6 +220,7 @@ static enum pw_poll s_self_wake(struct pw_cx *cx, void *p)
 
 Test(task, self_wake_polls_again_later_never_recursively)
 {
+	PW_TEST_SHARD_ONLY();
 	struct root r = { 0 };
 	run_root(s_self_wake, &r);
 	const int want[] = { 1, 2, 1002, 1, 1, 1, 1001 };
@@ -343,6 +346,7 @@ static enum pw_poll s_detach(struct pw_cx *cx, void *p)
 
 Test(task, detached_tasks_run_to_completion)
 {
+	PW_TEST_SHARD_ONLY();
 	struct root r = { 0 };
 	run_root(s_detach, &r);
 	const int want[] = { 1, 2, 1002, 1, 1001 };

@@ -112,7 +112,8 @@ void pw_config_init(struct pw_config *cfg);
 int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
 
 /**
- * pw_block_on - run a task on shard 0 and wait for it.
+ * pw_block_on - run a task on shard 0 (stealing mode: on any worker,
+ * through the inject queue) and wait for it.
  * @fn: the poll function; @state: its state, used in place (it lives on in
  * the caller while the task runs); @result: receives the task's result, or
  * NULL.
@@ -126,8 +127,15 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
 int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		int64_t *result);
 
+/* pw_runtime_spawn() shard: wherever the scheduler likes. */
+#define PW_SHARD_ANY 0xffffffffu
+
 /**
  * pw_runtime_spawn - spawn a detached task on @shard from any thread.
+ * @shard: a shard index, or PW_SHARD_ANY. Shard mode puts PW_SHARD_ANY
+ * tasks on the shards in turn. Stealing mode queues a PW_SHARD_ANY task
+ * on the inject queue, as Tokio's spawn from outside the runtime, and it
+ * runs on any worker; a task given a shard runs on that worker only.
  * @state/@size/@drop: as pw_spawn(): @size bytes are copied (at most
  * PW_TASK_STATE_MAX), or @state is passed as is when @size is 0.
  *
