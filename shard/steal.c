@@ -951,3 +951,31 @@ void pw__steal_destroy(struct pw_runtime *rt)
 	free(g);
 	rt->steal = NULL;
 }
+
+/* ---- white-box access for the queue tests (tests/test_steal.c) ------- */
+
+void pw__steal_push(struct pw__shard *s, struct pw__task *t)
+{
+	push_back_or_overflow(s, t);
+}
+
+struct pw__task *pw__steal_pop(struct pw__shard *s)
+{
+	return lq_pop(&s->w->q);
+}
+
+struct pw__task *pw__steal_from(struct pw__shard *thief,
+				struct pw__shard *victim)
+{
+	return lq_steal(thief, victim);
+}
+
+uint32_t pw__steal_local_len(struct pw__shard *s)
+{
+	return lq_len(&s->w->q);
+}
+
+uint64_t pw__steal_global_len(struct pw_runtime *rt)
+{
+	return inj_len(rt->steal);
+}

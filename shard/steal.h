@@ -129,4 +129,16 @@ bool pw__steal_has_work(struct pw__shard *s);
 /* Worker @s begins its shutdown: abort every task it holds. */
 void pw__steal_begin_stop(struct pw__shard *s);
 
+/* Live queue depths, any thread: @s's local queue (the LIFO slot
+ * excluded) and the inject queue. */
+uint32_t pw__steal_local_len(struct pw__shard *s);
+uint64_t pw__steal_global_len(struct pw_runtime *rt);
+
+/* The queue operations themselves, for white-box tests: push to the back
+ * (or overflow), pop from the front (owner thread), and steal half. */
+void pw__steal_push(struct pw__shard *s, struct pw__task *t);
+struct pw__task *pw__steal_pop(struct pw__shard *s);
+struct pw__task *pw__steal_from(struct pw__shard *thief,
+				struct pw__shard *victim);
+
 #endif /* PW_SHARD_STEAL_H */

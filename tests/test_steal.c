@@ -1,0 +1,557 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_steal.c - stealing mode: Tokio's countable behaviours, exactly.
+ *
+ * The queue tests drive the local queue of hand-made workers directly
+ * (no threads), so every count is exact. The runtime tests check what a
+ * program sees: spawn placement and depths while a task runs, foreign
+ * spawns, the LIFO slot and its poll cap, notification, bad options,
+ * and a stress run that checks every task runs once and every wake-up
+ * arrives.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "shard_int.h"
+
+/* ---- hand-made workers for the queue tests --------------------------- */
+
+static struct pw_runtime *fake_rt(unsigned n)
+{
+	struct pw_runtime *rt = calloc(1, sizeof(*rt));
+	cr_assert_not_null(rt);
+	pw_config_init(&rt->cfg);
+	rt->cfg.sched = PW_SCHED_STEAL;
+	rt->nshards = n;
+	rt->shards = calloc(n, sizeof(*rt->shards));
+	for (unsigned i = 0; i < n; i++) {
+		rt->shards[i] = calloc(1, sizeof(struct pw__shard));
+		rt->shards[i]->rt = rt;
+		rt->shards[i]->id = i;
+	}
+	cr_assert_eq(pw__steal_create(rt), 0);
+	return rt;
+}
+
+static void fake_free(struct pw_runtime *rt)
+{
+	pw__steal_destroy(rt);
+	for (unsigned i = 0; i < rt->nshards; i++)
+		free(rt->shards[i]);
+	free(rt->shards);
+	free(rt);
+}
+
+static struct pw__task tasks[600];
+
+/* Steal from a victim holding @len: the thief gets len - len/2. */
+static void steal_case(uint32_t len)
+{
+	struct pw_runtime *rt = fake_rt(2);
+	struct pw__shard *v = rt->shards[0], *th = rt->shards[1];
+
+	for (uint32_t i = 0; i < len; i++)
+		pw__steal_push(v, &tasks[i]);
+	cr_assert_eq(pw__steal_local_len(v), len);
+	uint32_t n = len - len / 2;
+	struct pw__task *got = pw__steal_from(th, v);
+	if (!len) {
+		cr_assert_null(got);
+		fake_free(rt);
+		return;
+	}
+	/* The oldest n move; the thief runs the last of them. */
+	cr_assert_eq(got, &tasks[n - 1], "len %u", len);
+	cr_assert_eq(pw__steal_local_len(th), n - 1, "len %u", len);
+	cr_assert_eq(pw__steal_local_len(v), len - n, "len %u", len);
+	for (uint32_t i = 0; i + 1 < n; i++)
+		cr_assert_eq(pw__steal_pop(th), &tasks[i]);
+	for (uint32_t i = n; i < len; i++)
+		cr_assert_eq(pw__steal_pop(v), &tasks[i]);
+	cr_assert_eq(th->w->steals, n);
+	cr_assert_eq(th->w->steal_ops, 1);
+	fake_free(rt);
+}
+
+Test(steal, steal_takes_half_rounded_up)
+{
+	uint32_t lens[] = { 0, 1, 2, 3, 128, 170, 171, 255, 256 };
+	for (unsigned i = 0; i < sizeof(lens) / sizeof(lens[0]); i++)
+		steal_case(lens[i]);
+	/* 170 -> 85, 171 -> 86, 256 -> 128 (Tokio's figures). */
+}
+
+Test(steal, thief_more_than_half_full_does_not_steal)
+{
+	struct pw_runtime *rt = fake_rt(2);
+	struct pw__shard *v = rt->shards[0], *th = rt->shards[1];
+
+	for (int i = 0; i < 10; i++)
+		pw__steal_push(v, &tasks[i]);
+	for (int i = 10; i < 10 + 129; i++)
+		pw__steal_push(th, &tasks[i]);
+	cr_assert_null(pw__steal_from(th, v));
+	cr_assert_eq(pw__steal_local_len(v), 10);
+	cr_assert_eq(th->w->steal_ops, 0);
+	/* At exactly half it still steals. */
+	cr_assert_eq(pw__steal_pop(th), &tasks[10]);
+	cr_assert_not_null(pw__steal_from(th, v));
+	fake_free(rt);
+}
+
+Test(steal, overflow_moves_the_newest_128_and_the_new_task)
+{
+	struct pw_runtime *rt = fake_rt(1);
+	struct pw__shard *s = rt->shards[0];
+
+	for (int i = 0; i < 256; i++)
+		pw__steal_push(s, &tasks[i]);
+	cr_assert_eq(pw__steal_global_len(rt), 0);
+	pw__steal_push(s, &tasks[256]);
+	cr_assert_eq(s->w->overflows, 1);
+	cr_assert_eq(pw__steal_local_len(s), 128);
+	cr_assert_eq(pw__steal_global_len(rt), 129);
+	/* Inject: the 128 newest in queue order, then the new task. */
+	struct pw__task *t = rt->steal->inj_head;
+	for (int i = 128; i <= 256; i++, t = t->next)
+		cr_assert_eq(t, &tasks[i], "inject position %d", i - 128);
+	cr_assert_null(t);
+	/* Local: the oldest 128, in order. */
+	for (int i = 0; i < 128; i++)
+		cr_assert_eq(pw__steal_pop(s), &tasks[i]);
+	cr_assert_null(pw__steal_pop(s));
+	fake_free(rt);
+}
+
+/* ---- a real runtime ----------------------------------------------------- */
+
+static struct pw_runtime *steal_runtime(unsigned workers, uint32_t flags)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.shards = workers;
+	cfg.sched = PW_SCHED_STEAL;
+	cfg.flags |= flags | PW_CONFIG_OVERSUBSCRIBE;
+	int err = pw_runtime_create(&rt, &cfg);
+	cr_assert_eq(err, 0, "create: %d", err);
+	return rt;
+}
+
+static _Atomic uint64_t ran;
+
+static enum pw_poll noop_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	atomic_fetch_add(&ran, 1);
+	return pw_ready(cx, 0);
+}
+
+static void wait_ran(uint64_t n)
+{
+	for (int i = 0; i < 20000 && atomic_load(&ran) < n; i++)
+		usleep(500);
+	cr_assert_eq(atomic_load(&ran), n);
+}
+
+struct spawner {
+	int n;
+	uint32_t local, overflows;
+	uint64_t global;
+	bool lifo;
+};
+
+static enum pw_poll spawner_poll(struct pw_cx *cx, void *state)
+{
+	struct spawner *sp = state;
+	struct pw__shard *s = pw__cur_shard;
+
+	for (int i = 0; i < sp->n; i++)
+		cr_assert_eq(pw_spawn(NULL, noop_poll, NULL, 0, NULL), 0);
+	sp->local = pw__steal_local_len(s);
+	sp->global = pw__steal_global_len(s->rt);
+	sp->lifo = s->w->lifo != NULL;
+	sp->overflows = (uint32_t)s->w->overflows;
+	return pw_ready(cx, 0);
+}
+
+/* N spawns from a running task on one worker: N-1 queued locally, the
+ * last in the LIFO slot, 129 to the inject queue per overflow. */
+Test(steal, spawn_counts_from_a_running_task)
+{
+	int ns[] = { 8, 257, 300, 387 };
+	uint32_t want_local[] = { 7, 256, 170, 128 };
+	uint64_t want_global[] = { 0, 0, 129, 258 };
+	uint32_t want_ovf[] = { 0, 0, 1, 2 };
+
+	for (int k = 0; k < 4; k++) {
+		struct pw_runtime *rt = steal_runtime(1, 0);
+		struct spawner sp = { .n = ns[k] };
+		atomic_store(&ran, 0);
+		cr_assert_eq(pw_test_block_on(rt, spawner_poll, &sp), 0);
+		cr_assert(sp.lifo, "N=%d: the last spawn sits in the LIFO slot",
+			  ns[k]);
+		cr_assert_eq(sp.local, want_local[k], "N=%d local", ns[k]);
+		cr_assert_eq(sp.global, want_global[k], "N=%d global", ns[k]);
+		cr_assert_eq(sp.overflows, want_ovf[k], "N=%d overflows",
+			     ns[k]);
+		wait_ran((uint64_t)ns[k]);
+		struct pw__worker *w = rt->shards[0]->w;
+		/* relaxed: published by the worker before it parks. */
+		cr_assert_eq(atomic_load_explicit(&w->st.overflow_count,
+						  memory_order_relaxed),
+			     want_ovf[k]);
+		cr_assert_eq(pw_runtime_destroy(rt), 0);
+	}
+}
+
+static _Atomic int busy_state; /* 1: spinning, 2: released */
+
+static enum pw_poll busy_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	atomic_store(&busy_state, 1);
+	while (atomic_load(&busy_state) != 2)
+		;
+	return pw_ready(cx, 0);
+}
+
+/* Spawns from another thread while the only worker is busy: all of them
+ * wait in the inject queue. */
+Test(steal, foreign_spawns_wait_in_the_inject_queue)
+{
+	pw_test_time_limit(30);
+	struct pw_runtime *rt = steal_runtime(1, 0);
+	atomic_store(&busy_state, 0);
+	atomic_store(&ran, 0);
+	cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, busy_poll, NULL, 0,
+				      NULL),
+		     0);
+	while (atomic_load(&busy_state) != 1)
+		usleep(100);
+	for (int i = 0; i < 100; i++)
+		cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, noop_poll, NULL,
+					      0, NULL),
+			     0);
+	cr_assert_eq(pw__steal_global_len(rt), 100);
+	cr_assert_eq(atomic_load(&rt->steal->remote_schedules), 101);
+	atomic_store(&busy_state, 2);
+	wait_ran(100);
+	cr_assert_eq(pw__steal_global_len(rt), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- run order: the LIFO slot and its cap ------------------------------ */
+
+static _Atomic int order[16], norder;
+
+static void note(int v)
+{
+	order[atomic_fetch_add(&norder, 1)] = v;
+}
+
+struct chain {
+	int id, next; /* spawn @next (if > 0) when polled */
+};
+
+static enum pw_poll chain_poll(struct pw_cx *cx, void *state)
+{
+	struct chain *c = state;
+
+	note(c->id);
+	if (c->next) {
+		struct chain n = { c->next, c->next < 4 ? c->next + 1 : 0 };
+		cr_assert_eq(pw_spawn(NULL, chain_poll, &n, sizeof(n), NULL),
+			     0);
+	}
+	return pw_ready(cx, 0);
+}
+
+enum { R = 10, X = 20 };
+
+static enum pw_poll root_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	struct chain x = { X, 0 }, a = { 1, 2 };
+
+	note(R);
+	cr_assert_eq(pw_spawn(NULL, chain_poll, &x, sizeof(x), NULL), 0);
+	cr_assert_eq(pw_spawn(NULL, chain_poll, &a, sizeof(a), NULL), 0);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * R spawns X then A: A takes the LIFO slot, X goes to the queue. After R,
+ * the LIFO chain runs A, B, C; the third LIFO poll disables the slot, so
+ * D, spawned by C, goes behind X: R A B C X D.
+ */
+Test(steal, lifo_slot_runs_at_most_three_in_a_row)
+{
+	pw_test_time_limit(30);
+	struct pw_runtime *rt = steal_runtime(1, 0);
+	int want[] = { R, 1, 2, 3, X, 4 };
+
+	atomic_store(&norder, 0);
+	cr_assert_eq(pw_test_block_on(rt, root_poll, NULL), 0);
+	for (int i = 0; i < 2000 && atomic_load(&norder) < 6; i++)
+		usleep(500);
+	cr_assert_eq(atomic_load(&norder), 6);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(atomic_load(&order[i]), want[i], "event %d: %d", i,
+			     atomic_load(&order[i]));
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Without the LIFO slot every spawn queues FIFO: R X A B C D. */
+Test(steal, without_lifo_spawns_run_fifo)
+{
+	pw_test_time_limit(30);
+	struct pw_runtime *rt = steal_runtime(1, PW_CONFIG_NO_LIFO);
+	int want[] = { R, X, 1, 2, 3, 4 };
+
+	atomic_store(&norder, 0);
+	cr_assert_eq(pw_test_block_on(rt, root_poll, NULL), 0);
+	for (int i = 0; i < 2000 && atomic_load(&norder) < 6; i++)
+		usleep(500);
+	cr_assert_eq(atomic_load(&norder), 6);
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(atomic_load(&order[i]), want[i], "event %d", i);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- notification --------------------------------------------------- */
+
+struct pair_spawner {
+	int n;
+};
+
+static enum pw_poll hold_poll(struct pw_cx *cx, void *state)
+{
+	struct pair_spawner *p = state;
+
+	for (int i = 0; i < p->n; i++)
+		cr_assert_eq(pw_spawn(NULL, noop_poll, NULL, 0, NULL), 0);
+	usleep(20000); /* time for a notified worker to act */
+	return pw_ready(cx, 0);
+}
+
+static uint64_t unparks(struct pw_runtime *rt, unsigned i)
+{
+	/* relaxed: published by the worker before each park. */
+	return atomic_load_explicit(&rt->shards[i]->w->st.park_unpark_count,
+				    memory_order_relaxed);
+}
+
+/* One spawn fills the LIFO slot and wakes nobody; a second pushes the
+ * first to the queue and notifies a parked worker, which steals it. */
+Test(steal, one_spawn_wakes_no_one_two_do)
+{
+	pw_test_time_limit(30);
+	struct pw_runtime *rt = steal_runtime(2, 0);
+	struct pair_spawner one = { 1 }, two = { 2 };
+
+	usleep(20000);
+	atomic_store(&ran, 0);
+	uint64_t before = unparks(rt, 1);
+	cr_assert_eq(
+		pw_runtime_spawn(rt, 0, hold_poll, &one, sizeof(one), NULL), 0);
+	wait_ran(1);
+	usleep(20000);
+	cr_assert_eq(unparks(rt, 1), before, "worker 1 stayed parked");
+	cr_assert_eq(
+		pw_runtime_spawn(rt, 0, hold_poll, &two, sizeof(two), NULL), 0);
+	wait_ran(3);
+	usleep(20000);
+	cr_assert_gt(unparks(rt, 1), before, "worker 1 was notified");
+	/* relaxed: as above. */
+	cr_assert_eq(atomic_load_explicit(&rt->shards[1]->w->st.steal_count,
+					  memory_order_relaxed),
+		     1, "it stole the queued task");
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- bad options -------------------------------------------------------- */
+
+Test(steal, bad_options)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.sched = PW_SCHED_STEAL;
+	cfg.shards = 1;
+	cfg.event_interval = 0;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cfg.event_interval = 61;
+	cfg.global_queue_interval = 0;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cfg.global_queue_interval = PW_INTERVAL_AUTO;
+	cfg.shards = 0;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cfg.shards = 1;
+	cfg.sched = (enum pw_sched)7;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cfg.sched = PW_SCHED_STEAL;
+	cfg.shards = 64; /* more than this machine's CPUs */
+	cfg.flags &= ~PW_CONFIG_OVERSUBSCRIBE;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	if (ncpu < 64)
+		cr_assert_eq(pw_runtime_create(&rt, &cfg), -E2BIG);
+	cr_assert_null(rt);
+	/* A fixed interval is accepted. */
+	cfg.shards = 1;
+	cfg.global_queue_interval = 31;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- stress ---------------------------------------------------------------
+ *
+ * A root joins P parents; each parent spawns C children with join
+ * handles and joins them. Children yield a few times and pair up: an even
+ * child parks until its odd sibling signals it through a waker, wherever
+ * each of them runs. Every child marks itself; at the end every mark is
+ * exactly 1 and the join sums are exact.
+ */
+#define KIDS 500
+
+struct slot {
+	_Atomic int st; /* 0 empty, 1 waker stored, 2 signalled */
+	struct pw_waker w;
+};
+
+struct kid {
+	uint32_t id;
+	uint8_t yields, step;
+	struct slot *slot;
+};
+
+struct parent {
+	uint32_t first, step, n;
+	int64_t sum;
+	struct pw_join j[KIDS];
+	struct slot slots[KIDS / 2];
+};
+
+static _Atomic uint8_t *seen;
+
+static enum pw_poll kid_poll(struct pw_cx *cx, void *state)
+{
+	struct kid *k = state;
+
+	if (k->yields) {
+		k->yields--;
+		return pw_yield(cx);
+	}
+	if (k->id & 1) {
+		if (atomic_exchange(&k->slot->st, 2) == 1)
+			pw_waker_wake(&k->slot->w);
+	} else if (k->step == 0) {
+		struct pw_waker me = pw_cx_waker(cx);
+		k->step = 1;
+		cr_assert_eq(pw_waker_clone(&k->slot->w, &me), 0);
+		int exp = 0;
+		if (atomic_compare_exchange_strong(&k->slot->st, &exp, 1))
+			return PW_PENDING;
+		pw_waker_drop(&k->slot->w); /* signalled already */
+	} else if (atomic_load(&k->slot->st) != 2) {
+		return PW_PENDING;
+	}
+	atomic_fetch_add(&seen[k->id], 1);
+	return pw_ready(cx, (int64_t)k->id + 1);
+}
+
+static enum pw_poll parent_poll(struct pw_cx *cx, void *state)
+{
+	struct parent *p = state;
+
+	if (p->step == 0) {
+		for (uint32_t i = 0; i < p->n; i++) {
+			uint32_t id = p->first + i;
+			struct kid k = { id,
+					 (uint8_t)((id * 2654435761u) >> 30), 0,
+					 &p->slots[i / 2] };
+			atomic_init(&p->slots[i / 2].st, 0);
+			cr_assert_eq(pw_spawn(&p->j[i], kid_poll, &k, sizeof(k),
+					      NULL),
+				     0);
+		}
+		p->step = 1;
+	}
+	for (; p->step <= p->n; p->step++) {
+		int64_t r;
+		if (pw_join_poll(cx, &p->j[p->step - 1], &r) == PW_PENDING)
+			return PW_PENDING;
+		p->sum += r;
+	}
+	return pw_ready(cx, p->sum);
+}
+
+struct root {
+	uint32_t parents, step;
+	int64_t sum;
+	struct pw_join *j;
+};
+
+static enum pw_poll stress_root_poll(struct pw_cx *cx, void *state)
+{
+	struct root *r = state;
+
+	if (r->step == 0) {
+		for (uint32_t i = 0; i < r->parents; i++) {
+			struct parent *p = calloc(1, sizeof(*p));
+			p->first = i * KIDS;
+			p->n = KIDS;
+			cr_assert_eq(pw_spawn(&r->j[i], parent_poll, p,
+					      sizeof(*p), NULL),
+				     0);
+			free(p);
+		}
+		r->step = 1;
+	}
+	for (; r->step <= r->parents; r->step++) {
+		int64_t v;
+		if (pw_join_poll(cx, &r->j[r->step - 1], &v) == PW_PENDING)
+			return PW_PENDING;
+		r->sum += v;
+	}
+	return pw_ready(cx, r->sum);
+}
+
+Test(steal, stress_every_task_once_no_wake_lost)
+{
+	if (!pw_test_steal())
+		cr_skip_test("run once, in the stealing-mode pass");
+	pw_test_time_limit(240);
+	uint64_t total = (uint64_t)(1e7 * pw_test_scale());
+#if defined(__SANITIZE_THREAD__)
+	total /= 10;
+#endif
+	struct root r = { 0 };
+	r.parents = (uint32_t)(total / KIDS);
+	total = (uint64_t)r.parents * KIDS;
+	r.j = calloc(r.parents, sizeof(*r.j));
+	seen = calloc(total, 1);
+	struct pw_runtime *rt = steal_runtime(2, 0);
+	int64_t sum = pw_test_block_on(rt, stress_root_poll, &r);
+	cr_assert_eq((uint64_t)sum, total * (total + 1) / 2);
+	for (uint64_t i = 0; i < total; i++)
+		cr_assert_eq(seen[i], 1, "task %lu ran %u times",
+			     (unsigned long)i, seen[i]);
+	uint64_t steals = 0;
+	for (unsigned i = 0; i < 2; i++)
+		/* relaxed: published counters. */
+		steals +=
+			atomic_load_explicit(&rt->shards[i]->w->st.steal_count,
+					     memory_order_relaxed);
+	cr_assert_gt(steals, 0, "work moved between the workers");
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	free(seen);
+	free(r.j);
+}
