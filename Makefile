@@ -82,8 +82,8 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-install asan tsan ubsan bench run \
-	install format format-check clean
+.PHONY: all deps test test-run test-install asan tsan ubsan bench bench-peers \
+	run install format format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
 
@@ -183,6 +183,11 @@ bench: all $(BENCHES)
 
 run: all
 	$(Q)sh scripts/run.sh $(PINWHEEL)
+
+# The Tokio peers (bench/peers/tokio), built offline from Debian's crates;
+# skipped with a message when cargo or the crates are missing.
+bench-peers:
+	$(Q)sh scripts/bench-peers.sh
 
 install: all
 	install -d $(DESTDIR)$(INCLUDEDIR)/pinwheel $(DESTDIR)$(LIBDIR)/pkgconfig \
