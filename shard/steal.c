@@ -837,6 +837,11 @@ bool pw__steal_has_work(struct pw__shard *s)
 	return has_local_work(s->w) || inj_len(sh(s));
 }
 
+uint64_t pw__steal_local_depth(struct pw__shard *s)
+{
+	return lq_len(&s->w->q);
+}
+
 static void abort_block(void *blk, void *arg)
 {
 	struct pw__task *t = blk;

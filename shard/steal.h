@@ -129,4 +129,8 @@ bool pw__steal_has_work(struct pw__shard *s);
 /* Worker @s begins its shutdown: abort every task it holds. */
 void pw__steal_begin_stop(struct pw__shard *s);
 
+/* Tasks in @s's local queue now (the LIFO slot excluded); acquire loads
+ * as the queue's own length check. Any thread (metrics). */
+uint64_t pw__steal_local_depth(struct pw__shard *s);
+
 #endif /* PW_SHARD_STEAL_H */
