@@ -511,3 +511,25 @@ Test(metrics, bad_arguments)
 	cr_expect_eq(pw_metrics_read(rt, &m), -EINVAL, "destroyed");
 	cr_expect_eq(pw_metrics_num_workers(rt), -EINVAL);
 }
+
+Test(metrics, cli_metrics_format_flag)
+{
+	static const struct pw_cli_cmd cmd = { "pinwheel t", NULL, NULL, 0,
+					       PW_CLI_RUNTIME };
+	struct pw_cli c;
+	char *argv[4] = { "t", "--metrics", NULL, NULL };
+
+	cr_assert_eq(pw_cli_parse(&c, &cmd, 2, argv), 0);
+	cr_expect(c.metrics);
+	cr_expect_eq(c.metrics_format, PW_CLI_METRICS_JSON, "the default");
+	argv[2] = "--metrics-format=prometheus";
+	cr_assert_eq(pw_cli_parse(&c, &cmd, 3, argv), 0);
+	cr_expect_eq(c.metrics_format, PW_CLI_METRICS_PROMETHEUS);
+	argv[2] = "--metrics-format";
+	argv[3] = "json";
+	cr_assert_eq(pw_cli_parse(&c, &cmd, 4, argv), 0);
+	cr_expect_eq(c.metrics_format, PW_CLI_METRICS_JSON);
+	argv[3] = "xml";
+	cr_expect_eq(pw_cli_parse(&c, &cmd, 4, argv), -EINVAL);
+	cr_expect_not_null(strstr(c.error, "--metrics-format"));
+}
