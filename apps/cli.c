@@ -20,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "pinwheel/metrics.h"
 #include "pinwheel/topo.h"
 #include "cli.h"
 
@@ -261,7 +262,7 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 /* The common flags, as options writing into a scratch place. */
 struct common_vals {
 	uint64_t shards;
-	const char *sched, *cpus;
+	const char *sched, *cpus, *metrics_format;
 	bool metrics;
 };
 
@@ -308,7 +309,17 @@ static unsigned common_opts(uint32_t mask, struct common_vals *v,
 			0,
 			0,
 			NULL,
-			"print the shards' counters at exit and on SIGUSR1"
+			"print the runtime's metrics at exit and on SIGUSR1"
+		};
+	if (mask & PW_CLI_METRICS)
+		out[n++] = (struct pw_cli_opt){
+			"--metrics-format",
+			PW_CLI_STRING,
+			&v->metrics_format,
+			0,
+			0,
+			"json|prometheus",
+			"how --metrics prints them (default json)"
 		};
 	return n;
 }
@@ -328,7 +339,7 @@ static void usage_opt(FILE *f, const struct pw_cli_opt *o)
 void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 {
 	struct common_vals v;
-	struct pw_cli_opt common[4];
+	struct pw_cli_opt common[5];
 	unsigned nc = common_opts(cmd->common, &v, common);
 	bool units = false;
 
@@ -396,7 +407,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 		 char **argv)
 {
 	struct common_vals v = { 0 };
-	struct pw_cli_opt common[4];
+	struct pw_cli_opt common[5];
 	unsigned nc;
 	int err;
 
@@ -457,6 +468,17 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 			return fail(c, -EINVAL,
 				    "--sched: '%s' is not shard or steal",
 				    v.sched);
+	}
+	if (v.metrics_format) {
+		if (!strcmp(v.metrics_format, "json"))
+			c->metrics_format = PW_CLI_METRICS_JSON;
+		else if (!strcmp(v.metrics_format, "prometheus"))
+			c->metrics_format = PW_CLI_METRICS_PROMETHEUS;
+		else
+			return fail(c, -EINVAL,
+				    "--metrics-format: '%s' is not json or "
+				    "prometheus",
+				    v.metrics_format);
 	}
 	if (v.cpus)
 		return take_cpus(c, v.cpus);
@@ -614,49 +636,26 @@ bool pw_cli_dump_requested(void)
 	return atomic_exchange_explicit(&sig_dump, false, memory_order_relaxed);
 }
 
+int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
+			 enum pw_cli_metrics_format fmt)
+{
+	struct pw_metrics m;
+	int err;
+
+	if (!f || !rt ||
+	    (fmt != PW_CLI_METRICS_JSON && fmt != PW_CLI_METRICS_PROMETHEUS))
+		return -EINVAL;
+	err = pw_metrics_read(rt, &m);
+	if (err)
+		return err;
+	err = fmt == PW_CLI_METRICS_JSON ? pw_metrics_write_json(&m, f) :
+					   pw_metrics_write_prometheus(&m, f);
+	pw_metrics_free(&m);
+	fflush(f);
+	return err;
+}
+
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt)
 {
-	int n;
-
-	if (!f || !rt)
-		return -EINVAL;
-	n = pw_runtime_shards(rt);
-	if (n < 0)
-		return n;
-	for (int i = 0; i < n; i++) {
-		struct pw_shard_stats s;
-		int err = pw_runtime_stats(rt, (unsigned)i, &s);
-
-		if (err)
-			return err;
-		fprintf(f,
-			"shard %d cpu %d: spawned=%llu polls=%llu "
-			"local_wakes=%llu remote_wakes=%llu inbox_msgs=%llu "
-			"budget_yields=%llu kernel_waits=%llu "
-			"wakeups_sent=%llu sqes_submitted=%llu "
-			"cqes_reaped=%llu timers_fired=%llu mesh_sent=%llu "
-			"mesh_received=%llu mesh_overflowed=%llu "
-			"msg_rings=%llu live_tasks=%llu inflight_ops=%llu "
-			"slab_chunks=%llu\n",
-			i, s.cpu, (unsigned long long)s.spawned,
-			(unsigned long long)s.polls,
-			(unsigned long long)s.local_wakes,
-			(unsigned long long)s.remote_wakes,
-			(unsigned long long)s.inbox_msgs,
-			(unsigned long long)s.budget_yields,
-			(unsigned long long)s.kernel_waits,
-			(unsigned long long)s.wakeups_sent,
-			(unsigned long long)s.sqes_submitted,
-			(unsigned long long)s.cqes_reaped,
-			(unsigned long long)s.timers_fired,
-			(unsigned long long)s.mesh_sent,
-			(unsigned long long)s.mesh_received,
-			(unsigned long long)s.mesh_overflowed,
-			(unsigned long long)s.msg_rings,
-			(unsigned long long)s.live_tasks,
-			(unsigned long long)s.inflight_ops,
-			(unsigned long long)s.slab_chunks);
-	}
-	fflush(f);
-	return 0;
+	return pw_cli_metrics_write(f, rt, PW_CLI_METRICS_JSON);
 }

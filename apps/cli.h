@@ -68,6 +68,12 @@ struct pw_cli_cmd {
 	uint32_t common; /* PW_CLI_* common flags it takes */
 };
 
+/* How --metrics prints (--metrics-format). */
+enum pw_cli_metrics_format {
+	PW_CLI_METRICS_JSON,	   /* one JSON object (the default) */
+	PW_CLI_METRICS_PROMETHEUS, /* Prometheus text exposition */
+};
+
 /* The common flags as parsed. */
 struct pw_cli {
 	const struct pw_cli_cmd *cmd;
@@ -76,7 +82,8 @@ struct pw_cli {
 	const char *cpus_arg;	 /* --cpus as given, or NULL */
 	unsigned ncpus;		 /* CPUs in --cpus */
 	bool metrics;		 /* --metrics */
-	int cpus[PW_MAX_SHARDS]; /* --cpus, ascending */
+	enum pw_cli_metrics_format metrics_format; /* --metrics-format */
+	int cpus[PW_MAX_SHARDS];		   /* --cpus, ascending */
 	int shard_cpu[PW_MAX_SHARDS]; /* per shard, by pw_cli_config() */
 	char error[256];	      /* the last message printed */
 };
@@ -198,11 +205,20 @@ bool pw_cli_stop_requested(void);
 bool pw_cli_dump_requested(void);
 
 /**
- * pw_cli_metrics_dump - print every shard's counters of @rt to @f, one
- * "shard N cpu C: name=value ..." line per shard.
- * Return: 0; -EINVAL for NULL arguments; or the error of
- * pw_runtime_stats().
- * Context: any thread that is not a shard of @rt.
+ * pw_cli_metrics_write - print a snapshot of @rt's metrics
+ * (pinwheel/metrics.h) to @f in format @fmt, then flush @f.
+ * Return: 0; -EINVAL for NULL arguments or an unknown @fmt; or the error
+ * of pw_metrics_read() or the writer (-EIO).
+ * Context: any thread.
+ */
+int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
+			 enum pw_cli_metrics_format fmt);
+
+/**
+ * pw_cli_metrics_dump - print a snapshot of @rt's metrics to @f as JSON
+ * (pw_cli_metrics_write() with PW_CLI_METRICS_JSON).
+ * Return: as pw_cli_metrics_write().
+ * Context: any thread.
  */
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt);
 

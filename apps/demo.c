@@ -187,7 +187,7 @@ int pw_app_demo(int argc, char **argv)
 	       (unsigned long long)st.cqes_reaped,
 	       (unsigned long long)st.kernel_waits);
 	if (cli.metrics)
-		pw_cli_metrics_dump(stdout, rt);
+		pw_cli_metrics_write(stdout, rt, cli.metrics_format);
 	pw_runtime_destroy(rt);
 	return sum == want ? 0 : 1;
 }

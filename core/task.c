@@ -157,6 +157,7 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 	t->result = res;
 	if (t->drop)
 		t->drop(t->state);
+	PW__STAT_INC(s, finished);
 	struct pw__task *j = t->joiner;
 	if (j) {
 		t->joiner = NULL;
@@ -342,7 +343,7 @@ void pw__task_abort_steal(struct pw__task *t)
 static void s_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		     bool cancelled)
 {
-	(void)s;
+	PW__STAT_INC(s, finished);
 	t->result = res;
 	t->flags = (uint16_t)((t->flags | PW__T_DONE |
 			       (cancelled ? PW__T_CANCELLED : 0)) &

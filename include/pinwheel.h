@@ -21,5 +21,6 @@
 #include "pinwheel/hist.h"
 #include "pinwheel/net.h"
 #include "pinwheel/numa.h"
+#include "pinwheel/metrics.h"
 
 #endif /* PINWHEEL_H */

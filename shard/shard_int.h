@@ -61,7 +61,7 @@ struct pw__stats {
 		budget_yields, kernel_waits, wakeups_sent, sqes_submitted,
 		cqes_reaped, live_tasks, timers_fired, slab_chunks,
 		inflight_ops, mesh_sent, mesh_received, mesh_overflowed,
-		msg_rings;
+		msg_rings, finished;
 };
 
 #define PW__STAT_ADD(s, f, n)                                              \

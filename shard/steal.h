@@ -49,8 +49,7 @@ struct pw__lq {
 struct pw__wstats {
 	_Atomic uint64_t polls, steal_count, steal_operations, overflow_count,
 		park_count, park_unpark_count, noop_count, local_schedule_count,
-		remote_schedule_count, budget_yields, busy_ns, mean_poll_ns,
-		forwarded;
+		busy_ns, mean_poll_ns, forwarded;
 };
 
 struct pw__worker {
@@ -66,7 +65,7 @@ struct pw__worker {
 	uint64_t rand;	   /* victim choice (xorshift) */
 	/* Batch statistics, published by pub_stats(). */
 	uint64_t polls, steals, steal_ops, overflows, parks, park_unparks,
-		noops, local_sched, budget_yields, busy_ns, forwarded;
+		noops, local_sched, busy_ns, forwarded;
 	uint64_t polls_at_park; /* polls when it last parked */
 	uint64_t resume_ns;	/* when it last left a park */
 	uint64_t batch_start_ns, batch_polls;
