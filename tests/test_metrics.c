@@ -291,7 +291,9 @@ Test(metrics, steal_mode_depths_and_overflow)
 	cfg.sched = PW_SCHED_STEAL;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
-	cr_assert_eq(pw_runtime_spawn(rt, 0, spawner_poll, &sp, 0, NULL), 0);
+	cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, spawner_poll, &sp, 0,
+				      NULL),
+		     0);
 	while (!atomic_load(&sp.spawned))
 		usleep(100);
 
