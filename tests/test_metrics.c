@@ -175,6 +175,7 @@ static bool shard_drained(const struct pw_metrics *m)
 
 Test(metrics, shard_mode_exact_counts)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	struct pw_metrics m;
@@ -228,6 +229,7 @@ static bool one_poll_of_six(const struct pw_metrics *m)
 
 Test(metrics, shard_mode_local_wakes_are_local_schedules)
 {
+	PW_TEST_SHARD_ONLY();
 	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_metrics m;
