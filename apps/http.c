@@ -713,10 +713,13 @@ int pw_app_http(int argc, char **argv)
 		req += st.requests;
 		bad += st.errors;
 	}
+	struct pw_net_listener_stats ls;
+	pw_net_listener_stats(srv->l, &ls);
 	printf("pinwheel http: stopped; %llu connections, %llu requests, "
-	       "%llu refused\n",
+	       "%llu refused, %llu accept errors, %llu dropped unread\n",
 	       (unsigned long long)acc, (unsigned long long)req,
-	       (unsigned long long)bad);
+	       (unsigned long long)bad, (unsigned long long)ls.accept_errors,
+	       (unsigned long long)ls.dropped);
 	pw_http_server_destroy(srv);
 	pw_cli_signals_close();
 	return rc < 0 ? 1 : 0;
