@@ -322,8 +322,8 @@ Test(http, garbage_gets_400_and_close)
 		"\x01\x02\x03\x04 / HTTP/1.1\r\n\r\n",
 		"GET / HTTP/1.1\r\n\r\n", /* no Host */
 		"GET / HTTP/1.1\r\nHost: t\r\nBad Header: x\r\n\r\n",
-		"GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
-		"\r\n",
+		("GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+		 "\r\n"),
 	};
 	struct srv v;
 
