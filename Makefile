@@ -29,7 +29,8 @@ INCLUDEDIR ?= $(PREFIX)/include
 BINDIR ?= $(PREFIX)/bin
 
 DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
-	libbenchmark-dev libcriterion-dev libck-dev g++ pkg-config
+	libbenchmark-dev libcriterion-dev libck-dev g++ pkg-config \
+	wrk gnuplot-nox
 
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2
@@ -87,8 +88,9 @@ DEPS_STAMP := build/.deps-ok
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
 
-# Checked once per package list; delete the stamp (or make clean) to recheck.
-$(DEPS_STAMP): scripts/deps.sh
+# Checked once per package list (a change to this Makefile rechecks);
+# delete the stamp (or make clean) to recheck.
+$(DEPS_STAMP): scripts/deps.sh Makefile
 	@mkdir -p $(dir $@)
 	$(Q)sh scripts/deps.sh $(DEPS_PKGS)
 	@echo "$(DEPS_PKGS)" > $@
@@ -132,7 +134,8 @@ endif
 
 # The app modules the tests exercise directly (they are not in the
 # library).
-TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o
+TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o \
+	$(BUILD)/obj/apps/http.o
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

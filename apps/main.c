@@ -14,6 +14,7 @@ static const struct pw_app_cmd {
 	const char *what;
 } cmds[] = {
 	{ "echo", pw_app_echo, "run an echo server (TCP or Unix socket)" },
+	{ "http", pw_app_http, "run a fixed-body HTTP/1.1 server (for wrk)" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
 	{ "topo", pw_app_topo,
 	  "show the machine topology and planned shard placement" },

@@ -1,0 +1,726 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http.c - `pinwheel http`: a fixed-body HTTP/1.1 keep-alive responder
+ * for load generators such as wrk (see http.h for the server's API).
+ *
+ * One acceptor task per shard; one task per connection, spawned on the
+ * acceptor's shard. A connection takes each buffer its multishot recv
+ * fills, feeds all of it to its parser and appends one canned response
+ * per complete request to its output buffer (8 KiB, in the task's state);
+ * before it sends, it takes whatever else is already queued, so requests
+ * pipelined over several buffers still go out in one send. A full output
+ * buffer is sent and parsing resumes where it stopped. Nothing is
+ * allocated per request: responses are copied from the shard's canned
+ * pair, whose Date is rebuilt at most once a second.
+ *
+ * A response that closes the connection (HTTP/1.0 without keep-alive,
+ * "Connection: close", a malformed or oversized request, or a drain) is
+ * followed by a half-close and a short linger that reads and drops what
+ * the client still sends, so that unread bytes do not turn the close into
+ * a reset that would destroy the response in flight.
+ *
+ * Draining: the main thread sets the server's flag and wakes every task
+ * registered with a shard's registry (a mutex-guarded list of owned
+ * wakers, touched once per connection, never per request). Each task
+ * checks the flag at every poll: an acceptor stops, an idle connection
+ * closes, a connection in the middle of a request answers it with
+ * "Connection: close".
+ *
+ * Counters live in per-shard, cache-line aligned records written only by
+ * the thread of that shard (the worker running the task, under the
+ * stealing scheduler too), read by any thread.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pinwheel.h"
+#include "pinwheel/net.h"
+#include "apps.h"
+#include "cli.h"
+#include "http.h"
+#include "http_parse.h"
+
+#define OUT_MAX	  8192			/* a connection's output buffer */
+#define LINGER_NS (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
+
+/* A task the drain must wake: linked in a shard's registry. */
+struct http_member {
+	struct pw_list node;
+	struct pw_waker waker; /* owned clone while linked */
+	unsigned reg;	       /* index of the registry */
+	bool linked;
+};
+
+struct http_shard {
+	/* Guards members and open; taken once per connection. */
+	_Alignas(64) pthread_mutex_t lock;
+	struct pw_list members;
+	unsigned open; /* connections spawned and not yet dropped */
+	/* Written only by this shard's thread, with a relaxed load and store
+	 * (no read-modify-write); read by pw_http_server_stats(). */
+	_Atomic uint64_t accepted, requests, errors, closed;
+	struct pw_http_canned canned; /* this shard's thread only */
+};
+
+struct pw_http_server {
+	struct pw_runtime *rt;
+	struct pw_net_listener *l;
+	size_t head_max;
+	unsigned nshards;
+	/* Set once by pw_http_server_drain(); pairs with the acquire loads
+	 * in draining(). Tasks that were asleep also see it through the
+	 * wake that follows the store, and tasks registering later through
+	 * the registry's mutex. */
+	atomic_bool drain;
+	struct http_shard *sh;
+};
+
+static bool draining(const struct pw_http_server *s)
+{
+	/* Acquire: pairs with the release store in pw_http_server_drain(). */
+	return atomic_load_explicit(&s->drain, memory_order_acquire);
+}
+
+static void bump(_Atomic uint64_t *c, uint64_t n)
+{
+	/* Relaxed load and store: only the owning shard writes @c; pairs
+	 * with the relaxed loads in pw_http_server_stats(). */
+	atomic_store_explicit(c,
+			      atomic_load_explicit(c, memory_order_relaxed) + n,
+			      memory_order_relaxed);
+}
+
+/* The record of the shard running the caller. */
+static struct http_shard *here(struct pw_http_server *s)
+{
+	int id = pw_shard_id();
+
+	return id >= 0 && (unsigned)id < s->nshards ? &s->sh[id] : NULL;
+}
+
+static void member_link(struct pw_http_server *s, struct pw_cx *cx,
+			struct http_member *m)
+{
+	struct http_shard *h = &s->sh[m->reg];
+	struct pw_waker w = pw_cx_waker(cx);
+
+	if (pw_waker_clone(&m->waker, &w))
+		return;
+	pthread_mutex_lock(&h->lock);
+	pw_list_add_tail(&m->node, &h->members);
+	m->linked = true;
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Unlink @m; @conn also ends its connection's count. */
+static void member_unlink(struct pw_http_server *s, struct http_member *m,
+			  bool conn)
+{
+	struct http_shard *h = &s->sh[m->reg];
+
+	pthread_mutex_lock(&h->lock);
+	if (m->linked)
+		pw_list_del(&m->node);
+	m->linked = false;
+	if (conn)
+		h->open--;
+	pthread_mutex_unlock(&h->lock);
+	pw_waker_drop(&m->waker);
+}
+
+/* ---- a connection ------------------------------------------------------ */
+
+enum { C_RECV, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
+
+struct http_conn {
+	struct http_member m;
+	struct pw_http_server *srv;
+	int fd, step;
+	bool have;    /* buf is borrowed */
+	bool partial; /* part of a request has been parsed */
+	bool closing; /* close once out is sent */
+	bool eof;     /* the client closed its side */
+	uint32_t off; /* bytes of buf parsed */
+	uint64_t linger_until;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_send tx;
+	struct pw_close cl;
+	size_t out_len;
+	struct pw_http_parser p;
+	char out[OUT_MAX];
+};
+
+static void conn_release(struct http_conn *c)
+{
+	if (c->have)
+		pw_net_buf_release(&c->buf);
+	c->have = false;
+}
+
+static void conn_close(struct http_conn *c)
+{
+	conn_release(c);
+	c->step = C_CLOSE;
+	pw_close_init(&c->cl, c->fd);
+}
+
+/*
+ * Parse what is left of the borrowed buffer, appending a response per
+ * request, until the buffer is used up, the output buffer has no room for
+ * another response, or a response closes the connection.
+ */
+static void conn_parse(struct http_conn *c)
+{
+	struct http_shard *h = here(c->srv);
+	const char *data = c->buf.data;
+	bool drain = draining(c->srv);
+	uint64_t ok = 0;
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
+	pw_http_canned_tick(&h->canned, ts.tv_sec);
+	while (c->off < c->buf.len && !c->closing) {
+		size_t room = sizeof(c->out) - c->out_len, used, n;
+		const char *r;
+		int rc, status;
+
+		if (room < PW_HTTP_CANNED_MAX)
+			break;
+		rc = pw_http_parse(&c->p, data + c->off, c->buf.len - c->off,
+				   &used);
+		c->off += (uint32_t)used;
+		if (rc == 0) {
+			c->partial = true;
+			break;
+		}
+		if (rc == 1) {
+			bool keep = c->p.req.keep_alive && !drain;
+
+			r = pw_http_canned_get(&h->canned, keep, &n);
+			memcpy(c->out + c->out_len, r, n);
+			c->out_len += n;
+			c->partial = false;
+			c->closing = !keep;
+			ok++;
+			continue;
+		}
+		status = pw_http_error_status(rc);
+		r = pw_http_reason(status);
+		rc = pw_http_build(c->out + c->out_len, room, status, false,
+				   h->canned.date, r, strlen(r));
+		if (rc > 0)
+			c->out_len += (size_t)rc;
+		c->closing = true;
+		bump(&h->errors, 1);
+	}
+	if (ok)
+		bump(&h->requests, ok);
+}
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct http_conn *c = state;
+	int32_t res;
+
+	if (!c->m.linked && !c->m.waker.task)
+		member_link(c->srv, cx, &c->m);
+	for (;;) {
+		switch (c->step) {
+		case C_RECV:
+			if (!c->have) {
+				if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER,
+						 &c->buf, &res) == PW_PENDING) {
+					if (c->out_len)
+						c->step = C_SEND;
+					else if (draining(c->srv) &&
+						 !c->partial)
+						conn_close(c);
+					else
+						return PW_PENDING;
+					break;
+				}
+				if (res < 0) {
+					conn_close(c);
+					break;
+				}
+				if (res == 0) {
+					c->eof = true;
+					c->closing = true;
+					if (c->out_len)
+						c->step = C_SEND;
+					else
+						conn_close(c);
+					break;
+				}
+				c->have = true;
+				c->off = 0;
+			}
+			conn_parse(c);
+			if (c->closing || c->off >= c->buf.len)
+				conn_release(c);
+			if (c->closing || c->have)
+				c->step = C_SEND;
+			break;
+		case C_SEND:
+			if (pw_send_poll(cx, &c->tx, c->out, c->out_len,
+					 PW_TIME_NEVER, &res) == PW_PENDING)
+				return PW_PENDING;
+			c->out_len = 0;
+			if (res < 0 || (c->closing && c->eof)) {
+				conn_close(c);
+			} else if (c->closing) {
+				c->step = C_SHUT;
+				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
+			} else {
+				c->step = C_RECV;
+			}
+			break;
+		case C_SHUT:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			c->linger_until = (uint64_t)pw_time_now() + LINGER_NS;
+			c->step = C_LINGER;
+			pw_close_init(&c->cl, c->fd);
+			break;
+		case C_LINGER:
+			if (pw_recv_poll(cx, &c->rx, c->linger_until, &c->buf,
+					 &res) == PW_PENDING)
+				return PW_PENDING;
+			if (res > 0)
+				pw_net_buf_release(&c->buf);
+			else
+				conn_close(c);
+			break;
+		default:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			return pw_ready(cx, 0);
+		}
+	}
+}
+
+static void conn_drop(void *state)
+{
+	struct http_conn *c = state;
+	struct http_shard *h = here(c->srv);
+
+	conn_release(c);
+	pw_recv_cancel(&c->rx);
+	pw_send_cancel(&c->tx);
+	if (!pw_close_cancel(&c->cl))
+		close(c->fd);
+	member_unlink(c->srv, &c->m, true);
+	if (h)
+		bump(&h->closed, 1);
+}
+
+/* ---- the acceptor -------------------------------------------------------- */
+
+struct http_acceptor {
+	struct http_member m;
+	struct pw_http_server *srv;
+	struct pw_accept acc;
+};
+
+/* Start a connection task for @fd, counted in the registry @reg. */
+static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
+{
+	struct http_shard *h = &s->sh[reg];
+	struct http_conn c = { .srv = s, .fd = fd };
+
+	c.m.reg = reg;
+	pw_http_parser_init(&c.p, s->head_max);
+	pw_recv_init(&c.rx, fd);
+	pw_send_init(&c.tx, fd);
+	pw_close_init(&c.cl, fd);
+	pthread_mutex_lock(&h->lock);
+	h->open++;
+	pthread_mutex_unlock(&h->lock);
+	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop)) {
+		close(fd);
+		pthread_mutex_lock(&h->lock);
+		h->open--;
+		pthread_mutex_unlock(&h->lock);
+	}
+}
+
+static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
+{
+	struct http_acceptor *a = state;
+	struct http_shard *h;
+	int fd;
+
+	if (!a->m.linked && !a->m.waker.task)
+		member_link(a->srv, cx, &a->m);
+	for (;;) {
+		if (draining(a->srv)) {
+			pw_accept_cancel(&a->acc);
+			return pw_ready(cx, 0);
+		}
+		if (pw_accept_poll(cx, &a->acc, PW_TIME_NEVER, &fd) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0) {
+			fprintf(stderr, "pinwheel http: accept: %s\n",
+				strerror(-fd));
+			if (fd == -EINVAL || fd == -EBADF)
+				return pw_ready(cx, fd);
+			continue;
+		}
+		h = here(a->srv);
+		if (h)
+			bump(&h->accepted, 1);
+		conn_spawn(a->srv, h ? (unsigned)(h - a->srv->sh) : a->m.reg,
+			   fd);
+	}
+}
+
+static void acceptor_drop(void *state)
+{
+	struct http_acceptor *a = state;
+
+	pw_accept_cancel(&a->acc);
+	member_unlink(a->srv, &a->m, false);
+}
+
+/* ---- the server ---------------------------------------------------------- */
+
+int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
+			 const struct pw_net_addr *addr,
+			 const struct pw_http_opts *o)
+{
+	struct pw_http_opts def = { 0 };
+	struct pw_http_server *s;
+	struct pw_http_parser probe;
+	const char *body;
+	size_t body_len, bytes;
+	int n, err;
+
+	if (!sp || !rt || !addr)
+		return -EINVAL;
+	if (!o)
+		o = &def;
+	body = o->body ? o->body : PW_HTTP_BODY_DEFAULT;
+	body_len = o->body ? o->body_len : strlen(PW_HTTP_BODY_DEFAULT);
+	if (body_len > PW_HTTP_BODY_MAX)
+		return -EMSGSIZE;
+	if (pw_http_parser_init(&probe, o->head_max))
+		return -EINVAL;
+	n = pw_runtime_shards(rt);
+	if (n <= 0)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	bytes = (size_t)n * sizeof(*s->sh);
+	if (s)
+		s->sh = aligned_alloc(_Alignof(struct http_shard), bytes);
+	if (!s || !s->sh) {
+		free(s);
+		return -ENOMEM;
+	}
+	memset(s->sh, 0, bytes);
+	s->rt = rt;
+	s->nshards = (unsigned)n;
+	s->head_max = o->head_max;
+	for (int i = 0; i < n; i++) {
+		struct http_shard *h = &s->sh[i];
+
+		pthread_mutex_init(&h->lock, NULL);
+		pw_list_init(&h->members);
+		err = pw_http_canned_init(&h->canned, body, body_len,
+					  time(NULL));
+		if (err) {
+			s->nshards = (unsigned)i + 1;
+			s->l = NULL;
+			pw_http_server_destroy(s);
+			return err;
+		}
+	}
+	struct pw_net_listen_opts lo = { 0, o->listen_flags };
+	err = pw_net_listener_create(&s->l, rt, addr, &lo);
+	if (err) {
+		s->l = NULL;
+		pw_http_server_destroy(s);
+		return err;
+	}
+	*sp = s;
+	for (int i = 0; i < n; i++) {
+		struct http_acceptor a = { .srv = s };
+
+		a.m.reg = (unsigned)i;
+		pw_accept_init(&a.acc, s->l, 0);
+		err = pw_runtime_spawn(rt, (unsigned)i, acceptor_poll, &a,
+				       sizeof(a), acceptor_drop);
+		if (err) {
+			/* Acceptors already running point at @s: the caller
+			 * destroys it after the runtime. */
+			pw_http_server_drain(s);
+			return err;
+		}
+	}
+	return 0;
+}
+
+int pw_http_server_addr(const struct pw_http_server *s, struct pw_net_addr *out)
+{
+	if (!s || !out)
+		return -EINVAL;
+	return pw_net_listener_addr(s->l, out);
+}
+
+int pw_http_server_drain(struct pw_http_server *s)
+{
+	struct pw_list *pos;
+
+	if (!s)
+		return -EINVAL;
+	/* Release: pairs with the acquire load in draining(). */
+	atomic_store_explicit(&s->drain, true, memory_order_release);
+	for (unsigned i = 0; i < s->nshards; i++) {
+		struct http_shard *h = &s->sh[i];
+
+		pthread_mutex_lock(&h->lock);
+		pw_list_for_each (pos, &h->members) {
+			struct http_member *m =
+				pw_list_entry(pos, struct http_member, node);
+			pw_waker_wake_by_ref(&m->waker);
+		}
+		pthread_mutex_unlock(&h->lock);
+	}
+	return 0;
+}
+
+int pw_http_server_open(struct pw_http_server *s)
+{
+	unsigned n = 0;
+
+	if (!s)
+		return -EINVAL;
+	for (unsigned i = 0; i < s->nshards; i++) {
+		pthread_mutex_lock(&s->sh[i].lock);
+		n += s->sh[i].open;
+		pthread_mutex_unlock(&s->sh[i].lock);
+	}
+	return (int)n;
+}
+
+int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
+			 struct pw_http_stats *out)
+{
+	const struct http_shard *h;
+
+	if (!s || !out)
+		return -EINVAL;
+	if (shard >= s->nshards)
+		return -ENODEV;
+	h = &s->sh[shard];
+	/* Relaxed: pair with the stores in bump(); counters only. */
+	out->accepted =
+		atomic_load_explicit(&h->accepted, memory_order_relaxed);
+	out->requests =
+		atomic_load_explicit(&h->requests, memory_order_relaxed);
+	out->errors = atomic_load_explicit(&h->errors, memory_order_relaxed);
+	out->closed = atomic_load_explicit(&h->closed, memory_order_relaxed);
+	return 0;
+}
+
+int pw_http_server_destroy(struct pw_http_server *s)
+{
+	if (!s)
+		return -EINVAL;
+	if (s->l)
+		pw_net_listener_destroy(s->l);
+	for (unsigned i = 0; i < s->nshards; i++)
+		pthread_mutex_destroy(&s->sh[i].lock);
+	free(s->sh);
+	free(s);
+	return 0;
+}
+
+/* ---- the command ---------------------------------------------------------- */
+
+static void print_stats(FILE *f, struct pw_http_server *s)
+{
+	for (unsigned i = 0; i < s->nshards; i++) {
+		struct pw_http_stats st;
+
+		pw_http_server_stats(s, i, &st);
+		fprintf(f,
+			"shard %u http: accepted=%llu requests=%llu "
+			"errors=%llu closed=%llu\n",
+			i, (unsigned long long)st.accepted,
+			(unsigned long long)st.requests,
+			(unsigned long long)st.errors,
+			(unsigned long long)st.closed);
+	}
+	fflush(f);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+int pw_app_http(int argc, char **argv)
+{
+	static struct pw_cli cli;
+	const char *listen_at = NULL, *body = NULL;
+	uint64_t head_max = PW_HTTP_HEAD_MAX_DEFAULT;
+	uint64_t drain_ns = 5 * PW_NSEC_PER_SEC;
+	bool shared = false;
+	const struct pw_cli_opt opts[] = {
+		{ "--listen", PW_CLI_STRING, &listen_at, 0, 0, "ADDR",
+		  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
+		{ "--body", PW_CLI_STRING, &body, 0, 0, "TEXT",
+		  "the response body, up to 256 bytes (default "
+		  "\"" PW_HTTP_BODY_DEFAULT "\")" },
+		{ "--head-max", PW_CLI_SIZE, &head_max, 64, 1u << 20, "SIZE",
+		  "cap on a request head; larger gets 431 (default 8k)" },
+		{ "--drain", PW_CLI_DURATION, &drain_ns, 0,
+		  3600 * PW_NSEC_PER_SEC, "DURATION",
+		  "on SIGINT/SIGTERM, time open connections get to "
+		  "finish (default 5s)" },
+		{ "--shared", PW_CLI_BOOL, &shared, 0, 0, NULL,
+		  "one listening socket for all shards instead of one "
+		  "SO_REUSEPORT socket per shard" },
+	};
+	const struct pw_cli_cmd cmd = {
+		.name = "pinwheel http",
+		.about = "Answers every HTTP/1.1 request with 200 and a fixed "
+			 "body, keeping connections\nalive; pipelined requests "
+			 "are answered in one send. Malformed requests get\n"
+			 "400 and oversized heads 431, then the connection "
+			 "closes. SIGINT or SIGTERM\nstops accepting and "
+			 "drains; SIGUSR1 prints the counters with --metrics.",
+		.opts = opts,
+		.nopts = sizeof(opts) / sizeof(opts[0]),
+		.common = PW_CLI_RUNTIME,
+	};
+	struct pw_http_opts ho = { 0 };
+	struct pw_http_server *srv = NULL;
+	struct pw_runtime *rt;
+	struct pw_config cfg;
+	struct pw_net_addr addr;
+	char text[PW_NET_ADDR_STRLEN];
+	int err, rc;
+
+	err = pw_cli_parse(&cli, &cmd, argc, argv);
+	if (err)
+		return pw_cli_status(err);
+	if (!listen_at) {
+		fprintf(stderr, "pinwheel http: --listen ADDR is required "
+				"(see --help)\n");
+		return 2;
+	}
+	if (pw_net_addr_parse(&addr, listen_at)) {
+		fprintf(stderr,
+			"pinwheel http: --listen: bad address '%s' (expected "
+			"A.B.C.D:PORT, [IPv6]:PORT or unix:/path)\n",
+			listen_at);
+		return 2;
+	}
+	if (body && strlen(body) > PW_HTTP_BODY_MAX) {
+		fprintf(stderr,
+			"pinwheel http: --body: %zu bytes is more than %d\n",
+			strlen(body), PW_HTTP_BODY_MAX);
+		return 2;
+	}
+	pw_config_init(&cfg);
+	err = pw_cli_config(&cli, &cfg);
+	if (err)
+		return pw_cli_status(err);
+	ho.body = body;
+	ho.body_len = body ? strlen(body) : 0;
+	ho.head_max = (size_t)head_max;
+	ho.listen_flags = shared ? PW_NET_LISTEN_SHARED : 0;
+	/* Under stealing an acceptor may run on any worker: accept from one
+	 * socket so that no worker's socket is left without an acceptor. */
+	if (cfg.sched == PW_SCHED_STEAL)
+		ho.listen_flags |= PW_NET_LISTEN_SHARED;
+
+	err = pw_cli_signals_init();
+	if (err) {
+		fprintf(stderr, "pinwheel http: signals: %s\n", strerror(-err));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	err = pw_runtime_create(&rt, &cfg);
+	if (err) {
+		fprintf(stderr, "pinwheel http: %s\n", pw_strerror_setup(err));
+		return 1;
+	}
+	err = pw_http_server_start(&srv, rt, &addr, &ho);
+	if (err) {
+		fprintf(stderr, "pinwheel http: cannot serve on %s: %s\n",
+			listen_at, strerror(-err));
+		pw_runtime_destroy(rt);
+		if (srv)
+			pw_http_server_destroy(srv);
+		return 1;
+	}
+	pw_http_server_addr(srv, &addr);
+	pw_net_addr_format(&addr, text, sizeof(text));
+	printf("pinwheel http: listening on %s with %u shard%s (%s)\n", text,
+	       cfg.shards, cfg.shards == 1 ? "" : "s",
+	       cfg.sched == PW_SCHED_STEAL ? "steal" : "shard");
+	fflush(stdout);
+
+	while ((rc = pw_cli_wait_stop(-1)) != PW_CLI_STOP) {
+		if (rc == PW_CLI_DUMP && cli.metrics) {
+			pw_cli_metrics_dump(stdout, rt);
+			print_stats(stdout, srv);
+		} else if (rc < 0) {
+			fprintf(stderr, "pinwheel http: signals: %s\n",
+				strerror(-rc));
+			break;
+		}
+	}
+
+	/* Stop accepting; give open connections up to --drain. */
+	uint64_t until = mono_ns() + drain_ns;
+	int open;
+
+	pw_http_server_drain(srv);
+	while ((open = pw_http_server_open(srv)) > 0 && mono_ns() < until) {
+		struct timespec nap = { 0, 5 * 1000 * 1000 };
+		nanosleep(&nap, NULL);
+	}
+	if (open > 0)
+		printf("pinwheel http: drain deadline passed with %d "
+		       "connection%s open; closing them\n",
+		       open, open == 1 ? "" : "s");
+	if (cli.metrics) {
+		pw_cli_metrics_dump(stdout, rt);
+		print_stats(stdout, srv);
+	}
+	pw_runtime_destroy(rt);
+	uint64_t acc = 0, req = 0, bad = 0;
+	for (unsigned i = 0; i < srv->nshards; i++) {
+		struct pw_http_stats st;
+
+		pw_http_server_stats(srv, i, &st);
+		acc += st.accepted;
+		req += st.requests;
+		bad += st.errors;
+	}
+	struct pw_net_listener_stats ls;
+	pw_net_listener_stats(srv->l, &ls);
+	printf("pinwheel http: stopped; %llu connections, %llu requests, "
+	       "%llu refused, %llu accept errors, %llu dropped unread\n",
+	       (unsigned long long)acc, (unsigned long long)req,
+	       (unsigned long long)bad, (unsigned long long)ls.accept_errors,
+	       (unsigned long long)ls.dropped);
+	pw_http_server_destroy(srv);
+	pw_cli_signals_close();
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_http.c - the `pinwheel http` server on loopback: the server runs
+ * in-process (apps/http.c) under both schedulers and plain blocking
+ * sockets talk to it. Pipelining, requests split byte by byte, oversized
+ * and malformed requests, keep-alive, Connection: close, HTTP/1.0, many
+ * connections, the drain, descriptor leaks, wrk as a real client, and the
+ * command's flags and signals.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "pinwheel/net.h"
+#include "../apps/http.h"
+#include "../apps/http_parse.h"
+
+#define REQ "GET / HTTP/1.1\r\nHost: t\r\n\r\n"
+
+/* ---- the server --------------------------------------------------------- */
+
+struct srv {
+	struct pw_runtime *rt;
+	struct pw_http_server *s;
+	struct pw_net_addr a;
+	int fds; /* open before the runtime started */
+};
+
+static void srv_start_sched(struct srv *v, unsigned shards,
+			    const struct pw_http_opts *o, enum pw_sched sched)
+{
+	struct pw_config cfg;
+	struct pw_net_addr any;
+	struct pw_http_opts def = { 0 };
+
+	v->fds = pw_test_open_fds();
+	pw_config_init(&cfg);
+	cfg.shards = shards;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.sched = sched;
+	int err = pw_runtime_create(&v->rt, &cfg);
+	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
+		     pw_strerror_setup(err));
+	if (!o)
+		o = &def;
+	struct pw_http_opts opts = *o;
+	if (sched == PW_SCHED_STEAL)
+		opts.listen_flags |= PW_NET_LISTEN_SHARED;
+	cr_assert_eq(pw_net_addr_parse(&any, "127.0.0.1:0"), 0);
+	err = pw_http_server_start(&v->s, v->rt, &any, &opts);
+	cr_assert_eq(err, 0, "pw_http_server_start: %d", err);
+	cr_assert_eq(pw_http_server_addr(v->s, &v->a), 0);
+}
+
+static void srv_start(struct srv *v, unsigned shards,
+		      const struct pw_http_opts *o)
+{
+	srv_start_sched(v, shards, o, PW_SCHED_SHARD);
+}
+
+/* Drain (every client is closed by now), stop, and check that every
+ * connection task ended and no descriptor is left. */
+static void srv_stop(struct srv *v)
+{
+	cr_assert_eq(pw_http_server_drain(v->s), 0);
+	for (int i = 0; i < 5000 && pw_http_server_open(v->s) > 0; i++)
+		usleep(1000);
+	cr_assert_eq(pw_http_server_open(v->s), 0, "connections left open");
+	cr_assert_eq(pw_runtime_destroy(v->rt), 0);
+	cr_assert_eq(pw_http_server_destroy(v->s), 0);
+	cr_assert_eq(pw_test_open_fds(), v->fds, "descriptor leak");
+}
+
+static uint64_t srv_sum(struct srv *v, size_t field)
+{
+	uint64_t n = 0;
+	int shards = pw_runtime_shards(v->rt);
+
+	for (int i = 0; i < shards; i++) {
+		struct pw_http_stats st;
+		cr_assert_eq(pw_http_server_stats(v->s, (unsigned)i, &st), 0);
+		n += *(uint64_t *)((char *)&st + field);
+	}
+	return n;
+}
+
+#define SUM(v, f) srv_sum(v, offsetof(struct pw_http_stats, f))
+
+/* ---- a client ------------------------------------------------------------ */
+
+static int client(const struct srv *v)
+{
+	int fd = socket(v->a.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct timeval tv = { 10, 0 };
+	int one = 1;
+
+	cr_assert_geq(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	cr_assert_eq(connect(fd, &v->a.u.sa, v->a.len), 0, "connect: %s",
+		     strerror(errno));
+	return fd;
+}
+
+static void send_all(int fd, const void *p, size_t n)
+{
+	const char *b = p;
+
+	while (n) {
+		ssize_t k = send(fd, b, n, MSG_NOSIGNAL);
+		cr_assert_gt(k, 0, "send: %s", strerror(errno));
+		b += k;
+		n -= (size_t)k;
+	}
+}
+
+static void recv_exact(int fd, char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = recv(fd, p, n, 0);
+		cr_assert_gt(k, 0, "recv: %zd (%s) with %zu bytes to come", k,
+			     k < 0 ? strerror(errno) : "end of stream", n);
+		p += k;
+		n -= (size_t)k;
+	}
+}
+
+/* The peer closed: the next read is the end of the stream. */
+static void expect_eof(int fd)
+{
+	char c;
+	ssize_t k = recv(fd, &c, 1, 0);
+
+	cr_assert(k == 0 || (k < 0 && errno == ECONNRESET),
+		  "expected the end of the stream, got %zd", k);
+}
+
+/* Nothing more arrives within @ms. */
+static void expect_quiet(int fd, int ms)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	cr_assert_eq(poll(&p, 1, ms), 0, "unexpected bytes or close");
+}
+
+/* The response the server sends for @status with @body: every byte but
+ * the Date, whose place is filled with 'D'. */
+static int expected(char *buf, size_t len, int status, bool keep,
+		    const char *body)
+{
+	char date[PW_HTTP_DATE_LEN + 1];
+
+	memset(date, 'D', PW_HTTP_DATE_LEN);
+	date[PW_HTTP_DATE_LEN] = '\0';
+	int n = pw_http_build(buf, len, status, keep, date, body, strlen(body));
+	cr_assert_gt(n, 0);
+	return n;
+}
+
+/* Read one response and compare it byte for byte (the Date only for
+ * its shape). */
+static void expect_response(int fd, int status, bool keep, const char *body)
+{
+	char want[1024], got[1024];
+	int n = expected(want, sizeof(want), status, keep, body);
+	char *d = strstr(want, "Date: ");
+
+	cr_assert_not_null(d);
+	recv_exact(fd, got, (size_t)n);
+	size_t at = (size_t)(d - want) + 6;
+	for (size_t i = at; i < at + PW_HTTP_DATE_LEN; i++)
+		got[i] = 'D';
+	cr_assert_eq(memcmp(got, want, (size_t)n), 0,
+		     "response differs:\n%.*s\nwanted:\n%.*s", n, got, n, want);
+}
+
+static void expect_ok(int fd, bool keep)
+{
+	expect_response(fd, 200, keep, PW_HTTP_BODY_DEFAULT);
+}
+
+/* ---- the cases ----------------------------------------------------------- */
+
+static void pipelined(struct srv *v, int n)
+{
+	static char reqs[100 * 64];
+	size_t len = 0;
+	int fd = client(v);
+
+	cr_assert_leq(n, 100);
+	for (int i = 0; i < n; i++)
+		len += (size_t)snprintf(reqs + len, sizeof(reqs) - len,
+					"GET /%d HTTP/1.1\r\nHost: t\r\n\r\n",
+					i);
+	send_all(fd, reqs, len);
+	for (int i = 0; i < n; i++)
+		expect_ok(fd, true);
+	expect_quiet(fd, 50);
+	/* Still alive afterwards. */
+	send_all(fd, REQ, strlen(REQ));
+	expect_ok(fd, true);
+	close(fd);
+}
+
+Test(http, pipelined_100_in_one_write)
+{
+	struct srv v;
+
+	pw_test_time_limit(30);
+	srv_start(&v, 2, NULL);
+	pipelined(&v, 100);
+	cr_assert_eq(SUM(&v, requests), 101);
+	srv_stop(&v);
+}
+
+Test(http, pipelined_in_odd_chunks)
+{
+	/* 100 requests written 37 bytes at a time: requests are cut
+	 * anywhere across reads, and answered in order. */
+	static char reqs[100 * 64];
+	struct srv v;
+	size_t len = 0;
+
+	pw_test_time_limit(30);
+	srv_start(&v, 1, NULL);
+	int fd = client(&v);
+	for (int i = 0; i < 100; i++)
+		len += (size_t)snprintf(reqs + len, sizeof(reqs) - len,
+					"GET /%d HTTP/1.1\r\nHost: t\r\n\r\n",
+					i);
+	for (size_t at = 0; at < len; at += 37) {
+		send_all(fd, reqs + at, len - at < 37 ? len - at : 37);
+		usleep(200);
+	}
+	for (int i = 0; i < 100; i++)
+		expect_ok(fd, true);
+	expect_quiet(fd, 50);
+	close(fd);
+	/* A pipelined run ended by Connection: close: all answered, the
+	 * last closes, and what follows it is ignored. */
+	fd = client(&v);
+	const char *r = REQ REQ "GET / HTTP/1.1\r\nHost: t\r\nConnection: "
+				"close\r\n\r\n" REQ;
+	send_all(fd, r, strlen(r));
+	expect_ok(fd, true);
+	expect_ok(fd, true);
+	expect_ok(fd, false);
+	expect_eof(fd);
+	close(fd);
+	cr_assert_eq(SUM(&v, requests), 103);
+	srv_stop(&v);
+}
+
+Test(http, request_byte_by_byte)
+{
+	struct srv v;
+	const char *r = "GET /split HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n"
+			"X-Long: 0123456789\r\n\r\n";
+
+	pw_test_time_limit(30);
+	srv_start(&v, 1, NULL);
+	int fd = client(&v);
+	for (int round = 0; round < 2; round++) {
+		for (size_t i = 0; r[i]; i++) {
+			send_all(fd, r + i, 1);
+			if (r[i + 1])
+				usleep(500);
+		}
+		expect_ok(fd, true);
+	}
+	close(fd);
+	srv_stop(&v);
+}
+
+Test(http, oversized_head_gets_431_and_close)
+{
+	struct srv v;
+	static char big[12000];
+
+	pw_test_time_limit(30);
+	srv_start(&v, 1, NULL);
+	int n = snprintf(big, sizeof(big),
+			 "GET / HTTP/1.1\r\nHost: t\r\n"
+			 "X-Big: ");
+	memset(big + n, 'a', sizeof(big) - (size_t)n);
+	int fd = client(&v);
+	/* The server may close before taking all of it. */
+	send(fd, big, sizeof(big), MSG_NOSIGNAL);
+	expect_response(fd, 431, false, "Request Header Fields Too Large");
+	expect_eof(fd);
+	close(fd);
+
+	/* A small cap; the first request is answered, the second too long. */
+	srv_stop(&v);
+	struct pw_http_opts o = { .head_max = 64 };
+	srv_start(&v, 1, &o);
+	fd = client(&v);
+	const char *r = REQ "GET / HTTP/1.1\r\nHost: t\r\nUser-Agent: "
+			    "0123456789012345678901234567890123456789\r\n\r\n";
+	send_all(fd, r, strlen(r));
+	expect_ok(fd, true);
+	expect_response(fd, 431, false, "Request Header Fields Too Large");
+	expect_eof(fd);
+	close(fd);
+	cr_assert_eq(SUM(&v, errors), 1);
+	srv_stop(&v);
+}
+
+Test(http, garbage_gets_400_and_close)
+{
+	static const char *const bad[] = {
+		"GARBAGE\r\n\r\n",
+		"\x01\x02\x03\x04 / HTTP/1.1\r\n\r\n",
+		"GET / HTTP/1.1\r\n\r\n", /* no Host */
+		"GET / HTTP/1.1\r\nHost: t\r\nBad Header: x\r\n\r\n",
+		("GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
+		 "\r\n"),
+	};
+	struct srv v;
+
+	pw_test_time_limit(30);
+	srv_start(&v, 2, NULL);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int fd = client(&v);
+		send_all(fd, bad[i], strlen(bad[i]));
+		expect_response(fd, 400, false, "Bad Request");
+		expect_eof(fd);
+		close(fd);
+	}
+	/* A good request first, then garbage on the same connection. */
+	int fd = client(&v);
+	const char *r = REQ "BAD\x7f\r\n\r\n";
+	send_all(fd, r, strlen(r));
+	expect_ok(fd, true);
+	expect_response(fd, 400, false, "Bad Request");
+	expect_eof(fd);
+	close(fd);
+	/* HTTP/2.0 gets 505. */
+	fd = client(&v);
+	r = "GET / HTTP/2.0\r\nHost: t\r\n\r\n";
+	send_all(fd, r, strlen(r));
+	expect_response(fd, 505, false, "HTTP Version Not Supported");
+	expect_eof(fd);
+	close(fd);
+	srv_stop(&v);
+}
+
+Test(http, keep_alive_1000_sequential)
+{
+	struct srv v;
+
+	pw_test_time_limit(60);
+	srv_start(&v, 2, NULL);
+	int fd = client(&v);
+	for (int i = 0; i < 1000; i++) {
+		send_all(fd, REQ, strlen(REQ));
+		expect_ok(fd, true);
+	}
+	close(fd);
+	cr_assert_eq(SUM(&v, requests), 1000);
+	cr_assert_eq(SUM(&v, accepted), 1);
+	for (int i = 0; i < 2000 && SUM(&v, closed) < 1; i++)
+		usleep(1000);
+	cr_assert_eq(SUM(&v, closed), 1);
+	srv_stop(&v);
+}
+
+Test(http, connection_close_and_http10)
+{
+	static const struct {
+		const char *req;
+		bool keep;
+	} cases[] = {
+		{ "GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n",
+		  false },
+		{ "GET / HTTP/1.0\r\n\r\n", false },
+		{ "GET / HTTP/1.0\r\nConnection: keep-alive\r\n\r\n", true },
+		{ "GET / HTTP/1.1\r\nHost: t\r\nConnection: keep-alive\r\n\r\n",
+		  true },
+		{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+		  true },
+	};
+	struct srv v;
+
+	pw_test_time_limit(30);
+	srv_start(&v, 1, NULL);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int fd = client(&v);
+		send_all(fd, cases[i].req, strlen(cases[i].req));
+		expect_ok(fd, cases[i].keep);
+		if (cases[i].keep) {
+			send_all(fd, cases[i].req, strlen(cases[i].req));
+			expect_ok(fd, true);
+			expect_quiet(fd, 20);
+		} else {
+			expect_eof(fd);
+		}
+		close(fd);
+	}
+	/* A client that half-closes after its requests still gets every
+	 * response. */
+	int fd = client(&v);
+	send_all(fd, REQ REQ, 2 * strlen(REQ));
+	shutdown(fd, SHUT_WR);
+	expect_ok(fd, true);
+	expect_ok(fd, true);
+	expect_eof(fd);
+	close(fd);
+	srv_stop(&v);
+}
+
+Test(http, custom_body)
+{
+	struct srv v;
+	const char *body = "pinwheel says hi\n";
+	struct pw_http_opts o = { .body = body, .body_len = strlen(body) };
+
+	pw_test_time_limit(30);
+	srv_start(&v, 1, &o);
+	int fd = client(&v);
+	send_all(fd, REQ, strlen(REQ));
+	expect_response(fd, 200, true, body);
+	close(fd);
+	srv_stop(&v);
+
+	char big[PW_HTTP_BODY_MAX + 1];
+	memset(big, 'b', sizeof(big));
+	o = (struct pw_http_opts){ .body = big, .body_len = sizeof(big) };
+	struct pw_net_addr a;
+	struct pw_http_server *s = NULL;
+	struct pw_runtime *rt = pw_test_runtime(1);
+	pw_net_addr_parse(&a, "127.0.0.1:0");
+	cr_assert_eq(pw_http_server_start(&s, rt, &a, &o), -EMSGSIZE);
+	o = (struct pw_http_opts){ .head_max = 10 };
+	cr_assert_eq(pw_http_server_start(&s, rt, &a, &o), -EINVAL);
+	cr_assert_eq(pw_http_server_start(NULL, rt, &a, NULL), -EINVAL);
+	cr_assert_eq(pw_http_server_drain(NULL), -EINVAL);
+	cr_assert_eq(pw_http_server_open(NULL), -EINVAL);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * @n connections open at once, @rounds requests on each. They are opened
+ * 16 at a time, each answered once before the next 16: a burst of more
+ * than the accept leaf's queue (PW_ACCEPT_QUEUE) of connections arriving
+ * together can overflow it, and net/ then closes the extra ones unread
+ * (counted as the listener's "dropped").
+ */
+static void many_connections(struct srv *v, int n, int rounds)
+{
+	int *fds = calloc((size_t)n, sizeof(int));
+
+	cr_assert_not_null(fds);
+	for (int i = 0; i < n; i += 16) {
+		int end = i + 16 < n ? i + 16 : n;
+		for (int j = i; j < end; j++) {
+			fds[j] = client(v);
+			send_all(fds[j], REQ, strlen(REQ));
+		}
+		for (int j = i; j < end; j++)
+			expect_ok(fds[j], true);
+	}
+	for (int r = 1; r < rounds; r++) {
+		for (int i = 0; i < n; i++)
+			send_all(fds[i], REQ, strlen(REQ));
+		for (int i = 0; i < n; i++)
+			expect_ok(fds[i], true);
+	}
+	for (int i = 0; i < n; i++)
+		close(fds[i]);
+	free(fds);
+}
+
+Test(http, many_concurrent_connections)
+{
+	struct srv v;
+
+	pw_test_time_limit(60);
+	srv_start(&v, 2, NULL);
+	many_connections(&v, 200, 5);
+	cr_assert_eq(SUM(&v, accepted), 200);
+	cr_assert_eq(SUM(&v, requests), 1000);
+	srv_stop(&v);
+}
+
+Test(http, stealing_scheduler)
+{
+	struct srv v;
+
+	pw_test_time_limit(60);
+	srv_start_sched(&v, 2, NULL, PW_SCHED_STEAL);
+	pipelined(&v, 100);
+	many_connections(&v, 100, 3);
+	int fd = client(&v);
+	for (int i = 0; i < 200; i++) {
+		send_all(fd, REQ, strlen(REQ));
+		expect_ok(fd, true);
+	}
+	close(fd);
+	srv_stop(&v);
+}
+
+Test(http, drain_finishes_requests_and_closes_idle)
+{
+	struct srv v;
+
+	pw_test_time_limit(30);
+	srv_start(&v, 2, NULL);
+	int idle = client(&v), busy = client(&v);
+	send_all(idle, REQ, strlen(REQ));
+	expect_ok(idle, true);
+	/* Half a request when the drain starts. */
+	send_all(busy, "GET / HTTP/1.1\r\nHo", 18);
+	usleep(20000);
+	cr_assert_eq(pw_http_server_open(v.s), 2);
+	cr_assert_eq(pw_http_server_drain(v.s), 0);
+	expect_eof(idle);
+	send_all(busy, "st: t\r\n\r\n", 9);
+	expect_ok(busy, false);
+	expect_eof(busy);
+	close(idle);
+	close(busy);
+	srv_stop(&v);
+}
+
+/* ---- wrk ----------------------------------------------------------------- */
+
+/* A number after @key in @text, or -1 when absent. */
+static long long after(const char *text, const char *key)
+{
+	const char *p = strstr(text, key);
+
+	return p ? atoll(p + strlen(key)) : -1;
+}
+
+Test(http, wrk_as_a_client)
+{
+	struct srv v;
+	char url[PW_NET_ADDR_STRLEN + 16], out[8192], at[PW_NET_ADDR_STRLEN];
+	int pipefd[2];
+
+	pw_test_time_limit(60);
+	if (access("/usr/bin/wrk", X_OK))
+		cr_skip_test("wrk is not installed (make deps installs it as "
+			     "root; apt-get install wrk)");
+	srv_start(&v, 2, NULL);
+	pw_net_addr_format(&v.a, at, sizeof(at));
+	snprintf(url, sizeof(url), "http://%s/", at);
+	cr_assert_eq(pipe(pipefd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pipefd[1], 1);
+		dup2(pipefd[1], 2);
+		close(pipefd[0]);
+		close(pipefd[1]);
+		execl("/usr/bin/wrk", "wrk", "-t1", "-c16", "-d1s", url, NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	size_t len = 0;
+	ssize_t k;
+	while (len < sizeof(out) - 1 &&
+	       (k = read(pipefd[0], out + len, sizeof(out) - 1 - len)) > 0)
+		len += (size_t)k;
+	out[len] = '\0';
+	close(pipefd[0]);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wrk: %s", out);
+	long long reqs;
+	const char *line = strstr(out, " requests in ");
+	cr_assert_not_null(line, "wrk said: %s", out);
+	while (line > out && line[-1] >= '0' && line[-1] <= '9')
+		line--;
+	reqs = atoll(line);
+	cr_assert_gt(reqs, 0, "wrk said: %s", out);
+	cr_assert_null(strstr(out, "Socket errors"), "wrk said: %s", out);
+	cr_assert_eq(after(out, "Non-2xx or 3xx responses: "), -1,
+		     "wrk said: %s", out);
+	cr_log_info("wrk: %lld requests", reqs);
+	/* wrk may cut its last requests short when its time is up, so the
+	 * server may have answered a few more than wrk counted. */
+	cr_assert_geq((long long)SUM(&v, requests), reqs);
+	srv_stop(&v);
+}
+
+/* ---- the command --------------------------------------------------------- */
+
+static int run_cmd(char *const argv[])
+{
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY);
+		dup2(null, 1);
+		dup2(null, 2);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	int st;
+	waitpid(pid, &st, 0);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+Test(http, command_flags_and_graceful_stop)
+{
+	char bin[512];
+
+	pw_test_time_limit(60);
+	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
+	if (access(bin, X_OK))
+		cr_skip_test("%s is not built", bin);
+	char big[300];
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	char *help[] = { bin, "http", "--help", NULL };
+	cr_assert_eq(run_cmd(help), 0);
+	char *const bad[][8] = {
+		{ bin, "http", "--bogus", NULL },
+		{ bin, "http", NULL },
+		{ bin, "http", "--listen", "nowhere", NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--head-max", "10",
+		  NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--drain", "soon",
+		  NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--body", big, NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--sched", "fifo",
+		  NULL },
+		{ bin, "http", "--listen", NULL },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_assert_eq(run_cmd(bad[i]), 2, "case %zu", i);
+
+	/* Serve on a free port; SIGTERM while one request is half sent:
+	 * it is answered with Connection: close, and the command exits 0. */
+	struct srv v = { 0 };
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET,
+				   .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t sl = sizeof(sin);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &sl), 0);
+	close(fd);
+	char at[64];
+	snprintf(at, sizeof(at), "127.0.0.1:%u", ntohs(sin.sin_port));
+	cr_assert_eq(pw_net_addr_parse(&v.a, at), 0);
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		execl(bin, bin, "http", "--listen", at, "--shards", "2",
+		      "--drain", "3s", "--metrics", NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char text[4096] = { 0 };
+	ssize_t n = read(out[0], text, sizeof(text) - 1);
+	cr_assert_gt(n, 0);
+	cr_assert_not_null(strstr(text, "listening on"), "%s", text);
+	fd = client(&v);
+	send_all(fd, REQ, strlen(REQ));
+	expect_ok(fd, true);
+	send_all(fd, "GET / HTTP/1.1\r\n", 16);
+	usleep(20000);
+	kill(pid, SIGTERM);
+	usleep(50000);
+	send_all(fd, "Host: t\r\n\r\n", 11);
+	expect_ok(fd, false);
+	expect_eof(fd);
+	close(fd);
+	int st;
+	waitpid(pid, &st, 0);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	size_t len = 0;
+	while (len < sizeof(text) - 1 &&
+	       (n = read(out[0], text + len, sizeof(text) - 1 - len)) > 0)
+		len += (size_t)n;
+	text[len] = '\0';
+	close(out[0]);
+	cr_assert_not_null(strstr(text, "shard 1 http: accepted="), "%s", text);
+	cr_assert_not_null(strstr(text, "1 connections, 2 requests, 0 "
+					"refused"),
+			   "%s", text);
+}
+
+Test(http, command_drain_deadline)
+{
+	char bin[512];
+
+	pw_test_time_limit(60);
+	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
+	if (access(bin, X_OK))
+		cr_skip_test("%s is not built", bin);
+	struct srv v = { 0 };
+	char at[64];
+	snprintf(at, sizeof(at), "unix:@pinwheel-http-test-%d", (int)getpid());
+	cr_assert_eq(pw_net_addr_parse(&v.a, at), 0);
+	int out[2];
+	cr_assert_eq(pipe(out), 0);
+	pid_t pid = fork();
+	if (pid == 0) {
+		dup2(out[1], 1);
+		close(out[0]);
+		execl(bin, bin, "http", "--listen", at, "--shards", "1",
+		      "--drain", "200ms", NULL);
+		_exit(127);
+	}
+	close(out[1]);
+	char text[1024] = { 0 };
+	cr_assert_gt(read(out[0], text, sizeof(text) - 1), 0);
+	int fd = client(&v);
+	send_all(fd, "GET / HT", 8);
+	usleep(20000);
+	struct timespec t0, t1;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	kill(pid, SIGINT);
+	int st;
+	waitpid(pid, &st, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	double s = (double)(t1.tv_sec - t0.tv_sec) +
+		   (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
+	cr_assert_lt(s, 2.0, "took %.2fs to stop", s);
+	expect_eof(fd);
+	close(fd);
+	close(out[0]);
+}
