@@ -281,8 +281,8 @@ struct load_run {
 	 * writes to its shard's numbers; pairs with the acquire loads in
 	 * pw_load_run(). */
 	atomic_uint live;
-	/* relaxed both ways: a request number; the snapshot itself is
-	 * published by snap_done. */
+	/* release in take_snapshot(), acquire in maybe_snapshot(): a new
+	 * request hands the snapshots back to the shards. */
 	_Atomic uint64_t snap_req;
 };
 
@@ -358,14 +358,18 @@ static uint64_t rt_deadline(uint64_t at, uint64_t slice)
 
 static bool stopping(const struct load_run *run)
 {
+	/* relaxed: pairs with the relaxed stores in pw_load_run(); a bare
+	 * flag, no data travels with it. */
 	return atomic_load_explicit(&run->stop, memory_order_relaxed);
 }
 
 /* Copy the shard's numbers for the progress line when asked to. */
 static void maybe_snapshot(struct load_run *run, struct load_shard *sh)
 {
+	/* acquire: pairs with the release in take_snapshot(): the caller
+	 * is done reading the previous snapshot before we overwrite it. */
 	uint64_t want =
-		atomic_load_explicit(&run->snap_req, memory_order_relaxed);
+		atomic_load_explicit(&run->snap_req, memory_order_acquire);
 
 	if (want == sh->served)
 		return;
@@ -802,6 +806,7 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 			  uint64_t *prev_answers, uint64_t *prev_at)
 {
 	const struct pw_load_config *cfg = run->cfg;
+	/* relaxed: this thread is the only writer; pairs with nothing. */
 	uint64_t want =
 		atomic_load_explicit(&run->snap_req, memory_order_relaxed) + 1;
 	uint64_t t0 = mono_ns();
@@ -810,7 +815,9 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 	/* Shards without connections never answer. */
 	unsigned active = run->nshards < cfg->conns ? run->nshards : cfg->conns;
 
-	atomic_store_explicit(&run->snap_req, want, memory_order_relaxed);
+	/* release: our reads of the last snapshots come before the shards
+	 * overwrite them; pairs with the acquire in maybe_snapshot(). */
+	atomic_store_explicit(&run->snap_req, want, memory_order_release);
 	struct pw_load_progress p = { 0 };
 	uint64_t answers = 0;
 	pw_hist_reset(sum);
@@ -831,6 +838,7 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 			p.errors += sh->snap_errors;
 			answers += sh->snap_answers;
 		}
+		/* acquire: pairs with the release in conn_drop(). */
 		if (ngot == active || mono_ns() - t0 > SNAP_WAIT_NS ||
 		    atomic_load_explicit(&run->live, memory_order_acquire) == 0)
 			break;
@@ -969,7 +977,10 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 			break;
 	}
 	if (err) {
-		/* Stop what runs and wait for it; the rest never started. */
+		/* Stop what runs and wait for it; the rest never started.
+		 * relaxed: the flag pairs with the load in stopping(); the
+		 * count, with no writes to publish, joins the release
+		 * sequence of conn_drop()'s decrements. */
 		atomic_store_explicit(&run.stop, true, memory_order_relaxed);
 		atomic_fetch_sub_explicit(&run.live, cfg->conns - spawned,
 					  memory_order_relaxed);
@@ -993,6 +1004,7 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		    wait_hook(cfg, CHECK_NS)) {
 			stopped_at = mono_ns();
 			res->stopped = true;
+			/* relaxed: pairs with the load in stopping(). */
 			atomic_store_explicit(&run.stop, true,
 					      memory_order_relaxed);
 		}
