@@ -45,6 +45,10 @@ need nginx nginx-light
 	exit 1
 }
 
+if ss -Htln "sport = :$PORT" 2>/dev/null | grep -q .; then
+	echo "load-vs-wrk: port $PORT is taken; set PORT" >&2
+	exit 1
+fi
 dir=$(mktemp -d /tmp/pw-load-vs-wrk.XXXXXX)
 ngx_pid=
 cleanup() {
