@@ -1,0 +1,1301 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.c - the load generator (see load.h) and `pinwheel load`.
+ *
+ * One task per connection. It connects, then loops: wait for the next
+ * due time (open loop only), send the request, read until the answer is
+ * whole, record it in the histograms of the shard it runs on. A task
+ * that loses its connection hands its slot (quota, schedule) to a fresh
+ * task and finishes: every leaf of a socket dies with the task that used
+ * it, so no leaf is re-armed while the kernel may still complete it.
+ *
+ * Each shard's counters and histograms are written only by that shard's
+ * thread. The thread in pw_load_run() reads them once every connection
+ * task has gone (the live count), and, for progress, asks the shards for
+ * a copy: it raises snap_req; the next answer recorded on each shard
+ * copies the shard's numbers into the shard's snapshot and publishes
+ * snap_done. The caller's thread reads a snapshot only while snap_done
+ * equals its own request, and the shard writes it only after a new one.
+ *
+ * Waits in the tasks are cut into slices of at most STOP_SLICE_NS so that
+ * a stop is seen promptly; a receive that times out stays armed, so no
+ * byte is lost by that.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pinwheel.h"
+#include "pinwheel/net.h"
+#include "apps.h"
+#include "cli.h"
+#include "load.h"
+
+#define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
+#define CHECK_NS       (10 * PW_NSEC_PER_MSEC)
+#define BACKOFF_NS     (10 * PW_NSEC_PER_MSEC)
+#define SNAP_WAIT_NS   (200 * PW_NSEC_PER_MSEC)
+#define LOAD_SIZE_MAX  (16u << 20)
+#define LOAD_CONNS_MAX 65536u
+#define LOAD_TEXT_MAX  1024
+#define NO_QUOTA       UINT64_MAX
+
+/* ---- the response parser --------------------------------------------- */
+
+enum { R_STATUS, R_HEADER, R_BODY, R_DONE };
+
+void pw_load_resp_init(struct pw_load_resp *p)
+{
+	if (p)
+		memset(p, 0, sizeof(*p));
+}
+
+static bool is_tchar(unsigned char c)
+{
+	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
+	    (c >= 'A' && c <= 'Z'))
+		return true;
+	return c && strchr("!#$%&'*+-.^_`|~", c);
+}
+
+/* Does the comma-separated list @v hold @token (case-insensitive)? */
+static bool list_has(const char *v, const char *token)
+{
+	size_t n = strlen(token);
+
+	while (*v) {
+		while (*v == ' ' || *v == '\t' || *v == ',')
+			v++;
+		const char *s = v;
+		while (*v && *v != ',')
+			v++;
+		const char *e = v;
+		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		if ((size_t)(e - s) == n && !strncasecmp(s, token, n))
+			return true;
+	}
+	return false;
+}
+
+/* "HTTP/1.x SP 3DIGIT [SP reason]" */
+static int status_line(struct pw_load_resp *p, const char *l, size_t n)
+{
+	if (n < 12 || memcmp(l, "HTTP/1.", 7) || l[7] < '0' || l[7] > '9' ||
+	    l[8] != ' ')
+		return -EBADMSG;
+	for (int i = 9; i < 12; i++)
+		if (l[i] < '0' || l[i] > '9')
+			return -EBADMSG;
+	if (n > 12 && l[12] != ' ')
+		return -EBADMSG;
+	p->minor = l[7] - '0';
+	p->status = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
+	if (p->status < 100)
+		return -EBADMSG;
+	return 0;
+}
+
+static int header_line(struct pw_load_resp *p, const char *l, size_t n)
+{
+	size_t i = 0;
+
+	while (i < n && is_tchar((unsigned char)l[i]))
+		i++;
+	if (i == 0 || i == n || l[i] != ':')
+		return -EBADMSG;
+	size_t name = i++;
+	while (i < n && (l[i] == ' ' || l[i] == '\t'))
+		i++;
+	const char *v = l + i;
+	size_t vn = n - i;
+	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+		vn--;
+	char val[PW_LOAD_LINE_MAX];
+	memcpy(val, v, vn);
+	val[vn] = '\0';
+
+	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
+		uint64_t len = 0;
+		if (!vn)
+			return -EBADMSG;
+		for (size_t k = 0; k < vn; k++) {
+			if (val[k] < '0' || val[k] > '9' ||
+			    len > (UINT64_MAX - 9) / 10)
+				return -EBADMSG;
+			len = len * 10 + (uint64_t)(val[k] - '0');
+		}
+		if (p->have_len && len != p->content_length)
+			return -EBADMSG;
+		p->have_len = true;
+		p->content_length = len;
+	} else if (name == 10 && !strncasecmp(l, "connection", 10)) {
+		if (list_has(val, "close"))
+			p->close = true;
+		if (list_has(val, "keep-alive"))
+			p->keep = true;
+	} else if (name == 17 && !strncasecmp(l, "transfer-encoding", 17)) {
+		p->chunked = true; /* any coding: the length is unknown */
+	}
+	return 0;
+}
+
+/* The blank line: decide what follows the head. */
+static int head_end(struct pw_load_resp *p)
+{
+	bool no_body = p->status < 200 || p->status == 204 || p->status == 304;
+
+	p->keep_alive = p->minor >= 1 ? !p->close : (p->keep && !p->close);
+	if (no_body) {
+		p->content_length = 0;
+	} else if (p->chunked || !p->have_len) {
+		return -ENOTSUP;
+	}
+	p->body_left = p->content_length;
+	p->state = p->body_left ? R_BODY : R_DONE;
+	return 0;
+}
+
+static int end_line(struct pw_load_resp *p)
+{
+	size_t n = p->line_len;
+	int err = 0;
+
+	p->line_len = 0;
+	if (p->state == R_STATUS) {
+		if (n == 0)
+			return 0; /* blank lines before a response */
+		err = status_line(p, p->line, n);
+		if (!err)
+			p->state = R_HEADER;
+		return err;
+	}
+	if (n == 0)
+		return head_end(p);
+	return header_line(p, p->line, n);
+}
+
+int pw_load_resp_parse(struct pw_load_resp *p, const char *buf, size_t len,
+		       size_t *used)
+{
+	size_t i = 0;
+
+	if (!p || (!buf && len) || !used)
+		return -EINVAL;
+	*used = 0;
+	if (p->err)
+		return p->err;
+	if (p->state == R_DONE) {
+		int keep_err = p->err;
+		memset(p, 0, sizeof(*p));
+		p->err = keep_err;
+	}
+	while (i < len) {
+		if (p->state == R_BODY) {
+			uint64_t take = len - i;
+			if (take > p->body_left)
+				take = p->body_left;
+			p->body_left -= take;
+			i += (size_t)take;
+			if (!p->body_left) {
+				p->state = R_DONE;
+				break;
+			}
+			continue;
+		}
+		unsigned char c = (unsigned char)buf[i++];
+		int err = 0;
+		if (++p->head > PW_LOAD_HEAD_MAX) {
+			err = -EMSGSIZE;
+		} else if (p->line_cr && c != '\n') {
+			err = -EBADMSG;
+		} else if (c == '\n') {
+			p->line_cr = false;
+			err = end_line(p);
+		} else if (c == '\r') {
+			p->line_cr = true;
+		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
+			err = -EBADMSG;
+		} else if (p->line_len < PW_LOAD_LINE_MAX - 1) {
+			p->line[p->line_len++] = (char)c;
+		}
+		if (err) {
+			p->err = err;
+			*used = i;
+			return err;
+		}
+		if (p->state == R_DONE)
+			break;
+	}
+	*used = i;
+	return p->state == R_DONE ? 1 : 0;
+}
+
+/* ---- the run ----------------------------------------------------------- */
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* One shard's numbers; written by that shard's thread only. */
+struct load_shard {
+	_Alignas(64) struct pw_hist lat, svc;
+	uint64_t requests, answers, connects, errors, bad_status;
+	struct pw_load_errors err;
+	uint64_t bytes_sent, bytes_recv;
+	uint64_t last_done; /* CLOCK_MONOTONIC of the last measured answer */
+	uint64_t served;    /* the last snap_req this shard answered */
+	/* The progress snapshot (see the top of the file). */
+	struct pw_hist snap;
+	uint64_t snap_requests, snap_errors, snap_answers;
+	/* release: publishes the snapshot above; pairs with the acquire load
+	 * in take_snapshot(). */
+	_Atomic uint64_t snap_done;
+};
+
+struct load_run {
+	const struct pw_load_config *cfg;
+	const char *msg; /* the request or echo payload */
+	size_t msg_len;
+	uint64_t start, measure, end; /* CLOCK_MONOTONIC ns */
+	uint64_t interval;	      /* open loop: ns between one
+					 connection's requests; 0 closed */
+	unsigned nshards;
+	struct load_shard *shards;
+	/* relaxed: a bare flag the tasks poll; nothing is published with
+	 * it (the results travel with live). */
+	atomic_bool stop;
+	/* release (fetch_sub in conn_drop): publishes the dropping task's
+	 * writes to its shard's numbers; pairs with the acquire loads in
+	 * pw_load_run(). */
+	atomic_uint live;
+	/* release in take_snapshot(), acquire in maybe_snapshot(): a new
+	 * request hands the snapshots back to the shards. */
+	_Atomic uint64_t snap_req;
+};
+
+/* What a connection carries over to its next socket. */
+struct load_slot {
+	struct load_run *run;
+	unsigned idx;
+	uint64_t quota; /* measured requests left, or NO_QUOTA */
+	uint64_t due;	/* open loop: when the next request is due */
+};
+
+enum {
+	ST_START,
+	ST_CONNECT,
+	ST_NEXT,
+	ST_WAIT,
+	ST_SEND,
+	ST_RECV,
+	ST_CLOSE,
+	ST_BACKOFF,
+};
+
+/* How a request ended. */
+enum {
+	END_OK,
+	END_CONNECT,
+	END_RESET,
+	END_TIMEOUT,
+	END_BAD,
+	END_BAD_STATUS,
+	END_OTHER,
+};
+
+struct load_conn {
+	struct load_slot s;
+	int step;
+	int fd;
+	bool have_buf;
+	bool handed_over;		 /* a new task carries the slot on */
+	bool reconnect;			 /* after the close, connect again */
+	bool sending;			 /* the send of the request has begun */
+	uint64_t t_due, t_sent, t_limit; /* CLOCK_MONOTONIC ns */
+	size_t got;			 /* echo bytes back so far */
+	uint64_t rx_bytes;		 /* received for this request */
+	struct pw_net_buf buf;
+	struct pw_load_resp resp;
+	struct pw_connect cn;
+	struct pw_send tx;
+	struct pw_recv rx;
+	struct pw_close cl;
+	struct pw_sleep sl;
+};
+
+static struct load_shard *my_shard(const struct load_run *run)
+{
+	int id = pw_shard_id();
+
+	return &run->shards[id >= 0 && (unsigned)id < run->nshards ? id : 0];
+}
+
+/* The runtime deadline @at (CLOCK_MONOTONIC) maps to, cut at @slice from
+ * now when @slice is not 0. */
+static uint64_t rt_deadline(uint64_t at, uint64_t slice)
+{
+	uint64_t now = mono_ns();
+	uint64_t left = at > now ? at - now : 0;
+	int64_t rt = pw_time_now();
+
+	if (slice && left > slice)
+		left = slice;
+	return (rt < 0 ? 0 : (uint64_t)rt) + left;
+}
+
+static bool stopping(const struct load_run *run)
+{
+	/* relaxed: pairs with the relaxed stores in pw_load_run(); a bare
+	 * flag, no data travels with it. */
+	return atomic_load_explicit(&run->stop, memory_order_relaxed);
+}
+
+/* Copy the shard's numbers for the progress line when asked to. */
+static void maybe_snapshot(struct load_run *run, struct load_shard *sh)
+{
+	/* acquire: pairs with the release in take_snapshot(): the caller
+	 * is done reading the previous snapshot before we overwrite it. */
+	uint64_t want =
+		atomic_load_explicit(&run->snap_req, memory_order_acquire);
+
+	if (want == sh->served)
+		return;
+	sh->served = want;
+	pw_hist_reset(&sh->snap);
+	pw_hist_merge(&sh->snap, &sh->lat);
+	sh->snap_requests = sh->requests;
+	sh->snap_errors = sh->errors;
+	sh->snap_answers = sh->answers;
+	/* release: pairs with the acquire in take_snapshot(). */
+	atomic_store_explicit(&sh->snap_done, want, memory_order_release);
+}
+
+/* Count the end of the request in flight. */
+static void request_end(struct load_conn *c, int how, uint64_t now)
+{
+	struct load_run *run = c->s.run;
+	struct load_shard *sh = my_shard(run);
+
+	sh->answers++;
+	if (c->t_due >= run->measure && now <= run->end) {
+		if (c->s.quota != NO_QUOTA && c->s.quota)
+			c->s.quota--;
+		sh->last_done = now;
+		sh->bytes_sent += run->msg_len;
+		sh->bytes_recv += c->rx_bytes;
+		if (how == END_OK) {
+			sh->requests++;
+			pw_hist_record(&sh->lat, now - c->t_due);
+			pw_hist_record(&sh->svc, now - c->t_sent);
+		} else {
+			sh->errors++;
+			switch (how) {
+			case END_CONNECT:
+				sh->err.connect++;
+				sh->bytes_sent -= run->msg_len;
+				break;
+			case END_RESET:
+				sh->err.reset++;
+				break;
+			case END_TIMEOUT:
+				sh->err.timeout++;
+				break;
+			case END_BAD_STATUS:
+				sh->bad_status++;
+				/* fall through */
+			case END_BAD:
+				sh->err.bad++;
+				break;
+			default:
+				sh->err.other++;
+				break;
+			}
+		}
+	}
+	maybe_snapshot(run, sh);
+}
+
+static int errno_end(int32_t res)
+{
+	switch (res) {
+	case 0:
+	case -ECONNRESET:
+	case -EPIPE:
+	case -ECONNABORTED:
+		return END_RESET;
+	case -ETIMEDOUT:
+		return END_TIMEOUT;
+	default:
+		return END_OTHER;
+	}
+}
+
+/* End the request in flight and close; the slot goes on on a new
+ * connection unless the run is over. */
+static void fail(struct load_conn *c, int how)
+{
+	request_end(c, how, mono_ns());
+	c->reconnect = true;
+	c->step = ST_CLOSE;
+	pw_close_init(&c->cl, c->fd);
+}
+
+static void conn_drop(void *state);
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state);
+
+/* Hand the slot to a fresh task: this one keeps its leaves until the
+ * kernel is done with them. */
+static void hand_over(struct load_conn *c)
+{
+	struct load_conn n;
+
+	memset(&n, 0, sizeof(n));
+	n.s = c->s;
+	n.fd = -1;
+	n.step = ST_START;
+	if (!pw_spawn(NULL, conn_poll, &n, sizeof(n), conn_drop))
+		c->handed_over = true;
+}
+
+/* Consume the borrowed buffer; true once the answer is whole. @how gets
+ * END_OK or why the answer is bad. */
+static bool consume(struct load_conn *c, int *how)
+{
+	const struct load_run *run = c->s.run;
+	const char *data = c->buf.data;
+	size_t len = c->buf.len, used = 0;
+
+	c->rx_bytes += len;
+	if (run->cfg->proto == PW_LOAD_ECHO) {
+		size_t want = run->msg_len - c->got;
+		if (len > want || memcmp(data, run->msg + c->got, len)) {
+			*how = END_BAD;
+			return true;
+		}
+		c->got += len;
+		*how = END_OK;
+		return c->got == run->msg_len;
+	}
+	int rc = pw_load_resp_parse(&c->resp, data, len, &used);
+	if (rc < 0 || (rc == 1 && used != len)) {
+		*how = END_BAD; /* malformed, or bytes nobody asked for */
+		return true;
+	}
+	if (rc == 0)
+		return false;
+	*how = c->resp.status >= 200 && c->resp.status < 400 ? END_OK :
+							       END_BAD_STATUS;
+	return true;
+}
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct load_conn *c = state;
+	struct load_run *run = c->s.run;
+	const struct pw_load_config *cfg = run->cfg;
+	int32_t res;
+	int fd, how;
+
+	for (;;) {
+		switch (c->step) {
+		case ST_START:
+			if (stopping(run) || mono_ns() >= run->end ||
+			    c->s.quota == 0)
+				return pw_ready(cx, 0);
+			pw_connect_init(&c->cn, &cfg->target);
+			c->t_due = c->t_sent = mono_ns();
+			c->rx_bytes = 0;
+			c->step = ST_CONNECT;
+			break;
+		case ST_CONNECT:
+			if (pw_connect_poll(
+				    cx, &c->cn,
+				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
+				    &fd) == PW_PENDING)
+				return PW_PENDING;
+			if (fd < 0) {
+				/* A failed connect uses up a request. */
+				request_end(c, END_CONNECT, mono_ns());
+				pw_sleep_init(&c->sl, BACKOFF_NS);
+				c->step = ST_BACKOFF;
+				break;
+			}
+			my_shard(run)->connects++;
+			c->fd = fd;
+			pw_recv_init(&c->rx, fd);
+			pw_send_init(&c->tx, fd);
+			pw_close_init(&c->cl, fd);
+			pw_load_resp_init(&c->resp);
+			c->step = ST_NEXT;
+			break;
+		case ST_BACKOFF:
+			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
+				return PW_PENDING;
+			c->step = ST_START;
+			break;
+		case ST_NEXT: {
+			uint64_t now = mono_ns();
+			if (stopping(run) || now >= run->end ||
+			    c->s.quota == 0) {
+				c->reconnect = false;
+				c->step = ST_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+				break;
+			}
+			c->got = 0;
+			c->rx_bytes = 0;
+			if (!run->interval) {
+				c->t_due = now;
+				c->step = ST_SEND;
+				break;
+			}
+			c->t_due = c->s.due;
+			if (c->t_due >= run->end) {
+				/* Due after the end: nothing more to send. */
+				c->reconnect = false;
+				c->step = ST_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+				break;
+			}
+			c->s.due += run->interval;
+			c->step = ST_WAIT;
+			pw_sleep_init_at(&c->sl,
+					 rt_deadline(c->t_due, STOP_SLICE_NS));
+			break;
+		}
+		case ST_WAIT:
+			if (mono_ns() >= c->t_due) {
+				pw_sleep_cancel(&c->sl);
+				c->step = ST_SEND;
+				break;
+			}
+			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
+				return PW_PENDING;
+			if (stopping(run)) {
+				c->reconnect = false;
+				c->step = ST_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+				break;
+			}
+			/* Woken early (a slice, or the clock's rounding):
+			 * wait for the rest. */
+			pw_sleep_reset(&c->sl,
+				       rt_deadline(c->t_due, STOP_SLICE_NS));
+			break;
+		case ST_SEND:
+			if (!c->sending) {
+				c->sending = true;
+				c->t_sent = mono_ns();
+			}
+			if (pw_send_poll(
+				    cx, &c->tx, run->msg, run->msg_len,
+				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
+				    &res) == PW_PENDING)
+				return PW_PENDING;
+			c->sending = false;
+			if (res < 0) {
+				fail(c, errno_end(res));
+				break;
+			}
+			c->t_limit = c->t_sent + cfg->timeout_ns;
+			c->step = ST_RECV;
+			break;
+		case ST_RECV: {
+			uint64_t limit = c->t_limit;
+			if (run->end < limit)
+				limit = run->end;
+			if (pw_recv_poll(cx, &c->rx,
+					 rt_deadline(limit, STOP_SLICE_NS),
+					 &c->buf, &res) == PW_PENDING)
+				return PW_PENDING;
+			if (res == -ETIMEDOUT) {
+				uint64_t now = mono_ns();
+				if (stopping(run) || now >= run->end) {
+					/* Over: the request in flight is
+					 * neither an answer nor an error. */
+					c->reconnect = false;
+					c->step = ST_CLOSE;
+					pw_close_init(&c->cl, c->fd);
+				} else if (now >= c->t_limit) {
+					fail(c, END_TIMEOUT);
+				}
+				break;
+			}
+			if (res <= 0) {
+				fail(c, errno_end(res));
+				break;
+			}
+			c->have_buf = true;
+			bool whole = consume(c, &how);
+			pw_net_buf_release(&c->buf);
+			c->have_buf = false;
+			if (!whole)
+				break;
+			if (how != END_OK && how != END_BAD_STATUS) {
+				fail(c, how);
+				break;
+			}
+			request_end(c, how, mono_ns());
+			if (cfg->proto == PW_LOAD_HTTP && !c->resp.keep_alive) {
+				c->reconnect = true;
+				c->step = ST_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+				break;
+			}
+			c->step = ST_NEXT;
+			break;
+		}
+		default: /* ST_CLOSE */
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			c->fd = -1;
+			if (c->reconnect && !stopping(run) &&
+			    mono_ns() < run->end && c->s.quota)
+				hand_over(c);
+			return pw_ready(cx, 0);
+		}
+	}
+}
+
+static void conn_drop(void *state)
+{
+	struct load_conn *c = state;
+	struct load_run *run = c->s.run;
+
+	if (c->have_buf)
+		pw_net_buf_release(&c->buf);
+	pw_recv_cancel(&c->rx);
+	pw_send_cancel(&c->tx);
+	pw_connect_cancel(&c->cn);
+	pw_sleep_cancel(&c->sl);
+	if (c->fd >= 0 && !pw_close_cancel(&c->cl))
+		close(c->fd);
+	if (!c->handed_over)
+		/* release: pairs with the acquire loads in pw_load_run();
+		 * this shard's numbers are final for this task. */
+		atomic_fetch_sub_explicit(&run->live, 1, memory_order_release);
+}
+
+void pw_load_config_init(struct pw_load_config *cfg)
+{
+	if (!cfg)
+		return;
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->proto = PW_LOAD_HTTP;
+	cfg->path = "/";
+	cfg->size = 64;
+	cfg->conns = 1;
+	cfg->warmup_ns = PW_NSEC_PER_SEC;
+	cfg->timeout_ns = 2 * PW_NSEC_PER_SEC;
+}
+
+static bool clean_text(const char *s)
+{
+	for (; *s; s++)
+		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
+			return false;
+	return true;
+}
+
+/* The request (HTTP) or the payload (echo), malloc'd. */
+static int build_msg(const struct pw_load_config *cfg, char **out, size_t *len)
+{
+	if (cfg->proto == PW_LOAD_ECHO) {
+		char *p = malloc(cfg->size);
+		if (!p)
+			return -ENOMEM;
+		for (size_t i = 0; i < cfg->size; i++)
+			p[i] = (char)('a' + (i * 7 + i / 26) % 26);
+		*out = p;
+		*len = cfg->size;
+		return 0;
+	}
+	char host[PW_NET_ADDR_STRLEN];
+	const char *h = cfg->host;
+	if (!h) {
+		if (pw_net_addr_format(&cfg->target, host, sizeof(host)) < 0)
+			return -EINVAL;
+		h = host;
+	}
+	size_t n = strlen(cfg->path) + strlen(h) + 64;
+	char *p = malloc(n);
+	if (!p)
+		return -ENOMEM;
+	int w = snprintf(p, n, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", cfg->path,
+			 h);
+	*out = p;
+	*len = (size_t)w;
+	return 0;
+}
+
+static int check_config(const struct pw_load_config *cfg)
+{
+	if (!cfg->target.len || !cfg->conns || cfg->conns > LOAD_CONNS_MAX ||
+	    !cfg->timeout_ns)
+		return -EINVAL;
+	if (cfg->proto == PW_LOAD_ECHO)
+		return cfg->size && cfg->size <= LOAD_SIZE_MAX ? 0 : -EINVAL;
+	if (cfg->proto != PW_LOAD_HTTP || !cfg->path || cfg->path[0] != '/' ||
+	    strlen(cfg->path) > LOAD_TEXT_MAX || !clean_text(cfg->path))
+		return -EINVAL;
+	if (cfg->host && (!cfg->host[0] || strlen(cfg->host) > LOAD_TEXT_MAX ||
+			  !clean_text(cfg->host)))
+		return -EINVAL;
+	return 0;
+}
+
+static void free_shards(struct load_run *run)
+{
+	if (!run->shards)
+		return;
+	for (unsigned i = 0; i < run->nshards; i++) {
+		pw_hist_destroy(&run->shards[i].lat);
+		pw_hist_destroy(&run->shards[i].svc);
+		pw_hist_destroy(&run->shards[i].snap);
+	}
+	free(run->shards);
+	run->shards = NULL;
+}
+
+static int init_shards(struct load_run *run)
+{
+	size_t sz = sizeof(struct load_shard) * run->nshards;
+
+	sz = (sz + 63) / 64 * 64;
+	run->shards = aligned_alloc(64, sz);
+	if (!run->shards)
+		return -ENOMEM;
+	memset(run->shards, 0, sz);
+	for (unsigned i = 0; i < run->nshards; i++) {
+		struct load_shard *sh = &run->shards[i];
+		if (pw_hist_init(&sh->lat, 0, PW_LOAD_HIST_DIGITS) ||
+		    pw_hist_init(&sh->svc, 0, PW_LOAD_HIST_DIGITS) ||
+		    pw_hist_init(&sh->snap, 0, PW_LOAD_HIST_DIGITS)) {
+			free_shards(run);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+static bool wait_hook(const struct pw_load_config *cfg, uint64_t ns)
+{
+	if (cfg->wait)
+		return cfg->wait(cfg->arg, ns);
+	struct timespec ts = { (time_t)(ns / PW_NSEC_PER_SEC),
+			       (long)(ns % PW_NSEC_PER_SEC) };
+	nanosleep(&ts, NULL);
+	return false;
+}
+
+/* Ask every shard for its numbers and report what came back in time. */
+static void take_snapshot(struct load_run *run, struct pw_hist *sum,
+			  uint64_t *prev_answers, uint64_t *prev_at)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	/* relaxed: this thread is the only writer; pairs with nothing. */
+	uint64_t want =
+		atomic_load_explicit(&run->snap_req, memory_order_relaxed) + 1;
+	uint64_t t0 = mono_ns();
+	bool got[PW_MAX_SHARDS] = { false };
+	unsigned ngot = 0;
+	/* Shards without connections never answer. */
+	unsigned active = run->nshards < cfg->conns ? run->nshards : cfg->conns;
+
+	/* release: our reads of the last snapshots come before the shards
+	 * overwrite them; pairs with the acquire in maybe_snapshot(). */
+	atomic_store_explicit(&run->snap_req, want, memory_order_release);
+	struct pw_load_progress p = { 0 };
+	uint64_t answers = 0;
+	pw_hist_reset(sum);
+	while (ngot < active) {
+		for (unsigned i = 0; i < active; i++) {
+			struct load_shard *sh = &run->shards[i];
+			/* acquire: pairs with the release in
+			 * maybe_snapshot(); the snapshot is then ours to
+			 * read until the next request. */
+			if (got[i] ||
+			    atomic_load_explicit(&sh->snap_done,
+						 memory_order_acquire) != want)
+				continue;
+			got[i] = true;
+			ngot++;
+			pw_hist_merge(sum, &sh->snap);
+			p.requests += sh->snap_requests;
+			p.errors += sh->snap_errors;
+			answers += sh->snap_answers;
+		}
+		/* acquire: pairs with the release in conn_drop(). */
+		if (ngot == active || mono_ns() - t0 > SNAP_WAIT_NS ||
+		    atomic_load_explicit(&run->live, memory_order_acquire) == 0)
+			break;
+		struct timespec ts = { 0, 1000000 };
+		nanosleep(&ts, NULL);
+	}
+	uint64_t now = mono_ns();
+	p.elapsed_ns = now - run->start;
+	p.warmup = now < run->measure;
+	if (answers >= *prev_answers && now > *prev_at)
+		p.rate = (double)(answers - *prev_answers) * 1e9 /
+			 (double)(now - *prev_at);
+	if (ngot == active) {
+		*prev_answers = answers;
+		*prev_at = now;
+	}
+	p.p50_ns = pw_hist_percentile(sum, 50);
+	p.p99_ns = pw_hist_percentile(sum, 99);
+	cfg->progress(cfg->arg, &p);
+}
+
+static void collect(struct load_run *run, struct pw_load_result *res,
+		    uint64_t stopped_at)
+{
+	uint64_t last = 0;
+
+	for (unsigned i = 0; i < run->nshards; i++) {
+		struct load_shard *sh = &run->shards[i];
+		pw_hist_merge(&res->latency, &sh->lat);
+		pw_hist_merge(&res->service, &sh->svc);
+		res->requests += sh->requests;
+		res->errors += sh->errors;
+		res->err.connect += sh->err.connect;
+		res->err.reset += sh->err.reset;
+		res->err.timeout += sh->err.timeout;
+		res->err.bad += sh->err.bad;
+		res->err.other += sh->err.other;
+		res->bad_status += sh->bad_status;
+		res->connects += sh->connects;
+		res->bytes_sent += sh->bytes_sent;
+		res->bytes_received += sh->bytes_recv;
+		if (sh->last_done > last)
+			last = sh->last_done;
+	}
+	/* Measured time: to the end of the duration or the stop; a run
+	 * that ended by its request count ends at its last answer. */
+	uint64_t end = run->end;
+	if (stopped_at < end)
+		end = stopped_at;
+	if (run->cfg->requests && last && last < end)
+		end = last;
+	if (end == UINT64_MAX)
+		end = mono_ns();
+	res->elapsed_ns = end > run->measure ? end - run->measure : 0;
+	res->throughput = res->elapsed_ns ? (double)res->requests * 1e9 /
+						    (double)res->elapsed_ns :
+					    0.0;
+}
+
+void pw_load_result_destroy(struct pw_load_result *res)
+{
+	if (!res)
+		return;
+	pw_hist_destroy(&res->latency);
+	pw_hist_destroy(&res->service);
+}
+
+int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
+		struct pw_load_result *res)
+{
+	struct load_run run;
+	int err, n;
+
+	if (!rt || !cfg || !res)
+		return -EINVAL;
+	if ((err = check_config(cfg)))
+		return err;
+	if ((n = pw_runtime_shards(rt)) < 1)
+		return n < 0 ? n : -EINVAL;
+	memset(&run, 0, sizeof(run));
+	run.cfg = cfg;
+	run.nshards = (unsigned)n;
+	char *msg = NULL;
+	if ((err = build_msg(cfg, &msg, &run.msg_len)))
+		return err;
+	run.msg = msg;
+	if ((err = init_shards(&run))) {
+		free(msg);
+		return err;
+	}
+	memset(res, 0, sizeof(*res));
+	if (pw_hist_init(&res->latency, 0, PW_LOAD_HIST_DIGITS) ||
+	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
+		pw_load_result_destroy(res);
+		free_shards(&run);
+		free(msg);
+		return -ENOMEM;
+	}
+	res->shards = run.nshards;
+
+	uint64_t duration = cfg->duration_ns;
+	if (!duration && !cfg->requests)
+		duration = 10 * PW_NSEC_PER_SEC;
+	if (cfg->rate)
+		run.interval = (uint64_t)((double)cfg->conns * 1e9 /
+					  (double)cfg->rate);
+	if (cfg->rate && !run.interval)
+		run.interval = 1;
+	run.start = mono_ns();
+	run.measure = run.start + cfg->warmup_ns;
+	run.end = duration ? run.measure + duration : UINT64_MAX;
+	atomic_init(&run.stop, false);
+	atomic_init(&run.snap_req, 0);
+	atomic_init(&run.live, cfg->conns);
+
+	uint64_t share = cfg->requests / cfg->conns;
+	uint64_t extra = cfg->requests % cfg->conns;
+	unsigned spawned = 0;
+	for (; spawned < cfg->conns; spawned++) {
+		struct load_conn c;
+		unsigned i = spawned;
+		memset(&c, 0, sizeof(c));
+		c.s.run = &run;
+		c.s.idx = i;
+		c.s.quota = cfg->requests ? share + (i < extra) : NO_QUOTA;
+		/* Connection i starts i/R seconds in: together they make
+		 * one evenly spaced schedule of R per second. */
+		if (cfg->rate)
+			c.s.due = run.start + (uint64_t)((double)i * 1e9 /
+							 (double)cfg->rate);
+		c.fd = -1;
+		c.step = ST_START;
+		err = pw_runtime_spawn(rt, i % run.nshards, conn_poll, &c,
+				       sizeof(c), conn_drop);
+		if (err)
+			break;
+	}
+	if (err) {
+		/* Stop what runs and wait for it; the rest never started.
+		 * relaxed: the flag pairs with the load in stopping(); the
+		 * count, with no writes to publish, joins the release
+		 * sequence of conn_drop()'s decrements. */
+		atomic_store_explicit(&run.stop, true, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&run.live, cfg->conns - spawned,
+					  memory_order_relaxed);
+	}
+
+	struct pw_hist sum;
+	bool have_sum = cfg->progress && !err &&
+			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
+	uint64_t next_report = run.start + PW_NSEC_PER_SEC;
+	uint64_t prev_answers = 0, prev_at = run.start;
+	uint64_t stopped_at = UINT64_MAX;
+	/* acquire: pairs with the release in conn_drop(). */
+	while (atomic_load_explicit(&run.live, memory_order_acquire)) {
+		uint64_t now = mono_ns();
+		if (have_sum && now >= next_report) {
+			take_snapshot(&run, &sum, &prev_answers, &prev_at);
+			next_report += PW_NSEC_PER_SEC;
+			continue;
+		}
+		if (!err && stopped_at == UINT64_MAX &&
+		    wait_hook(cfg, CHECK_NS)) {
+			stopped_at = mono_ns();
+			res->stopped = true;
+			/* relaxed: pairs with the load in stopping(). */
+			atomic_store_explicit(&run.stop, true,
+					      memory_order_relaxed);
+		}
+		if (err) {
+			struct timespec ts = { 0, 1000000 };
+			nanosleep(&ts, NULL);
+		}
+	}
+	if (have_sum)
+		pw_hist_destroy(&sum);
+	if (!err)
+		collect(&run, res, stopped_at);
+	else
+		pw_load_result_destroy(res);
+	free_shards(&run);
+	free(msg);
+	return err;
+}
+
+/* ---- the report ------------------------------------------------------- */
+
+static const struct {
+	const char *label, *key;
+	double p;
+} rows[] = {
+	{ "p50", "50", 50 },	      { "p90", "90", 90 },
+	{ "p99", "99", 99 },	      { "p99.9", "99.9", 99.9 },
+	{ "p99.99", "99.99", 99.99 }, { "max", "100", 100 },
+};
+
+static void us(FILE *f, uint64_t ns)
+{
+	fprintf(f, " %12" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+}
+
+int pw_load_print(const struct pw_load_config *cfg,
+		  const struct pw_load_result *res, FILE *f)
+{
+	char target[PW_NET_ADDR_STRLEN] = "?";
+
+	if (!cfg || !res || !f)
+		return -EINVAL;
+	pw_net_addr_format(&cfg->target, target, sizeof(target));
+	fprintf(f, "%s load of %s: %u connection%s on %u shard%s, ",
+		cfg->proto == PW_LOAD_ECHO ? "echo" : "http", target,
+		cfg->conns, cfg->conns == 1 ? "" : "s", res->shards,
+		res->shards == 1 ? "" : "s");
+	if (cfg->rate)
+		fprintf(f, "open loop at %" PRIu64 " requests/s\n", cfg->rate);
+	else
+		fprintf(f, "closed loop\n");
+	fprintf(f, "  %-10s %16s %16s\n", "percentile", "latency us",
+		"service us");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		fprintf(f, "  %-10s   ", rows[i].label);
+		us(f, pw_hist_percentile(&res->latency, rows[i].p));
+		fprintf(f, "   ");
+		us(f, pw_hist_percentile(&res->service, rows[i].p));
+		fprintf(f, "\n");
+	}
+	fprintf(f, "  mean %.3f us, min %.3f us (latency)\n",
+		pw_hist_mean(&res->latency) / 1e3,
+		(double)pw_hist_min(&res->latency) / 1e3);
+	fprintf(f,
+		"  requests %" PRIu64 ", errors %" PRIu64 " (connect %" PRIu64
+		", reset %" PRIu64 ", timeout %" PRIu64
+		", bad response %" PRIu64 " of which bad status %" PRIu64
+		", other %" PRIu64 ")\n",
+		res->requests, res->errors, res->err.connect, res->err.reset,
+		res->err.timeout, res->err.bad, res->bad_status,
+		res->err.other);
+	fprintf(f,
+		"  throughput %.1f requests/s over %.3f s; %" PRIu64
+		" bytes sent, %" PRIu64 " received; %" PRIu64
+		" connections opened%s\n",
+		res->throughput, (double)res->elapsed_ns / 1e9, res->bytes_sent,
+		res->bytes_received, res->connects,
+		res->stopped ? "; stopped early" : "");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* @s as a JSON string. */
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+int pw_load_write_json(const struct pw_load_config *cfg,
+		       const struct pw_load_result *res, FILE *f)
+{
+	char target[PW_NET_ADDR_STRLEN] = "";
+
+	if (!cfg || !res || !f)
+		return -EINVAL;
+	pw_net_addr_format(&cfg->target, target, sizeof(target));
+	fprintf(f, "{\"proto\": \"%s\", \"target\": ",
+		cfg->proto == PW_LOAD_ECHO ? "echo" : "http");
+	json_str(f, target);
+	fprintf(f,
+		", \"conns\": %u, \"shards\": %u, \"rate\": %" PRIu64
+		", \"mode\": \"%s\", \"elapsed_s\": %.6f, \"requests\": %" PRIu64
+		", \"errors\": %" PRIu64
+		", \"error_causes\": {\"connect\": %" PRIu64
+		", \"reset\": %" PRIu64 ", \"timeout\": %" PRIu64
+		", \"bad\": %" PRIu64 ", \"other\": %" PRIu64
+		"}, \"bad_status\": %" PRIu64
+		", \"throughput_rps\": %.3f, \"bytes_sent\": %" PRIu64
+		", \"bytes_received\": %" PRIu64 ", \"connects\": %" PRIu64
+		", \"stopped\": %s, \"latency\": ",
+		cfg->conns, res->shards, cfg->rate,
+		cfg->rate ? "open" : "closed", (double)res->elapsed_ns / 1e9,
+		res->requests, res->errors, res->err.connect, res->err.reset,
+		res->err.timeout, res->err.bad, res->err.other, res->bad_status,
+		res->throughput, res->bytes_sent, res->bytes_received,
+		res->connects, res->stopped ? "true" : "false");
+	pw_hist_write_json(&res->latency, f);
+	fprintf(f, ", \"service\": ");
+	pw_hist_write_json(&res->service, f);
+	fprintf(f, "}\n");
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---- pinwheel load ----------------------------------------------------- */
+
+static bool cli_wait(void *arg, uint64_t ns)
+{
+	struct pw_runtime *rt = arg;
+	int rc = pw_cli_wait_stop((int64_t)ns);
+
+	if (rc == PW_CLI_DUMP)
+		pw_cli_metrics_dump(stderr, rt);
+	return rc == PW_CLI_STOP;
+}
+
+static void cli_progress(void *arg, const struct pw_load_progress *p)
+{
+	(void)arg;
+	fprintf(stderr,
+		"  %6.1fs%s rate %.0f/s, requests %" PRIu64 ", errors %" PRIu64
+		", p50 %.1f us, p99 %.1f us\n",
+		(double)p->elapsed_ns / 1e9, p->warmup ? " warm-up," : "",
+		p->rate, p->requests, p->errors, (double)p->p50_ns / 1e3,
+		(double)p->p99_ns / 1e3);
+}
+
+int pw_app_load(int argc, char **argv)
+{
+	static struct pw_cli cli;
+	const char *proto = "http", *target = NULL, *path = "/", *host = NULL,
+		   *json = NULL;
+	uint64_t size = 64, conns = 1, rate = 0, duration = 0, requests = 0,
+		 warmup = PW_NSEC_PER_SEC, timeout = 2 * PW_NSEC_PER_SEC;
+	bool quiet = false;
+	const struct pw_cli_opt opts[] = {
+		{ "--target", PW_CLI_STRING, &target, 0, 0, "ADDR",
+		  "server: A.B.C.D:PORT, [IPv6]:PORT or unix:/path (required)" },
+		{ "--proto", PW_CLI_STRING, &proto, 0, 0, "P",
+		  "http (keep-alive GET, the default) or echo" },
+		{ "--path", PW_CLI_STRING, &path, 0, 0, "PATH",
+		  "HTTP request target (default /)" },
+		{ "--host", PW_CLI_STRING, &host, 0, 0, "HOST",
+		  "HTTP Host header (default: the target)" },
+		{ "--size", PW_CLI_SIZE, &size, 1, LOAD_SIZE_MAX, "N",
+		  "echo payload, 1..16M (default 64)" },
+		{ "--conns", PW_CLI_UINT, &conns, 1, LOAD_CONNS_MAX, "N",
+		  "connections, one request outstanding on each (default 1)" },
+		{ "--rate", PW_CLI_UINT, &rate, 0, 1000000000ull, "R",
+		  "open loop: R requests/s in total; 0: closed loop (default)" },
+		{ "--duration", PW_CLI_DURATION, &duration, 0, 0, "D",
+		  "measured time (default 10s, or until --requests)" },
+		{ "--requests", PW_CLI_UINT, &requests, 0, 0, "N",
+		  "measured requests (default: until --duration)" },
+		{ "--warmup", PW_CLI_DURATION, &warmup, 0, 0, "D",
+		  "warm-up whose samples are discarded (default 1s)" },
+		{ "--timeout", PW_CLI_DURATION, &timeout, PW_NSEC_PER_MSEC, 0,
+		  "D", "per connect and per request (default 2s)" },
+		{ "--json", PW_CLI_STRING, &json, 0, 0, "FILE",
+		  "also write the results as JSON to FILE (- for stdout)" },
+		{ "--quiet", PW_CLI_BOOL, &quiet, 0, 0, NULL,
+		  "no progress line each second" },
+	};
+	const struct pw_cli_cmd cmd = {
+		.name = "pinwheel load",
+		.about = "Loads an HTTP/1.1 or echo server from the shards and "
+			 "reports latency percentiles\n(from the due time in "
+			 "open loop: coordinated omission corrected), errors "
+			 "and\nthroughput. SIGINT stops early and still "
+			 "reports.",
+		.opts = opts,
+		.nopts = sizeof(opts) / sizeof(opts[0]),
+		.common = PW_CLI_RUNTIME,
+	};
+	struct pw_load_config lc;
+	struct pw_config cfg;
+
+	int err = pw_cli_parse(&cli, &cmd, argc, argv);
+	if (err)
+		return pw_cli_status(err);
+	pw_load_config_init(&lc);
+	if (!target) {
+		fprintf(stderr, "pinwheel load: --target ADDR is required\n");
+		return 2;
+	}
+	if (pw_net_addr_parse(&lc.target, target)) {
+		fprintf(stderr,
+			"pinwheel load: --target: bad address '%s' (expected "
+			"A.B.C.D:PORT, [IPv6]:PORT or unix:/path)\n",
+			target);
+		return 2;
+	}
+	if (!strcmp(proto, "http")) {
+		lc.proto = PW_LOAD_HTTP;
+	} else if (!strcmp(proto, "echo")) {
+		lc.proto = PW_LOAD_ECHO;
+	} else {
+		fprintf(stderr,
+			"pinwheel load: --proto: '%s' is not http or echo\n",
+			proto);
+		return 2;
+	}
+	lc.path = path;
+	lc.host = host;
+	lc.size = (size_t)size;
+	lc.conns = (unsigned)conns;
+	lc.rate = rate;
+	lc.duration_ns = duration;
+	lc.requests = requests;
+	lc.warmup_ns = warmup;
+	lc.timeout_ns = timeout;
+	if (check_config(&lc)) {
+		fprintf(stderr, "pinwheel load: --path or --host: must be "
+				"non-empty, without blanks or control "
+				"characters (a path starts with /)\n");
+		return 2;
+	}
+	pw_config_init(&cfg);
+	if ((err = pw_cli_config(&cli, &cfg)))
+		return pw_cli_status(err);
+	cfg.tick_ns = 10 * PW_NSEC_PER_USEC; /* due times to within 10 us */
+
+	if ((err = pw_cli_signals_init())) {
+		fprintf(stderr, "pinwheel load: signals: %s\n", strerror(-err));
+		return 1;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	/* The shard threads inherit it: timers end within 1 us, not the
+	 * default 50 us slack. */
+	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
+	struct pw_runtime *rt;
+	err = pw_runtime_create(&rt, &cfg);
+	if (err) {
+		fprintf(stderr, "pinwheel load: cannot start the runtime: %s\n",
+			pw_strerror_setup(err));
+		pw_cli_signals_close();
+		return 1;
+	}
+	lc.wait = cli_wait;
+	lc.progress = quiet ? NULL : cli_progress;
+	lc.arg = rt;
+	struct pw_load_result res;
+	err = pw_load_run(rt, &lc, &res);
+	if (err) {
+		fprintf(stderr, "pinwheel load: %s\n", strerror(-err));
+		pw_runtime_destroy(rt);
+		pw_cli_signals_close();
+		return 1;
+	}
+	if (cli.metrics)
+		pw_cli_metrics_dump(stdout, rt);
+	pw_runtime_destroy(rt);
+	pw_cli_signals_close();
+	int status = pw_load_print(&lc, &res, stdout) ? 1 : 0;
+	if (json) {
+		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
+		if (!f || pw_load_write_json(&lc, &res, f) ||
+		    (f != stdout && fclose(f))) {
+			fprintf(stderr, "pinwheel load: cannot write %s\n",
+				json);
+			status = 1;
+		}
+	}
+	pw_load_result_destroy(&res);
+	return status;
+}

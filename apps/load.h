@@ -1,0 +1,234 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * load.h - the load generator behind `pinwheel load`, callable in-process
+ * (internal to the pinwheel command; `pinwheel bench` drives it too).
+ *
+ * pw_load_run() opens cfg->conns connections to a target from the shards
+ * of a runtime the caller created (connection i on shard i % shards), and
+ * drives one request at a time on each: an HTTP/1.1 keep-alive GET, or
+ * an echo of a fixed payload. Two ways to load:
+ *
+ *   - closed loop (rate 0): each connection sends its next request as soon
+ *     as the previous answer is in, like wrk; latency is the service time;
+ *   - open loop (rate R): requests are due on a fixed schedule, R per
+ *     second over all connections, and latency counts from the time a
+ *     request was due, not from when it could be sent, like wrk2: a stall
+ *     shows in every request it delayed (coordinated omission corrected).
+ *     The time from the actual send to the answer, the service time, goes
+ *     to a second histogram.
+ *
+ * A run lasts a warm-up (whose samples are discarded) and then a duration
+ * or a number of requests, whichever ends first; a stop asked for by the
+ * caller's wait hook ends it early, still with results. Each shard
+ * records into histograms of its own (3 significant digits: exact to the
+ * ns below 2 us, within 1 us up to 2 ms, under 0.1% above), merged at the
+ * end. Per-request timestamps are fresh CLOCK_MONOTONIC reads; sends that
+ * wait for a due time wait on the shard's timer wheel, so a fine
+ * pw_config.tick_ns (`pinwheel load` uses 10 us) keeps them on time.
+ *
+ * A connection that fails (connect error, reset, timeout, bad response)
+ * is counted, closed and opened again; its next request follows on the
+ * new connection. With cfg->requests set, every request that ends, well
+ * or not, uses up one of the run's requests, so a failing target still
+ * ends the run.
+ *
+ * The response parser (pw_load_resp_*) reads a status line and headers,
+ * and skips a Content-Length body; it is exposed for the tests.
+ */
+#ifndef PW_APPS_LOAD_H
+#define PW_APPS_LOAD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "pinwheel.h"
+#include "pinwheel/hist.h"
+#include "pinwheel/net.h"
+
+/* What a request is. */
+enum pw_load_proto {
+	PW_LOAD_HTTP, /* GET path HTTP/1.1, Host, keep-alive */
+	PW_LOAD_ECHO, /* size bytes out, the same bytes back */
+};
+
+/* Significant digits of the run's histograms. */
+#define PW_LOAD_HIST_DIGITS 3
+
+/* A progress report, once a second while a run goes (see wait below). */
+struct pw_load_progress {
+	uint64_t elapsed_ns; /* since the run started, warm-up included */
+	bool warmup;	     /* still warming up */
+	uint64_t requests;   /* measured requests answered so far */
+	uint64_t errors;     /* measured requests failed so far */
+	double rate;	     /* answers per second over the last report's
+				interval, warm-up included */
+	uint64_t p50_ns;     /* latency percentiles so far (shards that */
+	uint64_t p99_ns;     /* did not answer in time are left out) */
+};
+
+/* A run's settings. Initialise with pw_load_config_init(), then adjust. */
+struct pw_load_config {
+	enum pw_load_proto proto;
+	struct pw_net_addr target;
+	const char *host;     /* HTTP Host header; NULL: the target as text */
+	const char *path;     /* HTTP request target, "/" by default */
+	size_t size;	      /* echo payload bytes, 1..16 MiB (64) */
+	unsigned conns;	      /* connections, 1..65536 (1) */
+	uint64_t rate;	      /* requests/s over all connections; 0: closed
+				  loop (the default) */
+	uint64_t duration_ns; /* measured time; 0: until requests (10 s when
+				  both are 0) */
+	uint64_t requests;    /* measured requests; 0: until duration */
+	uint64_t warmup_ns;   /* warm-up before measuring (1 s) */
+	uint64_t timeout_ns;  /* per connect and per request (2 s) */
+	/*
+	 * Called by the thread in pw_load_run() between checks (every 10 ms
+	 * or so): wait up to @ns, and return true to stop the run early.
+	 * NULL: sleep.
+	 */
+	bool (*wait)(void *arg, uint64_t ns);
+	/* Called by that thread once a second; NULL: no progress. */
+	void (*progress)(void *arg, const struct pw_load_progress *p);
+	void *arg; /* passed to wait and progress */
+};
+
+/* Failed requests, by cause. */
+struct pw_load_errors {
+	uint64_t connect; /* connects that failed or timed out */
+	uint64_t reset;	  /* reset, broken pipe, or closed before a whole
+			     answer */
+	uint64_t timeout; /* no whole answer within timeout_ns */
+	uint64_t bad;	  /* malformed answer, HTTP status outside
+			     200..399, echo bytes that differ */
+	uint64_t other;	  /* any other socket error */
+};
+
+/* A run's results. pw_load_run() sets it up; free with
+ * pw_load_result_destroy(). */
+struct pw_load_result {
+	uint64_t requests; /* measured requests answered well */
+	uint64_t errors;   /* measured requests failed (sum of err) */
+	struct pw_load_errors err;
+	uint64_t bad_status;	 /* of err.bad: well-formed, status out of
+				       200..399 */
+	uint64_t connects;	 /* connections opened, warm-up included */
+	uint64_t bytes_sent;	 /* measured */
+	uint64_t bytes_received; /* measured */
+	uint64_t elapsed_ns;	 /* measured time */
+	double throughput;	 /* requests / elapsed, per second */
+	unsigned shards;	 /* shards the connections ran on */
+	bool stopped;		 /* the wait hook ended the run early */
+	struct pw_hist latency;	 /* from due time (open loop) or send time
+				       (closed loop) to the whole answer */
+	struct pw_hist service;	 /* from the actual send to the answer */
+};
+
+/**
+ * pw_load_config_init - fill @cfg with the defaults: HTTP, path "/",
+ * 64-byte echo payload, one connection, closed loop, 10 s after a 1 s
+ * warm-up, 2 s timeout, no hooks. The target is left empty: set it.
+ * Context: any thread.
+ */
+void pw_load_config_init(struct pw_load_config *cfg);
+
+/**
+ * pw_load_run - run the load @cfg describes on the shards of @rt and wait
+ * for it to end.
+ *
+ * Spawns one task per connection (pw_runtime_spawn), waits in cfg->wait,
+ * reports progress, and once every connection task has finished merges
+ * the shards' histograms and counters into @res. @rt must not be
+ * destroyed while this runs; other work may share its shards.
+ * Return: 0 with @res set up (also after an early stop, with stopped set);
+ * -EINVAL for NULL arguments or a setting out of range (an empty target,
+ * conns 0, a path that is empty, not starting with '/' or holding a
+ * blank or control byte, a host with one); -ENOMEM; or the error of
+ * pw_runtime_spawn() (the connections already spawned are stopped first,
+ * and @res is left unset).
+ * Context: any thread that is not a shard of @rt.
+ */
+int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
+		struct pw_load_result *res);
+
+/**
+ * pw_load_result_destroy - free the histograms of @res. NULL is a no-op.
+ * Context: any thread.
+ */
+void pw_load_result_destroy(struct pw_load_result *res);
+
+/**
+ * pw_load_print - write @res as a report: the percentile table (p50,
+ * p90, p99, p99.9, p99.99, max) of latency and service time in us, then
+ * requests, errors by cause, throughput and bytes.
+ * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
+ * Context: any thread.
+ */
+int pw_load_print(const struct pw_load_config *cfg,
+		  const struct pw_load_result *res, FILE *f);
+
+/**
+ * pw_load_write_json - write @res as one JSON object and a newline:
+ * "proto", "target", "conns", "shards", "rate" (0: closed loop), "mode"
+ * ("closed" or "open"), "elapsed_s", "requests", "errors" (total),
+ * "error_causes" {connect, reset, timeout, bad, other}, "bad_status",
+ * "throughput_rps", "bytes_sent", "bytes_received", "stopped",
+ * "latency" and "service" (pw_hist_write_json() objects, in ns).
+ * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
+ * Context: any thread.
+ */
+int pw_load_write_json(const struct pw_load_config *cfg,
+		       const struct pw_load_result *res, FILE *f);
+
+/* ---- the response parser --------------------------------------------- */
+
+/* Longest status line or header line looked at; the rest of a longer
+ * header line is skipped (no header this parser reads is that long). */
+#define PW_LOAD_LINE_MAX 256
+/* Cap on a response head. */
+#define PW_LOAD_HEAD_MAX 65536
+
+/* An incremental HTTP/1.x response parser for one connection. */
+struct pw_load_resp {
+	int state, err;
+	int status;	 /* of the last response */
+	int minor;	 /* HTTP/1.<minor> */
+	bool keep_alive; /* the connection may carry another one */
+	bool have_len, chunked, close, keep;
+	uint64_t content_length; /* body bytes (skipped) */
+	uint64_t body_left;
+	size_t head;	 /* head bytes so far */
+	size_t line_len; /* bytes of line[] in use */
+	bool line_cr;	 /* the last byte was a CR */
+	char line[PW_LOAD_LINE_MAX];
+};
+
+/**
+ * pw_load_resp_init - set up @p for a new connection.
+ * Context: any thread.
+ */
+void pw_load_resp_init(struct pw_load_resp *p);
+
+/**
+ * pw_load_resp_parse - feed @len bytes at @buf to @p.
+ * @used: receives how many bytes were consumed.
+ *
+ * Accepts "HTTP/1.x SP 3DIGIT [SP reason]" and header lines ended by CRLF
+ * or LF; a Content-Length body is skipped. 1xx, 204 and 304 answers have
+ * no body. HTTP/1.0 closes unless "Connection: keep-alive"; 1.1 keeps the
+ * connection unless "Connection: close".
+ * Return: 1 when a whole response has been read (status, keep_alive and
+ * content_length are set, and *@used bytes of @buf belong to it; call
+ * again with the rest: the next response starts afresh); 0 when all of
+ * @buf was consumed and the response is not whole yet. Errors are sticky
+ * until pw_load_resp_init(): -EBADMSG for a malformed response,
+ * -EMSGSIZE for a head over PW_LOAD_HEAD_MAX, -ENOTSUP for a chunked body
+ * or a body without Content-Length (it would end only at close), -EINVAL
+ * for NULL arguments.
+ * Context: the thread that owns @p.
+ */
+int pw_load_resp_parse(struct pw_load_resp *p, const char *buf, size_t len,
+		       size_t *used);
+
+#endif /* PW_APPS_LOAD_H */

@@ -1,0 +1,886 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_load.c - the load generator on loopback: exact request counts in
+ * closed loop against echo and HTTP responders, error counting (500s,
+ * closes, refused connects), the open-loop rate and the coordinated
+ * omission correction against a server that stalls once, early stops,
+ * the response parser, and the `pinwheel load` command.
+ *
+ * The servers are plain threads with blocking sockets (one thread per
+ * connection), so what is measured is pinwheel's client side alone.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "../apps/load.h"
+
+/* ---- test servers ----------------------------------------------------- */
+
+enum srv_mode {
+	SRV_ECHO,      /* echo every byte */
+	SRV_HTTP_200,  /* a fixed 200 per request */
+	SRV_HTTP_500,  /* a fixed 500 per request */
+	SRV_HTTP_SHUT, /* read a request, close without answering */
+};
+
+struct srv {
+	int lfd;
+	int port;
+	enum srv_mode mode;
+	/* the read, counted over all connections, before whose echo the
+	 * server stalls stall_ms once; 0: never */
+	long stall_at, stall_ms;
+	atomic_long reads;
+	pthread_t th;
+};
+
+struct srv_conn {
+	struct srv *s;
+	int fd;
+};
+
+static const char ok_resp[] = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\n"
+			      "Content-Type: text/plain\r\n\r\nhello";
+static const char err_resp[] = "HTTP/1.1 500 Internal Server Error\r\n"
+			       "Content-Length: 3\r\n\r\nerr";
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w <= 0)
+			return false;
+		p += w;
+		n -= (size_t)w;
+	}
+	return true;
+}
+
+static void *srv_conn_main(void *arg)
+{
+	struct srv_conn c = *(struct srv_conn *)arg;
+	char buf[16384];
+	size_t have = 0;
+	ssize_t r;
+
+	free(arg);
+	while ((r = read(c.fd, buf + have, sizeof(buf) - have)) > 0) {
+		long n = atomic_fetch_add(&c.s->reads, 1) + 1;
+		if (c.s->mode == SRV_ECHO) {
+			if (n == c.s->stall_at)
+				usleep((useconds_t)(c.s->stall_ms * 1000));
+			if (!write_all(c.fd, buf, (size_t)r))
+				break;
+			continue;
+		}
+		if (c.s->mode == SRV_HTTP_SHUT)
+			break;
+		have += (size_t)r;
+		char *end;
+		while ((end = memmem(buf, have, "\r\n\r\n", 4))) {
+			size_t used = (size_t)(end + 4 - buf);
+			const char *resp = c.s->mode == SRV_HTTP_200 ? ok_resp :
+								       err_resp;
+			if (!write_all(c.fd, resp, strlen(resp)))
+				goto out;
+			memmove(buf, buf + used, have - used);
+			have -= used;
+		}
+		if (have == sizeof(buf))
+			break;
+	}
+out:
+	close(c.fd);
+	return NULL;
+}
+
+static void *srv_main(void *arg)
+{
+	struct srv *s = arg;
+
+	for (;;) {
+		int fd = accept(s->lfd, NULL, NULL);
+		if (fd < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			return NULL;
+		}
+		int one = 1;
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		struct srv_conn *c = malloc(sizeof(*c));
+		cr_assert_not_null(c);
+		c->s = s;
+		c->fd = fd;
+		pthread_t th;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &a, srv_conn_main, c)) {
+			close(fd);
+			free(c);
+		}
+		pthread_attr_destroy(&a);
+	}
+}
+
+static void srv_start(struct srv *s, enum srv_mode mode)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int one = 1;
+
+	s->mode = mode;
+	atomic_init(&s->reads, 0);
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(s->lfd, 0);
+	setsockopt(s->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	cr_assert_eq(bind(s->lfd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(listen(s->lfd, 128), 0);
+	cr_assert_eq(getsockname(s->lfd, (struct sockaddr *)&sin, &len), 0);
+	s->port = ntohs(sin.sin_port);
+	cr_assert_eq(pthread_create(&s->th, NULL, srv_main, s), 0);
+}
+
+/* Stop accepting; connection threads end when their clients close. */
+static void srv_stop(struct srv *s)
+{
+	shutdown(s->lfd, SHUT_RDWR);
+	pthread_join(s->th, NULL);
+	close(s->lfd);
+}
+
+static void target(struct pw_load_config *lc, int port)
+{
+	char text[64];
+
+	snprintf(text, sizeof(text), "127.0.0.1:%d", port);
+	cr_assert_eq(pw_net_addr_parse(&lc->target, text), 0);
+}
+
+/* A runtime with a 10 us tick, as `pinwheel load` uses. */
+static struct pw_runtime *load_runtime(unsigned shards)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.shards = shards;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.tick_ns = 10 * PW_NSEC_PER_USEC;
+	int err = pw_runtime_create(&rt, &cfg);
+	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
+		     pw_strerror_setup(err));
+	return rt;
+}
+
+static void run_load(struct pw_runtime *rt, struct pw_load_config *lc,
+		     struct pw_load_result *res)
+{
+	int err = pw_load_run(rt, lc, res);
+	cr_assert_eq(err, 0, "pw_load_run: %d", err);
+}
+
+/* ---- closed loop -------------------------------------------------------- */
+
+Test(load, echo_closed_loop_exact_count)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_ECHO);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.proto = PW_LOAD_ECHO;
+	lc.size = 300;
+	lc.conns = 5;
+	lc.requests = 2003;
+	lc.warmup_ns = 0;
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.requests, 2003);
+	cr_expect_eq(res.errors, 0);
+	cr_expect_eq(pw_hist_count(&res.latency), 2003);
+	cr_expect_eq(pw_hist_count(&res.service), 2003);
+	cr_expect_eq(res.bytes_sent, 2003ull * 300);
+	cr_expect_eq(res.bytes_received, 2003ull * 300);
+	cr_expect_eq(res.connects, 5);
+	cr_expect_eq(res.shards, 2);
+	cr_expect_gt(res.throughput, 0);
+	cr_expect_gt(pw_hist_min(&res.latency), 0);
+	cr_expect(!res.stopped);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, http_closed_loop_exact_count)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_HTTP_200);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.conns = 4;
+	lc.requests = 1001;
+	lc.warmup_ns = 0;
+	lc.path = "/index.html";
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.requests, 1001);
+	cr_expect_eq(res.errors, 0);
+	cr_expect_eq(pw_hist_count(&res.latency), 1001);
+	cr_expect_eq(res.bytes_received, 1001 * (sizeof(ok_resp) - 1));
+	cr_expect_eq(res.connects, 4);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, http_500_counts_bad_responses)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_HTTP_500);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.conns = 2;
+	lc.requests = 200;
+	lc.warmup_ns = 0;
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.requests, 0);
+	cr_expect_eq(res.errors, 200);
+	cr_expect_eq(res.err.bad, 200);
+	cr_expect_eq(res.bad_status, 200);
+	cr_expect_eq(res.err.reset + res.err.connect + res.err.timeout, 0);
+	cr_expect_eq(pw_hist_count(&res.latency), 0);
+	/* A 500 keeps the connection: no reconnects. */
+	cr_expect_eq(res.connects, 2);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, http_server_closes_counts_errors_no_hang)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_HTTP_SHUT);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.conns = 3;
+	lc.requests = 60;
+	lc.warmup_ns = 0;
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.requests, 0);
+	cr_expect_eq(res.errors, 60);
+	cr_expect_eq(res.err.reset, 60, "reset %llu other %llu",
+		     (unsigned long long)res.err.reset,
+		     (unsigned long long)res.err.other);
+	/* Every failed request reconnects. */
+	cr_expect_geq(res.connects, 60);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, refused_connects_are_counted)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	/* A port that was just free: nothing listens on it. */
+	srv_start(&s, SRV_ECHO);
+	srv_stop(&s);
+	struct pw_runtime *rt = load_runtime(1);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.proto = PW_LOAD_ECHO;
+	lc.conns = 2;
+	lc.requests = 6;
+	lc.warmup_ns = 0;
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.requests, 0);
+	cr_expect_eq(res.errors, 6);
+	cr_expect_eq(res.err.connect, 6);
+	cr_expect_eq(res.connects, 0);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+}
+
+/* ---- open loop ----------------------------------------------------------- */
+
+Test(load, open_loop_keeps_the_rate)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_HTTP_200);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.conns = 4;
+	lc.rate = 2000;
+	lc.duration_ns = PW_NSEC_PER_SEC;
+	lc.warmup_ns = 200 * PW_NSEC_PER_MSEC;
+	run_load(rt, &lc, &res);
+	/* 2000 due in the second; the last few may still be in flight. */
+	cr_expect_geq(res.requests, 1800, "requests %llu",
+		      (unsigned long long)res.requests);
+	cr_expect_leq(res.requests, 2000, "requests %llu",
+		      (unsigned long long)res.requests);
+	cr_expect_eq(res.errors, 0);
+	cr_expect_geq(res.throughput, 1800);
+	cr_expect_leq(res.throughput, 2100);
+	cr_expect_eq(pw_hist_count(&res.latency), res.requests);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, open_loop_corrects_coordinated_omission)
+{
+	pw_test_time_limit(20);
+	struct srv s = { .stall_at = 150, .stall_ms = 200 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	srv_start(&s, SRV_ECHO);
+	struct pw_runtime *rt = load_runtime(1);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.proto = PW_LOAD_ECHO;
+	lc.conns = 1;
+	lc.rate = 500; /* one due every 2 ms */
+	lc.duration_ns = 1200 * PW_NSEC_PER_MSEC;
+	lc.warmup_ns = 0;
+	run_load(rt, &lc, &res);
+	cr_expect_eq(res.errors, 0);
+	cr_expect_geq(res.requests, 500);
+	uint64_t ms = PW_NSEC_PER_MSEC;
+	/* The stalled request itself, in both. */
+	cr_expect_geq(pw_hist_max(&res.latency), 195 * ms);
+	cr_expect_geq(pw_hist_max(&res.service), 195 * ms);
+	/* The ~100 requests due during the stall were sent late: measured
+	 * from their due time they took up to 200 ms; served, they took
+	 * microseconds. */
+	uint64_t lp99 = pw_hist_percentile(&res.latency, 99);
+	uint64_t sp99 = pw_hist_percentile(&res.service, 99);
+	cr_expect_gt(lp99, sp99, "p99 latency %llu service %llu",
+		     (unsigned long long)lp99, (unsigned long long)sp99);
+	cr_expect_geq(lp99, 100 * ms, "p99 latency %llu",
+		      (unsigned long long)lp99);
+	cr_expect_geq(pw_hist_percentile(&res.latency, 95), 50 * ms);
+	cr_expect_lt(pw_hist_percentile(&res.service, 95), 50 * ms);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+/* ---- stopping, bad settings ------------------------------------------- */
+
+struct stopper {
+	uint64_t calls;
+	atomic_int progress;
+};
+
+static bool stop_after_30(void *arg, uint64_t ns)
+{
+	struct stopper *st = arg;
+	struct timespec ts = { 0, (long)ns };
+
+	nanosleep(&ts, NULL);
+	return ++st->calls >= 30;
+}
+
+static void count_progress(void *arg, const struct pw_load_progress *p)
+{
+	struct stopper *st = arg;
+
+	(void)p;
+	atomic_fetch_add(&st->progress, 1);
+}
+
+Test(load, wait_hook_stops_early_with_results)
+{
+	pw_test_time_limit(20);
+	struct srv s = { 0 };
+	struct pw_load_config lc;
+	struct pw_load_result res;
+	struct stopper st = { 0 };
+
+	srv_start(&s, SRV_ECHO);
+	struct pw_runtime *rt = load_runtime(2);
+	pw_load_config_init(&lc);
+	target(&lc, s.port);
+	lc.proto = PW_LOAD_ECHO;
+	lc.conns = 4;
+	lc.duration_ns = 30 * PW_NSEC_PER_SEC;
+	lc.warmup_ns = 0;
+	lc.wait = stop_after_30;
+	lc.progress = count_progress;
+	lc.arg = &st;
+	struct timespec a, b;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	run_load(rt, &lc, &res);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	cr_expect(res.stopped);
+	cr_expect_gt(res.requests, 0);
+	cr_expect_eq(pw_hist_count(&res.latency), res.requests);
+	cr_expect_lt(b.tv_sec - a.tv_sec, 5);
+	cr_expect_lt(res.elapsed_ns, 5 * PW_NSEC_PER_SEC);
+	pw_load_result_destroy(&res);
+	pw_runtime_destroy(rt);
+	srv_stop(&s);
+}
+
+Test(load, bad_settings)
+{
+	pw_test_time_limit(10);
+	struct pw_runtime *rt = load_runtime(1);
+	struct pw_load_config lc;
+	struct pw_load_result res;
+
+	pw_load_config_init(&lc);
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL); /* no target */
+	target(&lc, 9);
+	lc.conns = 0;
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL);
+	lc.conns = 1;
+	lc.path = "nope";
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL);
+	lc.path = "/a b";
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL);
+	lc.path = "/";
+	lc.host = "a\r\nb";
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL);
+	lc.host = NULL;
+	lc.proto = PW_LOAD_ECHO;
+	lc.size = 0;
+	cr_expect_eq(pw_load_run(rt, &lc, &res), -EINVAL);
+	cr_expect_eq(pw_load_run(NULL, &lc, &res), -EINVAL);
+	cr_expect_eq(pw_load_run(rt, NULL, &res), -EINVAL);
+	cr_expect_eq(pw_load_run(rt, &lc, NULL), -EINVAL);
+	pw_load_result_destroy(NULL);
+	pw_runtime_destroy(rt);
+}
+
+/* ---- the response parser ---------------------------------------------- */
+
+static int feed(struct pw_load_resp *p, const char *s, size_t *used)
+{
+	return pw_load_resp_parse(p, s, strlen(s), used);
+}
+
+Test(load, resp_whole_and_split_anywhere)
+{
+	const char *r = "HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 11\r\n"
+			"\r\nhello world";
+	size_t n = strlen(r), used;
+	struct pw_load_resp p;
+
+	pw_load_resp_init(&p);
+	cr_assert_eq(feed(&p, r, &used), 1);
+	cr_expect_eq(used, n);
+	cr_expect_eq(p.status, 200);
+	cr_expect_eq(p.minor, 1);
+	cr_expect(p.keep_alive);
+	cr_expect_eq(p.content_length, 11);
+	/* Every split point, and a byte at a time. */
+	for (size_t cut = 0; cut <= n; cut++) {
+		pw_load_resp_init(&p);
+		cr_assert_eq(pw_load_resp_parse(&p, r, cut, &used),
+			     cut == n ? 1 : 0, "cut %zu", cut);
+		cr_assert_eq(used, cut);
+		if (cut == n)
+			continue;
+		cr_assert_eq(pw_load_resp_parse(&p, r + cut, n - cut, &used), 1,
+			     "cut %zu", cut);
+		cr_assert_eq(used, n - cut);
+		cr_assert_eq(p.status, 200);
+	}
+	pw_load_resp_init(&p);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(pw_load_resp_parse(&p, r + i, 1, &used),
+			     i == n - 1 ? 1 : 0, "byte %zu", i);
+		cr_assert_eq(used, 1);
+	}
+	cr_expect_eq(p.content_length, 11);
+}
+
+Test(load, resp_pipelined)
+{
+	const char *r = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab"
+			"HTTP/1.1 404 Not Found\nContent-Length: 0\n\n"
+			"HTTP/1.1 204 No Content\r\n\r\n"
+			"HTTP/1.1 500 Oops\r\nContent-Length: 3\r\n"
+			"Connection: close\r\n\r\nxyz";
+	size_t n = strlen(r), off = 0, used;
+	struct pw_load_resp p;
+	int want[] = { 200, 404, 204, 500 };
+
+	pw_load_resp_init(&p);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pw_load_resp_parse(&p, r + off, n - off, &used), 1,
+			     "response %d", i);
+		cr_expect_eq(p.status, want[i]);
+		cr_expect_eq(p.keep_alive, i < 3, "response %d", i);
+		off += used;
+	}
+	cr_expect_eq(off, n);
+	cr_expect_eq(pw_load_resp_parse(&p, r, 0, &used), 0);
+	cr_expect_eq(used, 0);
+}
+
+Test(load, resp_bodies_and_connection)
+{
+	struct pw_load_resp p;
+	size_t used;
+	static char big[70000];
+
+	/* A large body fed in pieces. */
+	pw_load_resp_init(&p);
+	cr_assert_eq(feed(&p,
+			  "HTTP/1.1 200 OK\r\ncontent-length:  65536 \r\n\r\n",
+			  &used),
+		     0);
+	for (int i = 0; i < 15; i++)
+		cr_assert_eq(pw_load_resp_parse(&p, big, 4096, &used), 0);
+	cr_assert_eq(pw_load_resp_parse(&p, big, sizeof(big), &used), 1);
+	cr_expect_eq(used, 4096);
+	cr_expect_eq(p.content_length, 65536);
+
+	/* HTTP/1.0 closes unless asked to keep the connection. */
+	pw_load_resp_init(&p);
+	cr_expect_eq(feed(&p, "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+			  &used),
+		     1);
+	cr_expect(!p.keep_alive);
+	pw_load_resp_init(&p);
+	cr_expect_eq(feed(&p,
+			  "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"
+			  "Content-Length: 0\r\n\r\n",
+			  &used),
+		     1);
+	cr_expect(p.keep_alive);
+	pw_load_resp_init(&p);
+	cr_expect_eq(feed(&p,
+			  "HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\n"
+			  "Content-Length: 0\r\n\r\n",
+			  &used),
+		     1);
+	cr_expect(!p.keep_alive);
+	/* 304 has no body whatever its headers say. */
+	pw_load_resp_init(&p);
+	cr_expect_eq(feed(&p,
+			  "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n"
+			  "\r\n",
+			  &used),
+		     1);
+	/* A long header line is skipped past its first bytes. */
+	static char longh[2048];
+	memset(longh, 'v', sizeof(longh) - 1);
+	memcpy(longh, "X-Long: ", 8);
+	pw_load_resp_init(&p);
+	cr_expect_eq(feed(&p, "HTTP/1.1 200 OK\r\n", &used), 0);
+	cr_expect_eq(feed(&p, longh, &used), 0);
+	cr_expect_eq(feed(&p, "\r\nContent-Length: 1\r\n\r\nz", &used), 1);
+}
+
+Test(load, resp_errors)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} cases[] = {
+		{ "HTTP/2 200 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 20 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200OK\r\n\r\n", -EBADMSG },
+		{ "http/1.1 200 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+		  "Content-Length: 2\r\n\r\n",
+		  -EBADMSG },
+		{ "HTTP/1.1 200 OK\rX\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nA: \x01\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		  -ENOTSUP },
+		{ "HTTP/1.1 200 OK\r\n\r\n", -ENOTSUP },
+	};
+	struct pw_load_resp p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pw_load_resp_init(&p);
+		cr_expect_eq(feed(&p, cases[i].text, &used), cases[i].err,
+			     "case %zu", i);
+		/* Sticky. */
+		cr_expect_eq(feed(&p, "HTTP/1.1 200 OK\r\n", &used),
+			     cases[i].err, "case %zu", i);
+	}
+	/* A head past the cap. */
+	static char hdr[1024];
+	memset(hdr, 'a', sizeof(hdr) - 3);
+	memcpy(hdr, "X: ", 3);
+	hdr[sizeof(hdr) - 3] = '\r';
+	hdr[sizeof(hdr) - 2] = '\n';
+	pw_load_resp_init(&p);
+	int rc = feed(&p, "HTTP/1.1 200 OK\r\n", &used);
+	for (int i = 0; i < 100 && rc == 0; i++)
+		rc = feed(&p, hdr, &used);
+	cr_expect_eq(rc, -EMSGSIZE);
+	cr_expect_eq(pw_load_resp_parse(NULL, "x", 1, &used), -EINVAL);
+	cr_expect_eq(pw_load_resp_parse(&p, "x", 1, NULL), -EINVAL);
+}
+
+/* ---- the pinwheel load command ---------------------------------------- */
+
+/* Runs the pinwheel command; returns its exit status, output in @out. */
+static int run_cmd(char *out, size_t len, char *const argv[])
+{
+	int pfd[2], status;
+	size_t got = 0;
+	ssize_t r;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execv(PW_BUILDDIR "/pinwheel", argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while (got + 1 < len &&
+	       (r = read(pfd[0], out + got, len - 1 - got)) > 0)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(pfd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+Test(load, command_help_and_bad_flags)
+{
+	pw_test_time_limit(20);
+	static char out[8192];
+	static const struct {
+		char *argv[8];
+		int status;
+		const char *says;
+	} cases[] = {
+		{ { "pinwheel", "load", "--help" }, 0, "--rate R" },
+		{ { "pinwheel", "load" }, 2, "--target" },
+		{ { "pinwheel", "load", "--target", "nowhere" }, 2, "--target" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--proto",
+		    "ftp" },
+		  2,
+		  "--proto" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--conns",
+		    "0" },
+		  2,
+		  "--conns" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--rate",
+		    "1x" },
+		  2,
+		  "--rate" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--path",
+		    "x" },
+		  2,
+		  "--path" },
+		{ { "pinwheel", "load", "--bogus" }, 2, "'--bogus'" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--duration",
+		    "soon" },
+		  2,
+		  "--duration" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = run_cmd(out, sizeof(out), cases[i].argv);
+		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
+			     st, out);
+		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
+		if (cases[i].status == 2)
+			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
+				     "case %zu: one line: %s", i, out);
+	}
+}
+
+/* A small JSON syntax check: one value, then only blanks. */
+static const char *json_value(const char *p);
+
+static const char *json_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *json_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	while (*p && *p != '"') {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\' && !*++p)
+			return NULL;
+		p++;
+	}
+	return *p == '"' ? p + 1 : NULL;
+}
+
+static const char *json_value(const char *p)
+{
+	p = json_ws(p);
+	if (*p == '{' || *p == '[') {
+		char close = *p == '{' ? '}' : ']';
+		p = json_ws(p + 1);
+		if (*p == close)
+			return p + 1;
+		for (;;) {
+			if (close == '}') {
+				p = json_string(json_ws(p));
+				if (!p || *(p = json_ws(p)) != ':')
+					return NULL;
+				p++;
+			}
+			if (!(p = json_value(p)))
+				return NULL;
+			p = json_ws(p);
+			if (*p == close)
+				return p + 1;
+			if (*p++ != ',')
+				return NULL;
+		}
+	}
+	if (*p == '"')
+		return json_string(p);
+	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
+		return p + 4;
+	if (!strncmp(p, "false", 5))
+		return p + 5;
+	char *end;
+	strtod(p, &end);
+	return end == p ? NULL : end;
+}
+
+Test(load, command_runs_and_writes_json)
+{
+	pw_test_time_limit(20);
+	static char out[16384], json[8192];
+	struct srv s = { 0 };
+	char at[64], path[64];
+
+	srv_start(&s, SRV_HTTP_200);
+	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
+	snprintf(path, sizeof(path), "/tmp/pw-load-test-%d.json", getpid());
+	char *argv[] = { "pinwheel", "load",  "--target",   at,
+			 "--conns",  "2",     "--requests", "500",
+			 "--warmup", "100ms", "--shards",   "1",
+			 "--json",   path,    NULL };
+	int st = run_cmd(out, sizeof(out), argv);
+	cr_expect_eq(st, 0, "%s", out);
+	cr_expect(strstr(out, "p99.99"), "%s", out);
+	cr_expect(strstr(out, "max"), "%s", out);
+	cr_expect(strstr(out, "requests 500, errors 0"), "%s", out);
+	cr_expect(strstr(out, "throughput"), "%s", out);
+
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f);
+	size_t n = fread(json, 1, sizeof(json) - 1, f);
+	json[n] = '\0';
+	fclose(f);
+	unlink(path);
+	const char *end = json_value(json);
+	cr_expect(end && !*json_ws(end), "invalid JSON: %s", json);
+	static const char *keys[] = {
+		"\"proto\": \"http\"",
+		"\"requests\": 500",
+		"\"errors\": 0",
+		"\"throughput_rps\"",
+		"\"latency\": {",
+		"\"service\": {",
+		"\"99.99\"",
+		"\"error_causes\"",
+		"\"mode\": \"closed\"",
+		"\"elapsed_s\"",
+	};
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		cr_expect(strstr(json, keys[i]), "no %s in %s", keys[i], json);
+	srv_stop(&s);
+}
+
+Test(load, command_stops_on_sigint_and_reports)
+{
+	pw_test_time_limit(20);
+	static char out[16384];
+	struct srv s = { 0 };
+	char at[64];
+	int pfd[2], status;
+
+	srv_start(&s, SRV_ECHO);
+	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "load", "--proto",
+		      "echo", "--target", at, "--duration", "60s", "--warmup",
+		      "0", "--shards", "1", NULL);
+		_exit(127);
+	}
+	close(pfd[1]);
+	usleep(1500 * 1000);
+	kill(pid, SIGINT);
+	size_t got = 0;
+	ssize_t r;
+	while (got + 1 < sizeof(out) &&
+	       (r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
+		got += (size_t)r;
+	out[got] = '\0';
+	close(pfd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+	cr_expect(strstr(out, "stopped early"), "%s", out);
+	cr_expect(strstr(out, "p99.9"), "%s", out);
+	/* The progress line came at least once. */
+	cr_expect(strstr(out, "rate "), "%s", out);
+	srv_stop(&s);
+}
