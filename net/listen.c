@@ -7,7 +7,9 @@
  * socket every shard accepts from. A pw_accept keeps one multishot accept
  * armed on its shard's socket; accepted sockets queue in the pw_accept
  * until the task takes them. The request is re-armed whenever it ends:
- * after a queue that grew too long (we cancel it), after an error the
+ * after a queue that grew too long (we cancel it; sockets the kernel
+ * still delivers wait in the listener's per-shard spill, in order, never
+ * dropped), after an error the
  * task was told of, or after a resource error (EMFILE, ENFILE, ENOMEM,
  * ENOBUFS), which is counted and followed by a short backoff on the wheel
  * so the shard does not spin while descriptors are exhausted.
@@ -63,9 +65,44 @@ static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport)
 
 static void close_all(struct pw_net_listener *l, unsigned n)
 {
-	for (unsigned i = 0; i < n; i++)
-		if (l->per[i].fd >= 0 && (!l->shared || i == 0))
-			close(l->per[i].fd);
+	for (unsigned i = 0; i < n; i++) {
+		struct pw__lshard *ls = &l->per[i];
+		if (ls->fd >= 0 && (!l->shared || i == 0))
+			close(ls->fd);
+		for (uint32_t k = 0; k < ls->spill_len; k++)
+			close(ls->spill[(ls->spill_head + k) % ls->spill_cap]);
+		free(ls->spill);
+		ls->spill = NULL;
+		ls->spill_len = 0;
+	}
+}
+
+/* Keep @fd for later; false when no memory is left for it. */
+static bool spill_push(struct pw__lshard *ls, int fd)
+{
+	if (ls->spill_len == ls->spill_cap) {
+		uint32_t cap = ls->spill_cap ? 2 * ls->spill_cap : 64;
+		int *n = malloc(cap * sizeof(int));
+		if (!n)
+			return false;
+		for (uint32_t k = 0; k < ls->spill_len; k++)
+			n[k] = ls->spill[(ls->spill_head + k) % ls->spill_cap];
+		free(ls->spill);
+		ls->spill = n;
+		ls->spill_head = 0;
+		ls->spill_cap = cap;
+	}
+	ls->spill[(ls->spill_head + ls->spill_len++) % ls->spill_cap] = fd;
+	return true;
+}
+
+static int spill_pop(struct pw__lshard *ls)
+{
+	int fd = ls->spill[ls->spill_head];
+
+	ls->spill_head = (ls->spill_head + 1) % ls->spill_cap;
+	ls->spill_len--;
+	return fd;
 }
 
 int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
@@ -191,9 +228,14 @@ void pw__accept_cqe(struct pw__shard *s, struct pw_net_op *op,
 	}
 	struct pw__lshard *ls = &a->l->per[s->id];
 	if (res >= 0) {
-		if (a->count == PW_ACCEPT_QUEUE) {
-			close(res);
-			PW__LSTAT_ADD(ls, dropped, 1);
+		if (a->count == PW_ACCEPT_QUEUE || ls->spill_len) {
+			/* Behind the full queue, in arrival order. */
+			if (spill_push(ls, res)) {
+				PW__LSTAT_ADD(ls, accepted, 1);
+			} else {
+				close(res); /* out of memory: counted */
+				PW__LSTAT_ADD(ls, dropped, 1);
+			}
 		} else {
 			a->fds[(a->head + a->count) % PW_ACCEPT_QUEUE] = res;
 			a->count++;
@@ -241,13 +283,19 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 	struct pw__shard *s = cx->shard;
 	struct pw_net_op *op = &a->op;
 
+	struct pw__lshard *ls = &a->l->per[s->id];
+
 	op->flags &= (uint8_t)~PW__NF_DROPPED;
-	if (a->count) {
+	if (a->count || ls->spill_len) {
 		if (!pw_coop_proceed(cx))
 			return PW_PENDING;
-		*res = a->fds[a->head];
-		a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
-		a->count--;
+		if (a->count) {
+			*res = a->fds[a->head];
+			a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
+			a->count--;
+		} else {
+			*res = spill_pop(ls);
+		}
 		pw_sleep_cancel(&a->timer);
 		return PW_READY;
 	}

@@ -73,6 +73,12 @@ struct pw__net {
 struct pw__lshard {
 	int fd;
 	_Atomic uint64_t accepted, errors, dropped;
+	/* Accepted sockets that arrived while a pw_accept's queue was full
+	 * (a multishot accept keeps posting until its cancel lands): kept
+	 * in order for the shard's acceptors. Shard thread only; closed by
+	 * pw_net_listener_destroy(). */
+	int *spill;
+	uint32_t spill_head, spill_len, spill_cap;
 };
 
 struct pw_net_listener {

@@ -412,6 +412,36 @@ Test(net, echo_ipv4_many_connections_byte_exact)
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
+/* 400 connections land before the acceptor runs: the multishot accept
+ * delivers more than its queue holds, and not one is lost. */
+Test(net, accept_burst_loses_nothing)
+{
+	pw_test_time_limit(60);
+	enum { N = 400 };
+	int fds0 = pw_test_open_fds();
+	struct server s;
+	static int c[N];
+	server_init(&s, 1, "127.0.0.1:0", 0);
+	for (int i = 0; i < N; i++)
+		c[i] = client_socket(&s.addr);
+	server_accept(&s);
+	for (int i = 0; i < N; i++) {
+		char b = (char)i, r = 0;
+		cr_assert_eq(send(c[i], &b, 1, 0), 1);
+		cr_assert_eq(recv(c[i], &r, 1, MSG_WAITALL), 1, "client %d", i);
+		cr_assert_eq(r, b);
+		close(c[i]);
+	}
+	server_wait_done(N);
+	struct pw_net_listener_stats ls;
+	cr_assert_eq(pw_net_listener_stats(s.l, &ls), 0);
+	cr_assert_eq(ls.accepted, N);
+	cr_assert_eq(ls.dropped, 0);
+	check_idle(&s);
+	server_stop(&s);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
 Test(net, echo_shared_listener)
 {
 	pw_test_time_limit(60);
