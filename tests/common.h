@@ -6,9 +6,11 @@
 #define PW_TESTS_COMMON_H
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -126,5 +128,44 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 	cr_assert_eq(err, 0, "pw_block_on: %d", err);
 	return res;
 }
+
+#ifdef PW_BUILDDIR
+/*
+ * Run the built pinwheel command with @argv (argv[0] is only its name)
+ * and return its exit status (-1 if it did not exit). Its stdout and
+ * stderr go to @out (NUL-terminated, at most @len - 1 bytes kept), or
+ * nowhere when @out is NULL.
+ */
+static inline int pw_test_run_cmd(char *out, size_t len, char *const argv[])
+{
+	int pfd[2] = { -1, -1 }, status;
+	size_t got = 0;
+	ssize_t r;
+
+	if (out)
+		cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int fd = out ? pfd[1] : open("/dev/null", O_WRONLY);
+		dup2(fd, 1);
+		dup2(fd, 2);
+		if (out)
+			close(pfd[0]);
+		execv(PW_BUILDDIR "/pinwheel", argv);
+		_exit(127);
+	}
+	if (out) {
+		close(pfd[1]);
+		while (got + 1 < len &&
+		       (r = read(pfd[0], out + got, len - 1 - got)) > 0)
+			got += (size_t)r;
+		out[got] = '\0';
+		close(pfd[0]);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+#endif
 
 #endif /* PW_TESTS_COMMON_H */

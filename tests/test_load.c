@@ -665,34 +665,6 @@ Test(load, resp_errors)
 
 /* ---- the pinwheel load command ---------------------------------------- */
 
-/* Runs the pinwheel command; returns its exit status, output in @out. */
-static int run_cmd(char *out, size_t len, char *const argv[])
-{
-	int pfd[2], status;
-	size_t got = 0;
-	ssize_t r;
-
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		execv(PW_BUILDDIR "/pinwheel", argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	while (got + 1 < len &&
-	       (r = read(pfd[0], out + got, len - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	close(pfd[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_assert(WIFEXITED(status));
-	return WEXITSTATUS(status);
-}
-
 Test(load, command_help_and_bad_flags)
 {
 	pw_test_time_limit(20);
@@ -729,7 +701,7 @@ Test(load, command_help_and_bad_flags)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int st = run_cmd(out, sizeof(out), cases[i].argv);
+		int st = pw_test_run_cmd(out, sizeof(out), cases[i].argv);
 		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
 			     st, out);
 		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
@@ -812,7 +784,7 @@ Test(load, command_runs_and_writes_json)
 			 "--conns",  "2",     "--requests", "500",
 			 "--warmup", "100ms", "--shards",   "1",
 			 "--json",   path,    NULL };
-	int st = run_cmd(out, sizeof(out), argv);
+	int st = pw_test_run_cmd(out, sizeof(out), argv);
 	cr_expect_eq(st, 0, "%s", out);
 	cr_expect(strstr(out, "p99.99"), "%s", out);
 	cr_expect(strstr(out, "max"), "%s", out);

@@ -1064,23 +1064,6 @@ Test(net, bad_arguments)
 
 /* ---- the pinwheel echo command ---------------------------------------- */
 
-static int run_cmd(char *const argv[], bool quiet)
-{
-	pid_t pid = fork();
-	if (pid == 0) {
-		if (quiet) {
-			int null = open("/dev/null", O_WRONLY);
-			dup2(null, 1);
-			dup2(null, 2);
-		}
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 Test(net, echo_command)
 {
 	pw_test_time_limit(60);
@@ -1089,16 +1072,16 @@ Test(net, echo_command)
 	if (access(bin, X_OK))
 		cr_skip_test("%s is not built", bin);
 	char *help[] = { bin, "echo", "--help", NULL };
-	cr_assert_eq(run_cmd(help, true), 0);
+	cr_assert_eq(pw_test_run_cmd(NULL, 0, help), 0);
 	char *bad1[] = { bin, "echo", "--bogus", NULL };
-	cr_assert_eq(run_cmd(bad1, true), 2);
+	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad1), 2);
 	char *bad2[] = { bin, "echo", "--listen", "nowhere", NULL };
-	cr_assert_eq(run_cmd(bad2, true), 2);
+	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad2), 2);
 	char *bad3[] = { bin,	     "echo", "--listen", "127.0.0.1:0",
 			 "--shards", "0",    NULL };
-	cr_assert_eq(run_cmd(bad3, true), 2);
+	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad3), 2);
 	char *bad4[] = { bin, "echo", NULL };
-	cr_assert_eq(run_cmd(bad4, true), 2);
+	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad4), 2);
 
 	/* Serve on a free port, echo, then stop on SIGTERM with status 0. */
 	struct pw_net_addr a = closed_port();
