@@ -14,6 +14,7 @@ static const struct pw_app_cmd {
 	const char *what;
 } cmds[] = {
 	{ "echo", pw_app_echo, "run an echo server (TCP or Unix socket)" },
+	{ "proxy", pw_app_proxy, "run an L4 TCP proxy" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
 	{ "topo", pw_app_topo,
 	  "show the machine topology and planned shard placement" },
