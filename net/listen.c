@@ -6,7 +6,9 @@
  * one SO_REUSEPORT socket per shard, all bound to one port, or a single
  * socket every shard accepts from. A pw_accept keeps one multishot accept
  * armed on its shard's socket; accepted sockets queue in the pw_accept
- * until the task takes them. The request is re-armed whenever it ends:
+ * until the task takes them; a burst beyond that queue (the kernel drains
+ * the whole backlog before a cancel lands) waits in the shard's spill,
+ * in order, instead of being closed. The request is re-armed whenever it ends:
  * after a queue that grew too long (we cancel it), after an error the
  * task was told of, or after a resource error (EMFILE, ENFILE, ENOMEM,
  * ENOBUFS), which is counted and followed by a short backoff on the wheel
@@ -121,6 +123,12 @@ int pw_net_listener_destroy(struct pw_net_listener *l)
 {
 	if (!l)
 		return -EINVAL;
+	for (unsigned i = 0; i < l->n; i++) {
+		struct pw__lshard *ls = &l->per[i];
+		for (uint32_t k = 0; k < ls->spill_n; k++)
+			close(ls->spill[ls->spill_head + k]);
+		free(ls->spill);
+	}
 	close_all(l, l->n);
 	if (l->addr.u.sa.sa_family == AF_UNIX && l->addr.u.un.sun_path[0])
 		unlink(l->addr.u.un.sun_path);
@@ -169,6 +177,36 @@ void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
 	a->backoff_ns = backoff_ns ? backoff_ns : 10 * PW_NSEC_PER_MSEC;
 }
 
+/* Keep accepted socket @fd in @ls's spill; false when out of memory. */
+static bool spill_push(struct pw__lshard *ls, int fd)
+{
+	if (ls->spill_head + ls->spill_n == ls->spill_cap) {
+		if (ls->spill_head) {
+			memmove(ls->spill, ls->spill + ls->spill_head,
+				ls->spill_n * sizeof(int));
+			ls->spill_head = 0;
+		} else {
+			uint32_t cap = ls->spill_cap ? 2 * ls->spill_cap : 64;
+			int *p = realloc(ls->spill, cap * sizeof(int));
+			if (!p)
+				return false;
+			ls->spill = p;
+			ls->spill_cap = cap;
+		}
+	}
+	ls->spill[ls->spill_head + ls->spill_n++] = fd;
+	return true;
+}
+
+static int spill_pop(struct pw__lshard *ls)
+{
+	int fd = ls->spill[ls->spill_head++];
+
+	if (!--ls->spill_n)
+		ls->spill_head = 0;
+	return fd;
+}
+
 static bool resource_error(int res)
 {
 	return res == -EMFILE || res == -ENFILE || res == -ENOMEM ||
@@ -191,9 +229,13 @@ void pw__accept_cqe(struct pw__shard *s, struct pw_net_op *op,
 	}
 	struct pw__lshard *ls = &a->l->per[s->id];
 	if (res >= 0) {
-		if (a->count == PW_ACCEPT_QUEUE) {
-			close(res);
-			PW__LSTAT_ADD(ls, dropped, 1);
+		if (a->count == PW_ACCEPT_QUEUE || ls->spill_n) {
+			if (spill_push(ls, res)) {
+				PW__LSTAT_ADD(ls, accepted, 1);
+			} else {
+				close(res);
+				PW__LSTAT_ADD(ls, dropped, 1);
+			}
 		} else {
 			a->fds[(a->head + a->count) % PW_ACCEPT_QUEUE] = res;
 			a->count++;
@@ -251,6 +293,14 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 		pw_sleep_cancel(&a->timer);
 		return PW_READY;
 	}
+	struct pw__lshard *ls = &a->l->per[s->id];
+	if (ls->spill_n) {
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+		*res = spill_pop(ls);
+		pw_sleep_cancel(&a->timer);
+		return PW_READY;
+	}
 	if (a->err) {
 		*res = a->err;
 		a->err = 0;
@@ -288,6 +338,11 @@ void pw_accept_cancel(struct pw_accept *a)
 		close(a->fds[a->head]);
 		a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
 		a->count--;
+	}
+	if (a->l && s->rt == a->l->rt && s->id < a->l->n) {
+		struct pw__lshard *ls = &a->l->per[s->id];
+		while (ls->spill_n)
+			close(spill_pop(ls));
 	}
 	a->err = 0;
 	pw_sleep_cancel(&a->timer);

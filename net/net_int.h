@@ -73,6 +73,12 @@ struct pw__net {
 struct pw__lshard {
 	int fd;
 	_Atomic uint64_t accepted, errors, dropped;
+	/* Sockets accepted beyond a pw_accept's queue in one burst (a
+	 * multishot accept drains the whole backlog before its pause takes
+	 * effect), in order; taken before any newer one. Shard thread
+	 * only; freed with the listener. */
+	int *spill;
+	uint32_t spill_head, spill_n, spill_cap;
 };
 
 struct pw_net_listener {

@@ -181,8 +181,8 @@ struct pw_net_listener_stats {
 	uint64_t accept_errors; /* accepts failed for lack of resources
 				   (EMFILE, ENFILE, ENOMEM, ENOBUFS): each
 				   one backs off and retries */
-	uint64_t dropped;	/* accepted sockets closed unread because a
-				   task's queue overflowed */
+	uint64_t dropped;	/* accepted sockets closed unread: no memory
+				   to keep a burst beyond a task's queue */
 };
 
 /**
