@@ -614,7 +614,15 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		goto fail;
 	}
 	memset(p->slot, 0, p->nshards * sizeof(*p->slot));
-	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, NULL);
+	/* Stealing mode runs an acceptor on whichever worker takes it, and
+	 * a multishot accept arms on the socket of the worker polling it:
+	 * with one SO_REUSEPORT socket per shard, a socket might have no
+	 * acceptor and its connections would wait forever. One shared
+	 * socket is accepted from by every acceptor, wherever it runs. */
+	struct pw_net_listen_opts lo = { 0, cfg->rt.sched == PW_SCHED_STEAL ?
+						    PW_NET_LISTEN_SHARED :
+						    0 };
+	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
 	if (err)
 		goto fail;
 	pw_net_listener_addr(p->l, &p->addr);
