@@ -89,6 +89,7 @@ struct pw_proxy {
 	struct pw_net_addr addr;
 	unsigned nshards;
 	bool drained; /* pw_proxy_drain() closed the listener */
+	struct pw_net_listener_stats lstats; /* its counters, kept then */
 	/* Set by pw_proxy_drain(), read by the acceptors at each tick.
 	 * Relaxed: a flag with no data behind it. */
 	_Atomic bool draining;
@@ -415,6 +416,10 @@ static void conn_drop(void *state)
 	if (c->phase == P_CONNECT && c->connecting)
 		pw_connect_cancel(&c->conn);
 	pw_sleep_cancel(&c->idle);
+	/* Only runtime shutdown drops a connection that has not finished:
+	 * a send cancelled here may still read its buffer until its final
+	 * completion, but the ring is freed only after that, and the bytes
+	 * go to a socket being closed. */
 	if (c->ufd >= 0) {
 		for (int i = 0; i < 2; i++) {
 			pw_recv_cancel(&c->d[i].rx);
@@ -720,6 +725,8 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 		struct pw_net_listener_stats ls;
 		if (!pw_net_listener_stats(p->l, &ls))
 			out->accept_errors = ls.accept_errors;
+	} else {
+		out->accept_errors = p->lstats.accept_errors;
 	}
 	return 0;
 }
@@ -780,6 +787,7 @@ int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns)
 	       mono_ns() - t0 < 10 * PX_TICK_NS)
 		usleep(1000);
 	if (!p->drained && acceptors_done(p)) {
+		pw_net_listener_stats(p->l, &p->lstats);
 		pw_net_listener_destroy(p->l);
 		p->l = NULL;
 		p->drained = true;
