@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxy.h - the L4 TCP proxy behind `pinwheel proxy`, callable in-process.
+ *
+ * pw_proxy_start() creates a runtime, listens, and serves every accepted
+ * connection by one task on the shard that accepted it: connect to an
+ * upstream (round robin, failing over to the next on a connect error),
+ * then forward both directions straight from the receive buffers, with a
+ * high-water mark per direction, half-close propagation, reset
+ * propagation and an idle timeout. pw_proxy_stop() stops accepting,
+ * drains the open connections up to a deadline and tears everything
+ * down. docs/proxy.md describes the design.
+ */
+#ifndef PW_APPS_PROXY_H
+#define PW_APPS_PROXY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pinwheel/net.h"
+#include "pinwheel/runtime.h"
+
+/* Most upstreams one proxy forwards to. */
+#define PW_PROXY_MAX_UPSTREAMS 64
+
+/* What a proxy does; pw_proxy_config_init() sets the defaults. */
+struct pw_proxy_config {
+	struct pw_net_addr listen;
+	struct pw_net_addr upstream[PW_PROXY_MAX_UPSTREAMS];
+	unsigned nupstreams;
+	uint64_t high_water;	     /* unsent bytes that stop a side's
+					reads (256 KiB) */
+	uint64_t idle_timeout_ns;    /* no bytes either way: close (60 s);
+					0 turns it off */
+	uint64_t connect_timeout_ns; /* per upstream attempt (5 s) */
+	uint64_t max_conns;	     /* open connections per shard; 0: no
+					limit (the default) */
+	struct pw_config rt;	     /* the runtime's settings */
+	struct pw_net_config net;    /* each shard's buffer ring (1024
+					buffers of 16 KiB) */
+};
+
+/* Counters summed over the shards. */
+struct pw_proxy_stats {
+	uint64_t conns_open;	     /* client connections being served */
+	uint64_t conns_total;	     /* client connections accepted */
+	uint64_t rejected;	     /* closed at once: --max-conns reached */
+	uint64_t bytes_up;	     /* client to upstream */
+	uint64_t bytes_down;	     /* upstream to client */
+	uint64_t connect_errors;     /* failed upstream attempts (timeouts
+				      included) */
+	uint64_t connect_timeouts;   /* of those, timed out */
+	uint64_t upstream_failed;    /* clients closed: no upstream answered */
+	uint64_t resets;	     /* connections ended by a socket error */
+	uint64_t idle_closed;	     /* connections ended by the idle timeout */
+	uint64_t half_closes;	     /* end of stream passed on (SHUT_WR) */
+	uint64_t drain_closed;	     /* closed by the drain deadline */
+	uint64_t accept_errors;	     /* from the listener (EMFILE, ...) */
+	uint64_t buffered_peak;	     /* most bytes one direction held unsent */
+	uint64_t bufs_borrowed;	     /* ring buffers out of the ring, last seen
+				      (sampled every 50 ms) */
+	uint64_t bufs_borrowed_peak; /* the most seen at one sample */
+	uint64_t bufs_total;	     /* ring buffers on all shards */
+	uint64_t release_errors;     /* buffers the ring refused back */
+};
+
+struct pw_proxy;
+
+/**
+ * pw_proxy_config_init - the defaults: no addresses, 256 KiB high water,
+ * 60 s idle, 5 s connect timeout, no connection limit, pw_config_init()
+ * and a ring of 1024 buffers of 16 KiB per shard.
+ * Context: any thread.
+ */
+void pw_proxy_config_init(struct pw_proxy_config *cfg);
+
+/**
+ * pw_proxy_upstreams_parse - parse @text, "ADDR[,ADDR...]", into @cfg's
+ * upstream list (replacing it).
+ * Return: 0; -EINVAL for NULL or a malformed address (the list is then
+ * unchanged); -E2BIG for more than PW_PROXY_MAX_UPSTREAMS.
+ * Context: any thread.
+ */
+int pw_proxy_upstreams_parse(struct pw_proxy_config *cfg, const char *text);
+
+/**
+ * pw_proxy_start - start serving @cfg (copied).
+ * Return: 0 with *@pp set; -EINVAL for NULL, no upstream, a zero high
+ * water or connect timeout; the error of pw_runtime_create() or
+ * pw_net_listener_create() (nothing is left running then).
+ * Context: any thread that is not a shard.
+ */
+int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg);
+
+/**
+ * pw_proxy_addr - the address the proxy listens on (the port chosen).
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+int pw_proxy_addr(const struct pw_proxy *p, struct pw_net_addr *out);
+
+/**
+ * pw_proxy_runtime - the runtime serving @p (for metrics), or NULL.
+ * Context: any thread.
+ */
+struct pw_runtime *pw_proxy_runtime(struct pw_proxy *p);
+
+/**
+ * pw_proxy_stats - read @p's counters, summed over shards.
+ * Return: 0; -EINVAL for NULL.
+ * Context: any thread.
+ */
+int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out);
+
+/**
+ * pw_proxy_drain - stop accepting (the listening sockets are closed) and
+ * wait up to @drain_ns for the open connections to finish. Connections
+ * keep being served; calling it again only waits.
+ * Return: the connections still open; -EINVAL for NULL.
+ * Context: any thread that is not a shard of @p.
+ */
+int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns);
+
+/**
+ * pw_proxy_destroy - close every connection left (counted in
+ * drain_closed), stop the runtime and free @p, after copying the
+ * final counters to @final when it is not NULL. Drains with a zero
+ * deadline first if pw_proxy_drain() was not called.
+ * Return: 0; -EINVAL for NULL @p.
+ * Context: the thread that started @p, not a shard.
+ */
+int pw_proxy_destroy(struct pw_proxy *p, struct pw_proxy_stats *final);
+
+/**
+ * pw_proxy_stop - pw_proxy_drain() for @drain_ns, then
+ * pw_proxy_destroy().
+ * Return: 0; -EINVAL for NULL @p.
+ * Context: the thread that started @p, not a shard.
+ */
+int pw_proxy_stop(struct pw_proxy *p, uint64_t drain_ns,
+		  struct pw_proxy_stats *final);
+
+/**
+ * pw_proxy_stats_line - write @s as one line of text (no newline):
+ * connections open and total, bytes each way, errors.
+ * Return: what snprintf() returns.
+ * Context: any thread.
+ */
+int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size);
+
+#endif /* PW_APPS_PROXY_H */

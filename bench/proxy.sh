@@ -1,0 +1,202 @@
+#!/usr/bin/env bash
+# bench/proxy.sh - pinwheel proxy versus HAProxy in front of one nginx.
+#
+# nginx (1 worker, a fixed 13-byte body, no access log) and wrk share
+# CPU 1; the proxy under test runs alone on CPU 0. Runs alternate
+# A B A B ... (A: pinwheel proxy --shards 1 --cpus 0, B: HAProxy with
+# nbthread 1 in mode tcp), ROUNDS rounds. For each run: requests/s, p99
+# latency, and the proxy's CPU time per request: utime + stime from
+# /proc/PID/stat before and after the wrk run, in clock ticks turned into
+# microseconds, over the requests wrk completed. Prints a table with the
+# medians and writes JSON.
+#
+# Environment: DURATION (10s), ROUNDS (3), CONNS (64), PINWHEEL
+# (build/pinwheel), OUT (build/bench-proxy.json), PORT_BASE (18080).
+# Needs nginx, haproxy and wrk (Debian packages of those names).
+set -euo pipefail
+
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+PINWHEEL=${PINWHEEL:-build/pinwheel}
+OUT=${OUT:-build/bench-proxy.json}
+PORT_BASE=${PORT_BASE:-18080}
+NGX_PORT=$PORT_BASE
+PX_PORT=$((PORT_BASE + 1))
+HA_PORT=$((PORT_BASE + 2))
+
+for tool in nginx haproxy wrk taskset; do
+	if ! command -v "$tool" >/dev/null 2>&1 &&
+		! [ -x "/usr/sbin/$tool" ]; then
+		echo "bench/proxy.sh: $tool is missing (apt-get install nginx" \
+			"haproxy wrk)" >&2
+		exit 1
+	fi
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+[ -x "$PINWHEEL" ] || { echo "bench/proxy.sh: build $PINWHEEL first (make)" >&2; exit 1; }
+
+TMP=$(mktemp -d /tmp/pinwheel-bench-proxy.XXXXXX)
+PIDS=()
+cleanup() {
+	for p in "${PIDS[@]:-}"; do
+		[ -n "$p" ] && kill "$p" 2>/dev/null || true
+	done
+	wait 2>/dev/null || true
+	rm -rf "$TMP"
+}
+trap cleanup EXIT INT TERM
+
+wait_port() { # port: wait up to 5 s for a listener
+	for _ in $(seq 1 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	echo "bench/proxy.sh: nothing listens on port $1" >&2
+	return 1
+}
+
+mkdir -p "$TMP/nginx/logs" "$TMP/nginx/tmp"
+cat >"$TMP/nginx/nginx.conf" <<EOF
+worker_processes 1;
+daemon off;
+pid $TMP/nginx/nginx.pid;
+error_log $TMP/nginx/logs/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	client_body_temp_path $TMP/nginx/tmp/body;
+	proxy_temp_path $TMP/nginx/tmp/proxy;
+	fastcgi_temp_path $TMP/nginx/tmp/fastcgi;
+	uwsgi_temp_path $TMP/nginx/tmp/uwsgi;
+	scgi_temp_path $TMP/nginx/tmp/scgi;
+	keepalive_requests 1000000;
+	server {
+		listen 127.0.0.1:$NGX_PORT;
+		location / {
+			default_type text/plain;
+			return 200 "hello, world\n";
+		}
+	}
+}
+EOF
+cat >"$TMP/haproxy.cfg" <<EOF
+global
+	nbthread 1
+	maxconn 4096
+defaults
+	mode tcp
+	timeout connect 5s
+	timeout client 60s
+	timeout server 60s
+frontend fe
+	bind 127.0.0.1:$HA_PORT
+	default_backend be
+backend be
+	server nginx 127.0.0.1:$NGX_PORT
+EOF
+
+taskset -c 1 "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" \
+	>"$TMP/nginx/logs/stdout" 2>&1 &
+PIDS+=($!)
+wait_port "$NGX_PORT"
+
+CLK_TCK=$(getconf CLK_TCK)
+cpu_ticks() { # pid: utime + stime (fields 14 and 15; comm may hold spaces)
+	sed -e 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
+}
+to_us() { # wrk latency such as 1.23ms, 456.78us, 1.2s
+	awk -v v="$1" 'BEGIN {
+		n = v + 0
+		if (v ~ /us$/) print n
+		else if (v ~ /ms$/) print n * 1000
+		else if (v ~ /m$/) print n * 60000000
+		else if (v ~ /s$/) print n * 1000000
+		else print n }'
+}
+
+RESULTS="$TMP/results"
+: >"$RESULTS"
+run_one() { # name port
+	local name=$1 port=$2 pid
+	if [ "$name" = pinwheel ]; then
+		setsid "$PINWHEEL" proxy --shards 1 --cpus 0 \
+			--listen "127.0.0.1:$port" \
+			--upstream "127.0.0.1:$NGX_PORT" >"$TMP/$name.log" 2>&1 &
+	else
+		# Its own session: HAProxy signals its process group.
+		setsid taskset -c 0 "$HAPROXY" -db -f "$TMP/haproxy.cfg" \
+			>"$TMP/$name.log" 2>&1 &
+	fi
+	pid=$!
+	PIDS+=("$pid")
+	wait_port "$port"
+	local t0 t1
+	t0=$(cpu_ticks "$pid")
+	taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency \
+		"http://127.0.0.1:$port/" >"$TMP/wrk.out" 2>&1
+	t1=$(cpu_ticks "$pid")
+	kill -TERM "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	local rps p99 reqs errs
+	rps=$(awk '/^Requests\/sec:/ { print $2 }' "$TMP/wrk.out")
+	p99=$(awk '$1 == "99%" { print $2 }' "$TMP/wrk.out")
+	reqs=$(awk '/requests in/ { print $1 }' "$TMP/wrk.out")
+	errs=$(awk '/Non-2xx|Socket errors/ { print }' "$TMP/wrk.out" | tr '\n' ' ')
+	if [ -z "$rps" ] || [ -z "$reqs" ] || [ "$reqs" = 0 ]; then
+		echo "bench/proxy.sh: wrk failed against $name:" >&2
+		cat "$TMP/wrk.out" >&2
+		exit 1
+	fi
+	local p99us cpu_us
+	p99us=$(to_us "$p99")
+	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$reqs" \
+		'BEGIN { printf "%.3f", (b - a) * 1000000 / hz / n }')
+	echo "$name $rps $p99us $cpu_us $reqs" >>"$RESULTS"
+	printf '  %-9s round %d: %10s req/s  p99 %9s us  cpu %7s us/req%s\n' \
+		"$name" "$round" "$rps" "$p99us" "$cpu_us" \
+		"${errs:+  ($errs)}"
+}
+
+echo "pinwheel proxy vs HAProxy: nginx + wrk on CPU 1, proxy on CPU 0," \
+	"wrk -t1 -c$CONNS -d$DURATION, $ROUNDS round(s)"
+for round in $(seq 1 "$ROUNDS"); do
+	run_one pinwheel "$PX_PORT"
+	run_one haproxy "$HA_PORT"
+done
+
+median() { # name column
+	awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$RESULTS" | sort -g |
+		awk '{ v[NR] = $1 } END {
+			if (NR % 2) print v[(NR + 1) / 2];
+			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+echo
+printf '%-9s %14s %14s %16s\n' proxy "req/s (med)" "p99 us (med)" "cpu us/req (med)"
+for name in pinwheel haproxy; do
+	printf '%-9s %14s %14s %16s\n' "$name" "$(median $name 2)" \
+		"$(median $name 3)" "$(median $name 4)"
+done
+
+mkdir -p "$(dirname "$OUT")"
+{
+	printf '{\n  "duration": "%s", "rounds": %s, "connections": %s,\n' \
+		"$DURATION" "$ROUNDS" "$CONNS"
+	printf '  "runs": [\n'
+	awk '{ printf "%s    {\"proxy\": \"%s\", \"rps\": %s, \"p99_us\": %s, \"cpu_us_per_req\": %s, \"requests\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5 } END { print "" }' "$RESULTS"
+	printf '  ],\n  "median": {\n'
+	first=1
+	for name in pinwheel haproxy; do
+		[ $first = 1 ] || printf ',\n'
+		first=0
+		printf '    "%s": {"rps": %s, "p99_us": %s, "cpu_us_per_req": %s}' \
+			"$name" "$(median $name 2)" "$(median $name 3)" \
+			"$(median $name 4)"
+	done
+	printf '\n  }\n}\n'
+} >"$OUT"
+echo "wrote $OUT"

@@ -1,0 +1,1275 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_proxy.c - the L4 proxy of apps/proxy.c, in-process, on loopback:
+ * byte-exact forwarding (large and many connections, both schedulers),
+ * half-close, resets both ways, upstream failover and connect timeout,
+ * a client that does not read (bounded memory, upstream blocked, nothing
+ * lost), idle timeout, connection limit, graceful drain, descriptor
+ * exhaustion and ten thousand connections (forked children), and the
+ * command's flag errors. Upstreams are a pinwheel echo service or plain
+ * threads scripted per test.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "pinwheel/net.h"
+#include "../apps/apps.h"
+#include "../apps/proxy.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+#define FNV_INIT 1469598103934665603ull
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+static uint64_t rng_next(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static size_t scaled(size_t n, size_t min)
+{
+	size_t v = (size_t)((double)n * pw_test_scale());
+	return v < min ? min : v;
+}
+
+static int dial(const struct pw_net_addr *a)
+{
+	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, &a->u.sa, a->len)) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Wait up to @ms for @fd to become readable; true if it did. */
+static bool readable(int fd, int ms)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A listening socket on a free loopback port. */
+static int listen_any(struct pw_net_addr *a, int backlog)
+{
+	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
+	cr_assert_eq(listen(fd, backlog), 0);
+	socklen_t len = sizeof(a->u);
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+	return fd;
+}
+
+/* An address nobody listens on (connects are refused). */
+static struct pw_net_addr closed_port(void)
+{
+	struct pw_net_addr a;
+	int fd = listen_any(&a, 1);
+	close(fd);
+	return a;
+}
+
+/* ---- an echo upstream (pinwheel tasks) ------------------------------- */
+
+enum { E_RECV, E_SEND, E_SHUT, E_CLOSE };
+
+struct echo_conn {
+	int fd, step;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_send tx;
+	struct pw_close cl;
+};
+
+static enum pw_poll echo_conn_poll(struct pw_cx *cx, void *state)
+{
+	struct echo_conn *c = state;
+	int32_t res;
+
+	for (;;) {
+		switch (c->step) {
+		case E_RECV:
+			if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+					 &res) == PW_PENDING)
+				return PW_PENDING;
+			if (res < 0) {
+				c->step = E_CLOSE;
+				pw_close_init(&c->cl, c->fd);
+			} else if (res == 0) {
+				c->step = E_SHUT;
+				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
+			} else {
+				c->step = E_SEND;
+			}
+			break;
+		case E_SEND:
+			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
+					 PW_TIME_NEVER, &res) == PW_PENDING)
+				return PW_PENDING;
+			pw_net_buf_release(&c->buf);
+			c->step = res < 0 ? E_CLOSE : E_RECV;
+			if (res < 0)
+				pw_close_init(&c->cl, c->fd);
+			break;
+		case E_SHUT:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			c->step = E_CLOSE;
+			pw_close_init(&c->cl, c->fd);
+			break;
+		default:
+			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+				return PW_PENDING;
+			return pw_ready(cx, 0);
+		}
+	}
+}
+
+static void echo_conn_drop(void *state)
+{
+	struct echo_conn *c = state;
+
+	if (c->step == E_SEND)
+		pw_net_buf_release(&c->buf);
+	pw_recv_cancel(&c->rx);
+	pw_send_cancel(&c->tx);
+	if (!pw_close_cancel(&c->cl))
+		close(c->fd);
+}
+
+static enum pw_poll echo_acceptor_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_accept *a = state;
+	int fd;
+
+	for (;;) {
+		if (pw_accept_poll(cx, a, PW_TIME_NEVER, &fd) == PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0)
+			continue;
+		struct echo_conn c;
+		memset(&c, 0, sizeof(c));
+		c.fd = fd;
+		pw_recv_init(&c.rx, fd);
+		pw_send_init(&c.tx, fd);
+		pw_close_init(&c.cl, fd);
+		if (pw_spawn(NULL, echo_conn_poll, &c, sizeof(c),
+			     echo_conn_drop))
+			close(fd);
+	}
+}
+
+static void echo_acceptor_drop(void *state)
+{
+	pw_accept_cancel(state);
+}
+
+struct echo_srv {
+	struct pw_runtime *rt;
+	struct pw_net_listener *l;
+	struct pw_net_addr addr;
+};
+
+static void echo_start(struct echo_srv *e)
+{
+	struct pw_net_addr a;
+	struct pw_accept acc;
+
+	e->rt = pw_test_runtime(1);
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&e->l, e->rt, &a, NULL), 0);
+	pw_net_listener_addr(e->l, &e->addr);
+	pw_accept_init(&acc, e->l, 0);
+	cr_assert_eq(pw_runtime_spawn(e->rt, 0, echo_acceptor_poll, &acc,
+				      sizeof(acc), echo_acceptor_drop),
+		     0);
+}
+
+static void echo_stop(struct echo_srv *e)
+{
+	cr_assert_eq(pw_runtime_destroy(e->rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(e->l), 0);
+}
+
+/* ---- the proxy under test ------------------------------------------- */
+
+static void proxy_cfg(struct pw_proxy_config *cfg, unsigned shards)
+{
+	pw_proxy_config_init(cfg);
+	cr_assert_eq(pw_net_addr_parse(&cfg->listen, "127.0.0.1:0"), 0);
+	cfg->rt.shards = shards;
+	cfg->rt.flags |= PW_CONFIG_OVERSUBSCRIBE;
+}
+
+static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
+				 struct pw_net_addr *addr)
+{
+	struct pw_proxy *p = NULL;
+	int err = pw_proxy_start(&p, cfg);
+	cr_assert_eq(err, 0, "pw_proxy_start: %d", err);
+	cr_assert_eq(pw_proxy_addr(p, addr), 0);
+	return p;
+}
+
+/* Stats once @pred holds, waiting up to @ms. */
+#define WAIT_STATS(p, st, pred, ms)                                     \
+	do {                                                            \
+		uint64_t t0_ = mono_ms();                               \
+		for (;;) {                                              \
+			pw_proxy_stats((p), &(st));                     \
+			if ((pred) || mono_ms() - t0_ > (uint64_t)(ms)) \
+				break;                                  \
+			usleep(1000);                                   \
+		}                                                       \
+	} while (0)
+
+/* ---- byte-exact transfers ---------------------------------------------- */
+
+struct xfer {
+	struct pw_net_addr addr;
+	size_t size;
+	uint64_t seed;
+	int fd;
+	uint64_t sent_sum, got_sum;
+	size_t got;
+	int err;
+};
+
+static void *xfer_writer(void *arg)
+{
+	struct xfer *x = arg;
+	char buf[65536];
+	uint64_t s = x->seed, h = FNV_INIT;
+	size_t left = x->size;
+
+	while (left) {
+		size_t n = left < sizeof(buf) ? left : sizeof(buf);
+		n = 1 + (size_t)(rng_next(&s) % n); /* vary the writes */
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (char)(rng_next(&s) >> 24);
+		h = fnv(h, buf, n);
+		size_t off = 0;
+		while (off < n) {
+			ssize_t w =
+				send(x->fd, buf + off, n - off, MSG_NOSIGNAL);
+			if (w <= 0) {
+				x->err = errno ? errno : EPIPE;
+				return NULL;
+			}
+			off += (size_t)w;
+		}
+		left -= n;
+	}
+	x->sent_sum = h;
+	shutdown(x->fd, SHUT_WR);
+	return NULL;
+}
+
+/* Send x->size random bytes through the echo path while reading them
+ * back; fills the checksums. */
+static void *xfer_run(void *arg)
+{
+	struct xfer *x = arg;
+	char buf[65536];
+	pthread_t w;
+
+	x->fd = dial(&x->addr);
+	if (x->fd < 0) {
+		x->err = -x->fd;
+		return NULL;
+	}
+	x->got_sum = FNV_INIT;
+	pthread_create(&w, NULL, xfer_writer, x);
+	for (;;) {
+		ssize_t r = recv(x->fd, buf, sizeof(buf), 0);
+		if (r <= 0) {
+			if (r < 0)
+				x->err = errno;
+			break;
+		}
+		x->got_sum = fnv(x->got_sum, buf, (size_t)r);
+		x->got += (size_t)r;
+	}
+	pthread_join(w, NULL);
+	close(x->fd);
+	return NULL;
+}
+
+static void check_xfer(const struct xfer *x)
+{
+	cr_assert_eq(x->err, 0, "transfer error %d (%s)", x->err,
+		     strerror(x->err));
+	cr_assert_eq(x->got, x->size, "got %zu of %zu bytes", x->got, x->size);
+	cr_assert_eq(x->got_sum, x->sent_sum, "checksums differ");
+}
+
+static void byte_exact(enum pw_sched sched)
+{
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 2);
+	cfg.rt.sched = sched;
+	cfg.upstream[0] = e.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+
+	enum { N = 33 };
+	static struct xfer x[N];
+	pthread_t t[N];
+	size_t total = 0;
+	for (int i = 0; i < N; i++) {
+		memset(&x[i], 0, sizeof(x[i]));
+		x[i].addr = pa;
+		x[i].seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
+		x[i].size = i == 0 ? scaled(64u << 20, 1u << 20) :
+				     scaled(1u << 20, 64u << 10);
+		if (sched == PW_SCHED_STEAL)
+			x[i].size /= 4;
+		total += x[i].size;
+		cr_assert_eq(pthread_create(&t[i], NULL, xfer_run, &x[i]), 0);
+	}
+	for (int i = 0; i < N; i++) {
+		pthread_join(t[i], NULL);
+		check_xfer(&x[i]);
+	}
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.conns_open, 0);
+	cr_assert_eq(st.conns_total, N);
+	cr_assert_eq(st.bytes_up, total);
+	cr_assert_eq(st.bytes_down, total);
+	cr_assert_eq(st.resets, 0);
+	cr_assert_eq(st.release_errors, 0,
+		     "buffers released on the wrong "
+		     "shard");
+	cr_assert_geq(st.half_closes, 2 * N);
+	cr_assert_eq(pw_proxy_stop(p, 0, &st), 0);
+	cr_assert_eq(st.drain_closed, 0);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+Test(proxy, byte_exact_large_and_concurrent)
+{
+	pw_test_time_limit(120);
+	byte_exact(PW_SCHED_SHARD);
+}
+
+Test(proxy, byte_exact_under_stealing)
+{
+	pw_test_time_limit(120);
+	byte_exact(PW_SCHED_STEAL);
+}
+
+/* ---- scripted upstreams -------------------------------------------- */
+
+struct script {
+	int lfd;
+	struct pw_net_addr addr;
+	void (*fn)(struct script *s, int fd);
+	pthread_t t;
+	_Atomic int stage;
+	_Atomic uint64_t count;
+	_Atomic int result;
+	_Atomic bool stop;
+};
+
+static void *script_main(void *arg)
+{
+	struct script *s = arg;
+	int fd = accept4(s->lfd, NULL, NULL, SOCK_CLOEXEC);
+	if (fd >= 0) {
+		s->fn(s, fd);
+		close(fd);
+	}
+	return NULL;
+}
+
+static void script_start(struct script *s, void (*fn)(struct script *, int))
+{
+	memset(s, 0, sizeof(*s));
+	s->lfd = listen_any(&s->addr, 16);
+	s->fn = fn;
+	cr_assert_eq(pthread_create(&s->t, NULL, script_main, s), 0);
+}
+
+static void script_join(struct script *s)
+{
+	pthread_join(s->t, NULL);
+	close(s->lfd);
+}
+
+/* Reads until end of stream, then answers and closes. */
+static void half_close_upstream(struct script *s, int fd)
+{
+	char buf[256];
+	size_t n = 0;
+	for (;;) {
+		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+	}
+	s->count = n;
+	s->result = (n == 5 && !memcmp(buf, "hello", 5)) ? 1 : -1;
+	send(fd, "after-eof", 9, MSG_NOSIGNAL);
+}
+
+Test(proxy, half_close_both_ways)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	static struct script s;
+	script_start(&s, half_close_upstream);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.upstream[0] = s.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(send(fd, "hello", 5, 0), 5);
+	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
+	/* The upstream sees the end of stream, then answers through the
+	 * direction still open; its close ends ours. */
+	char buf[64];
+	size_t n = 0;
+	for (;;) {
+		cr_assert(readable(fd, 5000), "no answer after half-close");
+		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
+		cr_assert_geq(r, 0);
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	cr_assert_eq(n, 9);
+	cr_assert_eq(memcmp(buf, "after-eof", 9), 0);
+	script_join(&s);
+	cr_assert_eq(s.result, 1, "the upstream got %llu bytes",
+		     (unsigned long long)s.count);
+	close(fd);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.conns_open, 0);
+	cr_assert_eq(st.half_closes, 2);
+	cr_assert_eq(st.resets, 0);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Reads until an error or end of stream; result: -errno or 0. */
+static void sink_upstream(struct script *s, int fd)
+{
+	char buf[65536];
+	for (;;) {
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r < 0) {
+			s->result = -errno;
+			return;
+		}
+		if (r == 0) {
+			s->result = 1;
+			return;
+		}
+		s->count += (uint64_t)r;
+	}
+}
+
+static void set_rst(int fd)
+{
+	struct linger lg = { 1, 0 };
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)), 0);
+}
+
+Test(proxy, client_reset_resets_upstream)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	static struct script s;
+	script_start(&s, sink_upstream);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.upstream[0] = s.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	static char buf[256 << 10];
+	memset(buf, 'x', sizeof(buf));
+	cr_assert_eq(send(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
+	for (int i = 0; i < 2000 && s.count < sizeof(buf); i++)
+		usleep(1000);
+	cr_assert_eq(s.count, sizeof(buf));
+	set_rst(fd);
+	close(fd);
+	script_join(&s);
+	cr_assert_eq(s.result, -ECONNRESET, "the upstream saw %d", s.result);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.conns_open, 0);
+	cr_assert_eq(st.resets, 1);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Sends a little, then resets the connection. */
+static void resetting_upstream(struct script *s, int fd)
+{
+	(void)s;
+	send(fd, "partial", 7, MSG_NOSIGNAL);
+	usleep(100 * 1000);
+	struct linger lg = { 1, 0 };
+	setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+}
+
+Test(proxy, upstream_reset_resets_client)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	static struct script s;
+	script_start(&s, resetting_upstream);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.upstream[0] = s.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	char buf[64];
+	size_t n = 0;
+	int err = 0;
+	for (;;) {
+		cr_assert(readable(fd, 5000));
+		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
+		if (r < 0) {
+			err = errno;
+			break;
+		}
+		if (!r)
+			break;
+		n += (size_t)r;
+	}
+	cr_assert_eq(n, 7, "the bytes before the reset arrive");
+	cr_assert_eq(err, ECONNRESET, "the client sees a reset, not %d", err);
+	script_join(&s);
+	close(fd);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.resets, 1);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* ---- upstream failures --------------------------------------------- */
+
+static void ping(const struct pw_net_addr *pa)
+{
+	int fd = dial(pa);
+	cr_assert_geq(fd, 0);
+	char b[4];
+	cr_assert_eq(send(fd, "ping", 4, 0), 4);
+	cr_assert(readable(fd, 5000));
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	cr_assert_eq(memcmp(b, "ping", 4), 0);
+	close(fd);
+}
+
+/* The client is closed without a byte. */
+static void expect_closed(const struct pw_net_addr *pa, int ms)
+{
+	int fd = dial(pa);
+	cr_assert_geq(fd, 0);
+	cr_assert(readable(fd, ms), "not closed in %d ms", ms);
+	char b[4];
+	ssize_t r = recv(fd, b, sizeof(b), 0);
+	cr_assert(r == 0 || (r < 0 && errno == ECONNRESET), "recv %zd", r);
+	close(fd);
+}
+
+Test(proxy, failover_and_all_refusing)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.upstream[0] = closed_port();
+	cfg.upstream[1] = e.addr;
+	cfg.nupstreams = 2;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	for (int i = 0; i < 4; i++)
+		ping(&pa);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	/* Round robin starts half the connections on the dead upstream. */
+	cr_assert_eq(st.connect_errors, 2);
+	cr_assert_eq(st.upstream_failed, 0);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+
+	cfg.upstream[1] = closed_port();
+	p = proxy_up(&cfg, &pa);
+	expect_closed(&pa, 5000);
+	expect_closed(&pa, 5000);
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.connect_errors, 4);
+	cr_assert_eq(st.upstream_failed, 2);
+	cr_assert_eq(st.conns_open, 0);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A listener with backlog 0 whose queue is full drops SYNs: a connect to
+ * it hangs. */
+static int blackhole(struct pw_net_addr *a, int *fill, int *nfill)
+{
+	int lfd = listen_any(a, 0);
+	*nfill = 0;
+	for (; *nfill < 16; (*nfill)++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		fill[*nfill] = fd;
+		if (connect(fd, &a->u.sa, a->len) == 0)
+			continue;
+		cr_assert_eq(errno, EINPROGRESS);
+		struct pollfd pf = { fd, POLLOUT, 0 };
+		if (poll(&pf, 1, 200) == 0) {
+			(*nfill)++;
+			break;
+		}
+	}
+	cr_assert_lt(*nfill, 16, "the backlog never filled");
+	return lfd;
+}
+
+Test(proxy, connect_timeout_then_failover)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fill[16], nfill;
+	struct pw_net_addr hole;
+	int lfd = blackhole(&hole, fill, &nfill);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.connect_timeout_ns = 200 * PW_NSEC_PER_MSEC;
+	cfg.upstream[0] = hole;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	uint64_t t0 = mono_ms();
+	expect_closed(&pa, 5000);
+	uint64_t took = mono_ms() - t0;
+	cr_assert_geq(took, 190, "closed after %llu ms",
+		      (unsigned long long)took);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.connect_timeouts, 1);
+	cr_assert_eq(st.upstream_failed, 1);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+
+	cfg.upstream[1] = e.addr;
+	cfg.nupstreams = 2;
+	p = proxy_up(&cfg, &pa);
+	t0 = mono_ms();
+	ping(&pa); /* first upstream: times out, fails over */
+	cr_assert_geq(mono_ms() - t0, 190);
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.connect_timeouts, 1);
+	cr_assert_eq(st.upstream_failed, 0);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(lfd);
+}
+
+/* ---- a client that does not read --------------------------------------- */
+
+/* Writes as fast as the socket takes it until told to stop; s->count is
+ * the bytes written, s->stage 1 once a write waited 300 ms. */
+static void firehose_upstream(struct script *s, int fd)
+{
+	static char buf[65536];
+	uint64_t seed = 42;
+	uint64_t h = FNV_INIT;
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	while (!s->stop) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			buf[i] = (char)(rng_next(&seed) >> 24);
+		size_t off = 0;
+		while (off < sizeof(buf) && !s->stop) {
+			ssize_t w = send(fd, buf + off, sizeof(buf) - off,
+					 MSG_NOSIGNAL);
+			if (w > 0) {
+				h = fnv(h, buf + off, (size_t)w);
+				off += (size_t)w;
+				s->count += (uint64_t)w;
+				continue;
+			}
+			if (errno != EAGAIN)
+				return;
+			struct pollfd pf = { fd, POLLOUT, 0 };
+			if (poll(&pf, 1, 300) == 0)
+				s->stage = 1; /* blocked */
+		}
+		if (off < sizeof(buf)) {
+			/* Stopped mid-buffer: the checksum covers what went. */
+			break;
+		}
+	}
+	s->result = (int)(h & 0x7fffffff);
+	shutdown(fd, SHUT_WR);
+}
+
+Test(proxy, slow_reader_bounded_memory)
+{
+	pw_test_time_limit(60);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	static struct script s;
+	script_start(&s, firehose_upstream);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.high_water = 64 << 10;
+	cfg.net.buf_count = 256;
+	cfg.net.buf_size = 4096;
+	cfg.upstream[0] = s.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	/* The client reads nothing: the upstream must end up blocked. */
+	for (int i = 0; i < 10000 && !s.stage; i++)
+		usleep(1000);
+	cr_assert_eq(s.stage, 1, "the upstream never blocked");
+	uint64_t w1 = s.count;
+	usleep(300 * 1000);
+	struct pw_proxy_stats st;
+	pw_proxy_stats(p, &st);
+	uint64_t w2 = s.count;
+	/* Held by the proxy: the socket buffers plus at most the ring. */
+	cr_assert_eq(st.bufs_total, 256);
+	cr_assert_leq(st.bufs_borrowed_peak, 256);
+	cr_assert_leq(st.buffered_peak, cfg.high_water + cfg.net.buf_size,
+		      "a direction held %llu bytes",
+		      (unsigned long long)st.buffered_peak);
+	cr_assert_lt(w2 - w1, 4u << 20, "the upstream kept writing");
+	cr_assert_leq(st.bytes_down, w2);
+	/* Now read everything: nothing was lost. */
+	s.stop = true;
+	uint64_t got = 0, h = FNV_INIT;
+	static char buf[65536];
+	for (;;) {
+		cr_assert(readable(fd, 5000), "stalled after %llu bytes",
+			  (unsigned long long)got);
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		cr_assert_geq(r, 0);
+		if (!r)
+			break;
+		h = fnv(h, buf, (size_t)r);
+		got += (uint64_t)r;
+	}
+	script_join(&s);
+	cr_assert_eq(got, s.count);
+	cr_assert_eq((int)(h & 0x7fffffff), s.result, "bytes differ");
+	close(fd);
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.conns_open, 0);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* ---- idle timeout, limits, drain ------------------------------------ */
+
+Test(proxy, idle_timeout_closes)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	cfg.upstream[0] = e.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	char b[4];
+	/* Activity postpones the timeout. */
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(send(fd, "ping", 4, 0), 4);
+		cr_assert(readable(fd, 5000));
+		cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+		usleep(150 * 1000);
+	}
+	uint64_t t0 = mono_ms();
+	cr_assert(readable(fd, 5000), "never closed");
+	cr_assert_eq(recv(fd, b, 4, 0), 0);
+	uint64_t took = mono_ms() - t0;
+	cr_assert_geq(took, 100, "closed after %llu ms",
+		      (unsigned long long)took);
+	close(fd);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.idle_closed, 1);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+Test(proxy, max_conns_rejects_beyond)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.max_conns = 2;
+	cfg.upstream[0] = e.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	int fd[2];
+	char b[4];
+	for (int i = 0; i < 2; i++) {
+		fd[i] = dial(&pa);
+		cr_assert_geq(fd[i], 0);
+		cr_assert_eq(send(fd[i], "ping", 4, 0), 4);
+		cr_assert(readable(fd[i], 5000));
+		cr_assert_eq(recv(fd[i], b, 4, MSG_WAITALL), 4);
+	}
+	expect_closed(&pa, 5000);
+	struct pw_proxy_stats st;
+	pw_proxy_stats(p, &st);
+	cr_assert_eq(st.rejected, 1);
+	cr_assert_eq(st.conns_open, 2);
+	close(fd[0]);
+	WAIT_STATS(p, st, st.conns_open == 1, 2000);
+	ping(&pa); /* room again */
+	close(fd[1]);
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	cr_assert_eq(st.rejected, 1);
+	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+Test(proxy, drain_waits_then_closes)
+{
+	pw_test_time_limit(30);
+	signal(SIGPIPE, SIG_IGN);
+	int fds0 = pw_test_open_fds();
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 2);
+	cfg.upstream[0] = e.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	int fd = dial(&pa);
+	cr_assert_geq(fd, 0);
+	char b[4];
+	cr_assert_eq(send(fd, "ping", 4, 0), 4);
+	cr_assert(readable(fd, 5000));
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	uint64_t t0 = mono_ms();
+	cr_assert_eq(pw_proxy_drain(p, 300 * PW_NSEC_PER_MSEC), 1);
+	cr_assert_geq(mono_ms() - t0, 290);
+	/* Not accepting any more, still serving. */
+	cr_assert_eq(dial(&pa), -ECONNREFUSED);
+	cr_assert_eq(send(fd, "pong", 4, 0), 4);
+	cr_assert(readable(fd, 5000));
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	cr_assert_eq(memcmp(b, "pong", 4), 0);
+	struct pw_proxy_stats st;
+	cr_assert_eq(pw_proxy_destroy(p, &st), 0);
+	cr_assert_eq(st.drain_closed, 1);
+	cr_assert(readable(fd, 5000));
+	cr_assert_leq(recv(fd, b, 4, 0), 0);
+	close(fd);
+	echo_stop(&e);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* ---- descriptor limits (forked children) --------------------------- */
+
+#define EXPECT(c)                                                       \
+	do {                                                            \
+		if (!(c)) {                                             \
+			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
+			return 1;                                       \
+		}                                                       \
+	} while (0)
+
+static int run_child(int (*fn)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(fn());
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+static int fd_exhaustion_scenario(void)
+{
+	signal(SIGPIPE, SIG_IGN);
+	struct rlimit old, lim;
+	EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0);
+	lim.rlim_cur = 128;
+	lim.rlim_max = old.rlim_max;
+	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	struct echo_srv e;
+	echo_start(&e);
+	struct pw_proxy_config cfg;
+	proxy_cfg(&cfg, 1);
+	cfg.upstream[0] = e.addr;
+	cfg.nupstreams = 1;
+	struct pw_net_addr pa;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	enum { N = 4 };
+	int cfd[N];
+	for (int i = 0; i < N; i++) {
+		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		EXPECT(cfd[i] >= 0);
+	}
+	int hog[128], nhog = 0;
+	for (;;) {
+		int fd = dup(0);
+		if (fd < 0)
+			break;
+		EXPECT(nhog < 128);
+		hog[nhog++] = fd;
+	}
+	EXPECT(errno == EMFILE);
+	for (int i = 0; i < N; i++)
+		EXPECT(connect(cfd[i], &pa.u.sa, pa.len) == 0);
+	struct pw_proxy_stats st;
+	WAIT_STATS(p, st, st.accept_errors >= 2, 5000);
+	EXPECT(st.accept_errors >= 2); /* counted, retried after backoff */
+	/* Everything back: every waiting client is served, or (if its
+	 * upstream socket could not be made while descriptors were short)
+	 * closed and counted. */
+	while (nhog)
+		close(hog[--nhog]);
+	EXPECT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	int served = 0, closed = 0;
+	for (int i = 0; i < N; i++) {
+		char b[3];
+		if (send(cfd[i], "abc", 3, MSG_NOSIGNAL) != 3) {
+			closed++;
+			close(cfd[i]);
+			continue;
+		}
+		struct pollfd pf = { cfd[i], POLLIN, 0 };
+		EXPECT(poll(&pf, 1, 5000) == 1);
+		ssize_t r = recv(cfd[i], b, 3, MSG_WAITALL);
+		if (r == 3 && !memcmp(b, "abc", 3))
+			served++;
+		else
+			closed++;
+		close(cfd[i]);
+	}
+	EXPECT(served + closed == N);
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	EXPECT(st.upstream_failed + st.resets == (uint64_t)closed);
+	/* And new clients too. */
+	for (int i = 0; i < 4; i++) {
+		int fd = dial(&pa);
+		char b[3];
+		EXPECT(fd >= 0);
+		EXPECT(send(fd, "xyz", 3, 0) == 3);
+		EXPECT(recv(fd, b, 3, MSG_WAITALL) == 3);
+		close(fd);
+	}
+	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	EXPECT(st.conns_open == 0);
+	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	echo_stop(&e);
+	return 0;
+}
+
+Test(proxy, fd_exhaustion_counted_and_recovers)
+{
+	pw_test_time_limit(60);
+	int st = run_child(fd_exhaustion_scenario);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the scenario failed (status %#x; see stderr)", st);
+}
+
+/* Raise the descriptor limit to @want, or to the hard limit when that is
+ * lower (raising the hard limit needs CAP_SYS_RESOURCE). Returns the
+ * limit now in force. */
+static long raise_nofile(long want)
+{
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, &lim))
+		return -1;
+	if ((rlim_t)want > lim.rlim_max) {
+		struct rlimit up = { (rlim_t)want, (rlim_t)want };
+		if (!setrlimit(RLIMIT_NOFILE, &up))
+			return want;
+		want = (long)lim.rlim_max;
+	}
+	lim.rlim_cur = (rlim_t)want;
+	return setrlimit(RLIMIT_NOFILE, &lim) ? -1 : want;
+}
+
+/* A child serving until its end of @ctl reads end of file; it first
+ * writes the address it listens on to @ctl. The proxy child then writes
+ * its final verdict (a byte, 0 for success). */
+static int many_echo_child(int ctl, long nofile, int n)
+{
+	struct echo_srv e;
+	char c;
+
+	EXPECT(raise_nofile(nofile) > 0);
+	echo_start(&e);
+	EXPECT(write(ctl, &e.addr, sizeof(e.addr)) == sizeof(e.addr));
+	while (read(ctl, &c, 1) > 0)
+		;
+	struct pw_net_listener_stats ls;
+	pw_net_listener_stats(e.l, &ls);
+	/* A burst of connects must not lose any (the accept spill). */
+	EXPECT(ls.accepted == (uint64_t)n && ls.dropped == 0);
+	echo_stop(&e);
+	return 0;
+}
+
+static int many_proxy_child(int ctl, long nofile, int n,
+			    const struct pw_net_addr *up)
+{
+	struct pw_proxy_config cfg;
+	struct pw_proxy_stats st;
+	struct pw_net_addr pa;
+	char c = 1;
+
+	EXPECT(raise_nofile(nofile) > 0);
+	proxy_cfg(&cfg, 2);
+	cfg.upstream[0] = *up;
+	cfg.nupstreams = 1;
+	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	EXPECT(write(ctl, &pa, sizeof(pa)) == sizeof(pa));
+	/* The client says when every connection is open, then when every
+	 * connection is closed. */
+	if (read(ctl, &c, 1) != 1) {
+		pw_proxy_stats(p, &st);
+		char line[512];
+		pw_proxy_stats_line(&st, line, sizeof(line));
+		fprintf(stderr, "proxy: %s\n", line);
+		return 1;
+	}
+	pw_proxy_stats(p, &st);
+	if (st.conns_open != (uint64_t)n)
+		fprintf(stderr, "open %llu of %d\n",
+			(unsigned long long)st.conns_open, n);
+	EXPECT(st.conns_open == (uint64_t)n);
+	EXPECT(read(ctl, &c, 1) == 1);
+	WAIT_STATS(p, st, st.conns_open == 0, 30000);
+	EXPECT(st.conns_open == 0);
+	EXPECT(st.conns_total == (uint64_t)n);
+	EXPECT(st.resets + st.connect_errors + st.rejected + st.accept_errors ==
+	       0);
+	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	c = 0;
+	EXPECT(write(ctl, &c, 1) == 1);
+	return 0;
+}
+
+/* As many concurrent connections as the descriptor limit allows, up to
+ * 10000 (scaled): the proxy, the echo upstream and the clients each run
+ * in a process of their own, so the proxy's two descriptors per
+ * connection fit under a hard limit it may not raise. */
+static int many_scenario(void)
+{
+	struct rlimit lim;
+	EXPECT(getrlimit(RLIMIT_NOFILE, &lim) == 0);
+	long want = (long)scaled(10000, 200);
+	long cap =
+		(lim.rlim_max == RLIM_INFINITY ? 1 << 20 : (long)lim.rlim_max);
+	long hard = cap > 2 * want + 512 ? 2 * want + 512 : cap;
+	int n = (int)(want < (hard - 512) / 2 ? want : (hard - 512) / 2);
+	if (n < want)
+		fprintf(stderr,
+			"ten_thousand_connections: %d connections (hard "
+			"RLIMIT_NOFILE %ld)\n",
+			n, cap);
+	int ectl[2], pctl[2];
+	EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ectl) == 0);
+	EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, pctl) == 0);
+	pid_t epid = fork();
+	EXPECT(epid >= 0);
+	if (epid == 0) {
+		close(ectl[0]);
+		close(pctl[0]);
+		close(pctl[1]);
+		_exit(many_echo_child(ectl[1], n + 512, n));
+	}
+	close(ectl[1]);
+	struct pw_net_addr ea, pa;
+	EXPECT(read(ectl[0], &ea, sizeof(ea)) == sizeof(ea));
+	pid_t ppid = fork();
+	EXPECT(ppid >= 0);
+	if (ppid == 0) {
+		close(ectl[0]);
+		close(pctl[0]);
+		_exit(many_proxy_child(pctl[1], hard, n, &ea));
+	}
+	close(pctl[1]);
+	EXPECT(read(pctl[0], &pa, sizeof(pa)) == sizeof(pa));
+	EXPECT(raise_nofile(n + 512) > 0);
+	signal(SIGPIPE, SIG_IGN);
+	int *fd = calloc((size_t)n, sizeof(int));
+	EXPECT(fd);
+	for (int i = 0; i < n; i++) {
+		fd[i] = dial(&pa);
+		if (fd[i] < 0)
+			fprintf(stderr, "connect %d: %s\n", i,
+				strerror(-fd[i]));
+		EXPECT(fd[i] >= 0);
+		EXPECT(send(fd[i], &i, sizeof(i), 0) == sizeof(i));
+	}
+	for (int i = 0; i < n; i++) {
+		int v = -1;
+		struct pollfd pf = { fd[i], POLLIN, 0 };
+		EXPECT(poll(&pf, 1, 10000) == 1);
+		ssize_t r = recv(fd[i], &v, sizeof(v), MSG_WAITALL);
+		if (r != sizeof(v))
+			fprintf(stderr, "connection %d: recv %zd (%s)\n", i, r,
+				r < 0 ? strerror(errno) : "closed");
+		EXPECT(r == sizeof(v));
+		EXPECT(v == i);
+	}
+	char c = 1;
+	EXPECT(write(pctl[0], &c, 1) == 1);
+	for (int i = 0; i < n; i++)
+		close(fd[i]);
+	free(fd);
+	EXPECT(write(pctl[0], &c, 1) == 1);
+	EXPECT(read(pctl[0], &c, 1) == 1 && c == 0);
+	close(ectl[0]);
+	int st = 0;
+	EXPECT(waitpid(ppid, &st, 0) == ppid);
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	EXPECT(waitpid(epid, &st, 0) == epid);
+	EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(pctl[0]);
+	return 0;
+}
+
+Test(proxy, ten_thousand_connections)
+{
+	pw_test_time_limit(120);
+	int st = run_child(many_scenario);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the scenario failed (status %#x; see stderr)", st);
+}
+
+/* ---- the command ------------------------------------------------------- */
+
+static int app(const char *a1, const char *a2, const char *a3, const char *a4,
+	       const char *a5)
+{
+	char *argv[] = { "proxy",    (char *)a1, (char *)a2, (char *)a3,
+			 (char *)a4, (char *)a5, NULL };
+	int argc = 1;
+	while (argv[argc])
+		argc++;
+	return pw_app_proxy(argc, argv);
+}
+
+Test(proxy, command_flag_errors)
+{
+	cr_assert_eq(app("--bogus", NULL, NULL, NULL, NULL), 2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", NULL, NULL, NULL), 2);
+	cr_assert_eq(app("--listen", "nowhere", "--upstream", "127.0.0.1:1",
+			 NULL),
+		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream",
+			 "127.0.0.1:1,", NULL),
+		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+			 "--high-water"),
+		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+			 "--buffers=3"),
+		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+			 "--idle-timeout=soon"),
+		     2);
+	struct pw_proxy_config cfg;
+	pw_proxy_config_init(&cfg);
+	cr_assert_eq(pw_proxy_upstreams_parse(&cfg, "127.0.0.1:1,[::1]:2"), 0);
+	cr_assert_eq(cfg.nupstreams, 2);
+	cr_assert_eq(pw_proxy_upstreams_parse(&cfg, ""), -EINVAL);
+	cr_assert_eq(cfg.nupstreams, 2, "a bad list leaves the old one");
+	struct pw_proxy *p;
+	cfg.nupstreams = 0;
+	cr_assert_eq(pw_proxy_start(&p, &cfg), -EINVAL);
+	cr_assert_eq(pw_proxy_stop(NULL, 0, NULL), -EINVAL);
+}
