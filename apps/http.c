@@ -26,6 +26,15 @@
  * closes, a connection in the middle of a request answers it with
  * "Connection: close".
  *
+ * Scenario options (http.h) add a job between a complete request and its
+ * response: a child task of spin work (spawned with a join handle, so the
+ * stealing scheduler may move it to an idle worker), then one pw_call()
+ * per shard, sent in batches of FANOUT_BATCH calls that run at once. While
+ * a request's job runs, parsing waits, so responses stay in order. The
+ * idle timeout is a pw_sleep in the connection's state, moved with
+ * pw_sleep_reset() by every request and polled while the connection
+ * waits for bytes.
+ *
  * Counters live in per-shard, cache-line aligned records written only by
  * the thread of that shard (the worker running the task, under the
  * stealing scheduler too), read by any thread.
@@ -47,8 +56,9 @@
 #include "http.h"
 #include "http_parse.h"
 
-#define OUT_MAX	  8192			/* a connection's output buffer */
-#define LINGER_NS (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
+#define OUT_MAX	     8192		   /* a connection's output buffer */
+#define LINGER_NS    (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
+#define FANOUT_BATCH 16 /* --fanout calls in flight per request */
 
 /* A task the drain must wake: linked in a shard's registry. */
 struct http_member {
@@ -66,6 +76,7 @@ struct http_shard {
 	/* Written only by this shard's thread, with a relaxed load and store
 	 * (no read-modify-write); read by pw_http_server_stats(). */
 	_Atomic uint64_t accepted, requests, errors, closed;
+	_Atomic uint64_t work, calls, timeouts;
 	struct pw_http_canned canned; /* this shard's thread only */
 };
 
@@ -73,7 +84,9 @@ struct pw_http_server {
 	struct pw_runtime *rt;
 	struct pw_net_listener *l;
 	size_t head_max;
-	unsigned nshards;
+	uint64_t work, timeout_ns;
+	bool fanout;
+	unsigned nshards, accept_shards;
 	/* Set once by pw_http_server_drain(); pairs with the acquire loads
 	 * in draining(). Tasks that were asleep also see it through the
 	 * wake that follows the store, and tasks registering later through
@@ -137,7 +150,16 @@ static void member_unlink(struct pw_http_server *s, struct http_member *m,
 
 /* ---- a connection ------------------------------------------------------ */
 
-enum { C_RECV, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
+/* State of a --work child task and of a --fanout call's handler. */
+struct http_job {
+	struct pw_http_server *srv;
+	uint64_t k;
+};
+
+enum { C_RECV, C_JOB, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
+
+/* Steps of a request's job. */
+enum { J_SPAWN, J_JOIN, J_FAN, J_DONE };
 
 struct http_conn {
 	struct http_member m;
@@ -147,12 +169,20 @@ struct http_conn {
 	bool partial; /* part of a request has been parsed */
 	bool closing; /* close once out is sent */
 	bool eof;     /* the client closed its side */
+	bool keep;    /* the request whose job runs keeps the connection */
+	uint8_t job;  /* J_*: where the current request's job is */
 	uint32_t off; /* bytes of buf parsed */
+	uint32_t fan_pending;	  /* calls of the batch not yet answered */
+	unsigned fan_base, fan_n; /* the batch: shards base..base+n-1 */
 	uint64_t linger_until;
 	struct pw_net_buf buf;
 	struct pw_recv rx;
 	struct pw_send tx;
 	struct pw_close cl;
+	struct pw_sleep idle; /* the idle timeout, when the server has one */
+	struct pw_join child; /* the --work task */
+	struct pw_call calls[FANOUT_BATCH];
+	struct http_job fan; /* the calls' state: read when each starts */
 	size_t out_len;
 	struct pw_http_parser p;
 	char out[OUT_MAX];
@@ -170,6 +200,107 @@ static void conn_close(struct http_conn *c)
 	conn_release(c);
 	c->step = C_CLOSE;
 	pw_close_init(&c->cl, c->fd);
+}
+
+/* Spin arithmetic the compiler cannot fold (bench/bench_sched.c's). */
+static uint64_t spin_work(uint64_t k)
+{
+	uint64_t x = 0x9e3779b97f4a7c15ull;
+
+	for (uint64_t i = 0; i < k; i++) {
+		x = x * 6364136223846793005ull + i;
+		__asm__ volatile("" : "+r"(x));
+	}
+	return x;
+}
+
+static enum pw_poll work_poll(struct pw_cx *cx, void *state)
+{
+	struct http_job *j = state;
+	struct http_shard *h = here(j->srv);
+
+	if (h)
+		bump(&h->work, 1);
+	return pw_ready(cx, (int64_t)(spin_work(j->k) >> 1));
+}
+
+/* A --fanout handler: counts itself and answers with its shard. */
+static enum pw_poll fan_poll(struct pw_cx *cx, void *state)
+{
+	struct http_job *j = state;
+	struct http_shard *h = here(j->srv);
+
+	if (h)
+		bump(&h->calls, 1);
+	return pw_ready(cx, pw_shard_id());
+}
+
+/*
+ * Drive the job of the request just parsed: the --work child, then the
+ * --fanout calls, a batch at a time. A child that cannot be spawned or a
+ * call that fails does not hold the response back.
+ * Return: PW_READY when the job is done, else PW_PENDING.
+ */
+static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
+{
+	struct pw_http_server *s = c->srv;
+	struct http_job j = { s, s->work };
+	int64_t r;
+
+	if (c->job == J_SPAWN) {
+		c->job = J_FAN;
+		if (s->work &&
+		    !pw_spawn(&c->child, work_poll, &j, sizeof(j), NULL))
+			c->job = J_JOIN;
+		c->fan_base = 0;
+		c->fan_n = 0;
+		c->fan_pending = 0;
+	}
+	if (c->job == J_JOIN) {
+		if (pw_join_poll(cx, &c->child, &r) == PW_PENDING)
+			return PW_PENDING;
+		c->job = J_FAN;
+	}
+	while (c->job == J_FAN) {
+		if (!c->fan_pending) {
+			c->fan_base += c->fan_n;
+			c->fan_n = 0;
+			if (!s->fanout || c->fan_base >= s->nshards) {
+				c->job = J_DONE;
+				break;
+			}
+			c->fan_n = s->nshards - c->fan_base;
+			if (c->fan_n > FANOUT_BATCH)
+				c->fan_n = FANOUT_BATCH;
+			c->fan = j;
+			for (unsigned i = 0; i < c->fan_n; i++)
+				pw_call_init(&c->calls[i], c->fan_base + i,
+					     fan_poll, &c->fan, sizeof(c->fan),
+					     NULL);
+			c->fan_pending = (uint32_t)((1ull << c->fan_n) - 1);
+		}
+		for (unsigned i = 0; i < c->fan_n; i++) {
+			if (!(c->fan_pending & (1u << i)))
+				continue;
+			if (pw_call_poll(cx, &c->calls[i], &r) == PW_READY)
+				c->fan_pending &= ~(1u << i);
+		}
+		if (c->fan_pending)
+			return PW_PENDING;
+	}
+	return PW_READY;
+}
+
+/* Append the canned 200 for a request that keeps the connection or not. */
+static void conn_respond(struct http_conn *c, struct http_shard *h, bool keep)
+{
+	size_t n;
+	const char *r = pw_http_canned_get(&h->canned, keep, &n);
+
+	memcpy(c->out + c->out_len, r, n);
+	c->out_len += n;
+	c->closing = !keep;
+	bump(&h->requests, 1);
 }
 
 /*
@@ -192,7 +323,7 @@ static void conn_parse(struct http_conn *c)
 		const char *r;
 		int rc, status;
 
-		if (room < PW_HTTP_CANNED_MAX)
+		if (room < PW_HTTP_CANNED_MAX || c->job != J_DONE)
 			break;
 		rc = pw_http_parse(&c->p, data + c->off, c->buf.len - c->off,
 				   &used);
@@ -204,10 +335,19 @@ static void conn_parse(struct http_conn *c)
 		if (rc == 1) {
 			bool keep = c->p.req.keep_alive && !drain;
 
+			c->partial = false;
+			if (c->srv->timeout_ns)
+				pw_sleep_reset_after(&c->idle,
+						     c->srv->timeout_ns);
+			if (c->srv->work || c->srv->fanout) {
+				/* The response waits for the job. */
+				c->keep = keep;
+				c->job = J_SPAWN;
+				break;
+			}
 			r = pw_http_canned_get(&h->canned, keep, &n);
 			memcpy(c->out + c->out_len, r, n);
 			c->out_len += n;
-			c->partial = false;
 			c->closing = !keep;
 			ok++;
 			continue;
@@ -223,6 +363,19 @@ static void conn_parse(struct http_conn *c)
 	}
 	if (ok)
 		bump(&h->requests, ok);
+}
+
+/* Whether the idle timeout fired; counts it. */
+static bool idle_expired(struct pw_cx *cx, struct http_conn *c)
+{
+	struct http_shard *h;
+
+	if (!c->srv->timeout_ns || pw_sleep_poll(cx, &c->idle) == PW_PENDING)
+		return false;
+	h = here(c->srv);
+	if (h)
+		bump(&h->timeouts, 1);
+	return true;
 }
 
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
@@ -242,6 +395,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 						c->step = C_SEND;
 					else if (draining(c->srv) &&
 						 !c->partial)
+						conn_close(c);
+					else if (idle_expired(cx, c))
 						conn_close(c);
 					else
 						return PW_PENDING;
@@ -264,10 +419,21 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 				c->off = 0;
 			}
 			conn_parse(c);
+			if (c->job != J_DONE) {
+				c->step = C_JOB;
+				break;
+			}
 			if (c->closing || c->off >= c->buf.len)
 				conn_release(c);
 			if (c->closing || c->have)
 				c->step = C_SEND;
+			break;
+		case C_JOB:
+			if (conn_job(cx, c) == PW_PENDING)
+				return PW_PENDING;
+			conn_respond(c, here(c->srv), c->keep);
+			/* Parse on: the rest of the buffer, or a send. */
+			c->step = C_RECV;
 			break;
 		case C_SEND:
 			if (pw_send_poll(cx, &c->tx, c->out, c->out_len,
@@ -315,6 +481,11 @@ static void conn_drop(void *state)
 	conn_release(c);
 	pw_recv_cancel(&c->rx);
 	pw_send_cancel(&c->tx);
+	pw_sleep_cancel(&c->idle);
+	pw_join_detach(&c->child);
+	for (unsigned i = 0; i < c->fan_n; i++)
+		if (c->fan_pending & (1u << i))
+			pw_call_cancel(&c->calls[i]);
 	if (!pw_close_cancel(&c->cl))
 		close(c->fd);
 	member_unlink(c->srv, &c->m, true);
@@ -334,9 +505,13 @@ struct http_acceptor {
 static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 {
 	struct http_shard *h = &s->sh[reg];
-	struct http_conn c = { .srv = s, .fd = fd };
+	struct http_conn c = { .srv = s, .fd = fd, .job = J_DONE };
 
 	c.m.reg = reg;
+	if (s->timeout_ns)
+		pw_sleep_init(&c.idle, s->timeout_ns);
+	else
+		pw_sleep_init_at(&c.idle, PW_TIME_NEVER);
 	pw_http_parser_init(&c.p, s->head_max);
 	pw_recv_init(&c.rx, fd);
 	pw_send_init(&c.tx, fd);
@@ -415,7 +590,7 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	if (pw_http_parser_init(&probe, o->head_max))
 		return -EINVAL;
 	n = pw_runtime_shards(rt);
-	if (n <= 0)
+	if (n <= 0 || o->accept_shards > (unsigned)n)
 		return -EINVAL;
 	s = calloc(1, sizeof(*s));
 	bytes = (size_t)n * sizeof(*s->sh);
@@ -429,6 +604,10 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	s->rt = rt;
 	s->nshards = (unsigned)n;
 	s->head_max = o->head_max;
+	s->work = o->work;
+	s->fanout = o->fanout;
+	s->timeout_ns = o->timeout_ns;
+	s->accept_shards = o->accept_shards ? o->accept_shards : (unsigned)n;
 	for (int i = 0; i < n; i++) {
 		struct http_shard *h = &s->sh[i];
 
@@ -444,6 +623,10 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 		}
 	}
 	struct pw_net_listen_opts lo = { 0, o->listen_flags };
+	/* Per-shard sockets of shards that do not accept would keep the
+	 * connections the kernel hands them: share one socket instead. */
+	if (s->accept_shards < s->nshards)
+		lo.flags |= PW_NET_LISTEN_SHARED;
 	err = pw_net_listener_create(&s->l, rt, addr, &lo);
 	if (err) {
 		s->l = NULL;
@@ -451,7 +634,7 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 		return err;
 	}
 	*sp = s;
-	for (int i = 0; i < n; i++) {
+	for (int i = 0; i < (int)s->accept_shards; i++) {
 		struct http_acceptor a = { .srv = s };
 
 		a.m.reg = (unsigned)i;
@@ -528,6 +711,10 @@ int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
 		atomic_load_explicit(&h->requests, memory_order_relaxed);
 	out->errors = atomic_load_explicit(&h->errors, memory_order_relaxed);
 	out->closed = atomic_load_explicit(&h->closed, memory_order_relaxed);
+	out->work = atomic_load_explicit(&h->work, memory_order_relaxed);
+	out->calls = atomic_load_explicit(&h->calls, memory_order_relaxed);
+	out->timeouts =
+		atomic_load_explicit(&h->timeouts, memory_order_relaxed);
 	return 0;
 }
 
@@ -554,11 +741,15 @@ static void print_stats(FILE *f, struct pw_http_server *s)
 		pw_http_server_stats(s, i, &st);
 		fprintf(f,
 			"shard %u http: accepted=%llu requests=%llu "
-			"errors=%llu closed=%llu\n",
+			"errors=%llu closed=%llu work=%llu calls=%llu "
+			"timeouts=%llu\n",
 			i, (unsigned long long)st.accepted,
 			(unsigned long long)st.requests,
 			(unsigned long long)st.errors,
-			(unsigned long long)st.closed);
+			(unsigned long long)st.closed,
+			(unsigned long long)st.work,
+			(unsigned long long)st.calls,
+			(unsigned long long)st.timeouts);
 	}
 	fflush(f);
 }
@@ -577,7 +768,8 @@ int pw_app_http(int argc, char **argv)
 	const char *listen_at = NULL, *body = NULL;
 	uint64_t head_max = PW_HTTP_HEAD_MAX_DEFAULT;
 	uint64_t drain_ns = 5 * PW_NSEC_PER_SEC;
-	bool shared = false;
+	uint64_t work = 0, timeout_ns = 0, accept_shards = 0;
+	bool shared = false, fanout = false;
 	const struct pw_cli_opt opts[] = {
 		{ "--listen", PW_CLI_STRING, &listen_at, 0, 0, "ADDR",
 		  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
@@ -593,6 +785,19 @@ int pw_app_http(int argc, char **argv)
 		{ "--shared", PW_CLI_BOOL, &shared, 0, 0, NULL,
 		  "one listening socket for all shards instead of one "
 		  "SO_REUSEPORT socket per shard" },
+		{ "--work", PW_CLI_UINT, &work, 0, 1000000000, "K",
+		  "per request, a child task spins K iterations; joined "
+		  "before the response (default 0)" },
+		{ "--fanout", PW_CLI_BOOL, &fanout, 0, 0, NULL,
+		  "per request, call every shard and gather the answers "
+		  "before the response" },
+		{ "--timeout", PW_CLI_DURATION, &timeout_ns, PW_NSEC_PER_MSEC,
+		  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
+		  "close a connection idle this long; each request resets "
+		  "it (default none)" },
+		{ "--accept-shards", PW_CLI_UINT, &accept_shards, 1,
+		  PW_MAX_SHARDS, "N",
+		  "only shards 0..N-1 accept connections (default all)" },
 	};
 	const struct pw_cli_cmd cmd = {
 		.name = "pinwheel http",
@@ -601,7 +806,12 @@ int pw_app_http(int argc, char **argv)
 			 "are answered in one send. Malformed requests get\n"
 			 "400 and oversized heads 431, then the connection "
 			 "closes. SIGINT or SIGTERM\nstops accepting and "
-			 "drains; SIGUSR1 prints the counters with --metrics.",
+			 "drains; SIGUSR1 prints the counters with --metrics.\n"
+			 "--work, --fanout, --timeout and --accept-shards "
+			 "shape the load for comparing\nthe schedulers: CPU "
+			 "work in a stealable child task, a call to every "
+			 "shard,\na timer reset per request, connections "
+			 "all landing on a few shards.",
 		.opts = opts,
 		.nopts = sizeof(opts) / sizeof(opts[0]),
 		.common = PW_CLI_RUNTIME,
@@ -643,6 +853,18 @@ int pw_app_http(int argc, char **argv)
 	ho.body_len = body ? strlen(body) : 0;
 	ho.head_max = (size_t)head_max;
 	ho.listen_flags = shared ? PW_NET_LISTEN_SHARED : 0;
+	ho.work = work;
+	ho.fanout = fanout;
+	ho.timeout_ns = timeout_ns;
+	ho.accept_shards = (unsigned)accept_shards;
+	if (accept_shards > cfg.shards) {
+		fprintf(stderr,
+			"pinwheel http: --accept-shards: %llu is more than the "
+			"%u shard%s\n",
+			(unsigned long long)accept_shards, cfg.shards,
+			cfg.shards == 1 ? "" : "s");
+		return 2;
+	}
 	/* Under stealing an acceptor may run on any worker: accept from one
 	 * socket so that no worker's socket is left without an acceptor. */
 	if (cfg.sched == PW_SCHED_STEAL)

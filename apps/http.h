@@ -10,6 +10,12 @@
  * response it calls for goes out in one send, copied from the shard's
  * canned responses: nothing is allocated per request.
  *
+ * Scenario options make each request cost something before it is
+ * answered, for comparing the schedulers: CPU work in a child task
+ * (joined), a call to every shard (gathered), an idle timeout per
+ * connection (reset by every request), and accepting on fewer shards
+ * than run (so that the load starts skewed).
+ *
  * Stopping: pw_http_server_drain() stops the acceptors and asks every
  * connection to finish: an idle one closes at once, one in the middle of
  * a request answers it with "Connection: close" and closes. The caller
@@ -38,6 +44,18 @@ struct pw_http_opts {
 	size_t body_len;       /* bytes of body (ignored when body is NULL) */
 	size_t head_max;       /* cap on a request head, 64..1 MiB; 0: 8 KiB */
 	uint32_t listen_flags; /* PW_NET_LISTEN_* */
+	/* Per request, before the response: spawn a child task running
+	 * @work iterations of unfoldable arithmetic and join it (0: none). */
+	uint64_t work;
+	/* Per request, before the response: pw_call() every shard and
+	 * gather the answers. */
+	bool fanout;
+	/* Close a connection that completes no request for this long; every
+	 * request resets it (0: no timeout). */
+	uint64_t timeout_ns;
+	/* Only shards 0..accept_shards-1 accept (0: all). Fewer than all
+	 * makes the listener one shared socket. */
+	unsigned accept_shards;
 };
 
 /* Counters of one shard, summed over the connections it served. */
@@ -46,6 +64,9 @@ struct pw_http_stats {
 	uint64_t requests; /* requests answered with 200 */
 	uint64_t errors;   /* requests refused (400, 414, 431, 505) */
 	uint64_t closed;   /* connections finished */
+	uint64_t work;	   /* --work child tasks this shard ran */
+	uint64_t calls;	   /* --fanout calls this shard answered */
+	uint64_t timeouts; /* connections closed by the idle timeout */
 };
 
 struct pw_http_server;
@@ -56,7 +77,8 @@ struct pw_http_server;
  * listener always uses one shared socket (acceptors may move between
  * workers before they first run, so per-worker sockets could be left
  * without an acceptor).
- * Return: 0 with *@sp set; -EINVAL for NULL arguments or a bad option;
+ * Return: 0 with *@sp set; -EINVAL for NULL arguments or a bad option
+ * (accept_shards over the runtime's shard count included);
  * -EMSGSIZE for a body over PW_HTTP_BODY_MAX bytes; -ENOMEM; the error of
  * pw_net_listener_create() (e.g. -EADDRINUSE) or pw_runtime_spawn().
  * Nothing is left running or open on error.

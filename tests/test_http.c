@@ -4,8 +4,9 @@
  * in-process (apps/http.c) under both schedulers and plain blocking
  * sockets talk to it. Pipelining, requests split byte by byte, oversized
  * and malformed requests, keep-alive, Connection: close, HTTP/1.0, many
- * connections, the drain, descriptor leaks, wrk as a real client, and the
- * command's flags and signals.
+ * connections, the drain, descriptor leaks, wrk as a real client, the
+ * scenario options (--work, --fanout, --timeout, --accept-shards) under
+ * the scheduler of the pass, and the command's flags and signals.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +66,22 @@ static void srv_start(struct srv *v, unsigned shards,
 		      const struct pw_http_opts *o)
 {
 	srv_start_sched(v, shards, o, PW_SCHED_SHARD);
+}
+
+/* A server under the scheduler of this pass of the suite (PW_SCHED). */
+static void srv_start_pass(struct srv *v, unsigned shards,
+			   const struct pw_http_opts *o)
+{
+	srv_start_sched(v, shards, o,
+			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD);
+}
+
+static struct pw_http_stats srv_shard(struct srv *v, unsigned shard)
+{
+	struct pw_http_stats st;
+
+	cr_assert_eq(pw_http_server_stats(v->s, shard, &st), 0);
+	return st;
 }
 
 /* Drain (every client is closed by now), stop, and check that every
@@ -532,6 +549,164 @@ Test(http, drain_finishes_requests_and_closes_idle)
 	srv_stop(&v);
 }
 
+/* ---- scenario options ----------------------------------------------------- */
+
+Test(http, work_child_task_keeps_responses_in_order)
+{
+	struct srv v;
+	struct pw_http_opts o = { .work = 1000 };
+
+	pw_test_time_limit(60);
+	srv_start_pass(&v, 2, &o);
+	pipelined(&v, 100);
+	pipelined(&v, 7);
+	many_connections(&v, 32, 3);
+	/* A closing request still waits for its child, then closes. */
+	int fd = client(&v);
+	const char *r = REQ "GET / HTTP/1.1\r\nHost: t\r\nConnection: "
+			    "close\r\n\r\n" REQ;
+	send_all(fd, r, strlen(r));
+	expect_ok(fd, true);
+	expect_ok(fd, false);
+	expect_eof(fd);
+	close(fd);
+	uint64_t want = 101 + 8 + 32 * 3 + 2;
+	cr_assert_eq(SUM(&v, requests), want);
+	cr_assert_eq(SUM(&v, work), want, "one child task per request");
+	cr_assert_eq(SUM(&v, calls), 0);
+	srv_stop(&v);
+}
+
+Test(http, fanout_calls_every_shard_per_request)
+{
+	struct srv v;
+	struct pw_http_opts o = { .fanout = true };
+
+	pw_test_time_limit(60);
+	srv_start_pass(&v, 2, &o);
+	int fd = client(&v);
+	for (int i = 0; i < 50; i++) {
+		send_all(fd, REQ, strlen(REQ));
+		expect_ok(fd, true);
+	}
+	close(fd);
+	pipelined(&v, 40);
+	cr_assert_eq(SUM(&v, requests), 91);
+	for (unsigned i = 0; i < 2; i++)
+		cr_assert_eq(srv_shard(&v, i).calls, 91,
+			     "shard %u answered %llu calls", i,
+			     (unsigned long long)srv_shard(&v, i).calls);
+	srv_stop(&v);
+
+	/* With --work too: the child first, then the calls. */
+	o.work = 500;
+	srv_start_pass(&v, 2, &o);
+	pipelined(&v, 20);
+	cr_assert_eq(SUM(&v, work), 21);
+	cr_assert_eq(srv_shard(&v, 0).calls, 21);
+	cr_assert_eq(srv_shard(&v, 1).calls, 21);
+	srv_stop(&v);
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+Test(http, idle_timeout_closes_idle_and_spares_active)
+{
+	struct srv v;
+	struct pw_http_opts o = { .timeout_ns = 300 * PW_NSEC_PER_MSEC };
+
+	pw_test_time_limit(60);
+	srv_start_pass(&v, 2, &o);
+	int silent = client(&v), idle = client(&v), active = client(&v);
+	send_all(idle, REQ, strlen(REQ));
+	expect_ok(idle, true);
+	double t0 = mono_s();
+	/* The active one sends every 100 ms for 1.5 s: five timeouts. */
+	for (int i = 0; i < 15; i++) {
+		send_all(active, REQ, strlen(REQ));
+		expect_ok(active, true);
+		usleep(100000);
+	}
+	/* The idle ones were closed meanwhile, not before the timeout. */
+	expect_eof(idle);
+	expect_eof(silent);
+	send_all(active, REQ, strlen(REQ));
+	expect_ok(active, true);
+	cr_assert_eq(SUM(&v, timeouts), 2);
+	/* Once active falls silent, it goes the same way. */
+	double t1 = mono_s();
+	expect_eof(active);
+	double idle_for = mono_s() - t1;
+	cr_assert_geq(idle_for, 0.25, "closed after %.3fs", idle_for);
+	cr_assert_lt(idle_for, 5.0, "closed after %.3fs", idle_for);
+	cr_assert_geq(t1 - t0, 1.5);
+	close(silent);
+	close(idle);
+	close(active);
+	cr_assert_eq(SUM(&v, timeouts), 3);
+	cr_assert_eq(SUM(&v, requests), 17);
+	srv_stop(&v);
+}
+
+Test(http, idle_timeout_exact_time)
+{
+	/* A lone idle connection: closed no sooner than the timeout and
+	 * not much later. */
+	struct srv v;
+	struct pw_http_opts o = { .timeout_ns = 200 * PW_NSEC_PER_MSEC };
+
+	pw_test_time_limit(30);
+	srv_start_pass(&v, 1, &o);
+	int fd = client(&v);
+	send_all(fd, REQ, strlen(REQ));
+	double t0 = mono_s();
+	expect_ok(fd, true);
+	expect_eof(fd);
+	double t = mono_s() - t0;
+	cr_assert_geq(t, 0.19, "closed after %.3fs", t);
+	cr_assert_lt(t, 3.0, "closed after %.3fs", t);
+	close(fd);
+	srv_stop(&v);
+}
+
+Test(http, accept_shards_one_takes_every_connection)
+{
+	struct srv v;
+	struct pw_http_opts o = { .accept_shards = 1, .work = 300 };
+
+	pw_test_time_limit(60);
+	srv_start_pass(&v, 2, &o);
+	many_connections(&v, 40, 2);
+	pipelined(&v, 10);
+	struct pw_http_stats s0 = srv_shard(&v, 0), s1 = srv_shard(&v, 1);
+	cr_assert_eq(s0.accepted, 41);
+	cr_assert_eq(s1.accepted, 0);
+	cr_assert_eq(s0.requests + s1.requests, 91);
+	cr_assert_eq(s0.work + s1.work, 91);
+	if (!pw_test_steal()) {
+		/* Shard mode: the connections and their children stay. */
+		cr_assert_eq(s1.requests, 0);
+		cr_assert_eq(s1.work, 0);
+	}
+	srv_stop(&v);
+
+	/* More accepting shards than shards is refused. */
+	struct pw_http_server *s = NULL;
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_net_addr a;
+	pw_net_addr_parse(&a, "127.0.0.1:0");
+	o.accept_shards = 3;
+	cr_assert_eq(pw_http_server_start(&s, rt, &a, &o), -EINVAL);
+	cr_assert_null(s);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 /* ---- wrk ----------------------------------------------------------------- */
 
 /* A number after @key in @text, or -1 when absent. */
@@ -625,7 +800,7 @@ Test(http, command_flags_and_graceful_stop)
 	big[sizeof(big) - 1] = '\0';
 	char *help[] = { bin, "http", "--help", NULL };
 	cr_assert_eq(run_cmd(help), 0);
-	char *const bad[][8] = {
+	char *const bad[][10] = {
 		{ bin, "http", "--bogus", NULL },
 		{ bin, "http", NULL },
 		{ bin, "http", "--listen", "nowhere", NULL },
@@ -637,6 +812,15 @@ Test(http, command_flags_and_graceful_stop)
 		{ bin, "http", "--listen", "127.0.0.1:0", "--sched", "fifo",
 		  NULL },
 		{ bin, "http", "--listen", NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--work", "x", NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--timeout", "0",
+		  NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--fanout=yes",
+		  NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--accept-shards",
+		  "0", NULL },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--shards", "2",
+		  "--accept-shards", "3", NULL },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		cr_assert_eq(run_cmd(bad[i]), 2, "case %zu", i);

@@ -5,7 +5,12 @@
 //! passes of `--n` operations each, and prints one JSON line on stdout with
 //! the median ns/op and every run's ns/op.
 //!
+//! `pinwheel-tokio-peer http ...` instead runs an HTTP/1.1 server (see
+//! http.rs), the peer of `pinwheel http` for scenario benchmarks.
+//!
 //! Tokio has no API for pinning threads; run it under `taskset` for that.
+
+mod http;
 
 use std::cell::Cell;
 use std::hint::black_box;
@@ -64,6 +69,10 @@ fn usage() -> String {
     for (name, what, n) in SCENARIOS {
         s.push_str(&format!("  {:<20} {} [{}]\n", name, what, n));
     }
+    s.push_str(
+        "  http                 an HTTP/1.1 server until SIGINT/SIGTERM; see\n\
+         \x20                      'pinwheel-tokio-peer http --help'\n",
+    );
     s.push_str(
         "\noptions:\n\
          \x20 --n N        operations (tasks, wakes) per timed run\n\
@@ -320,6 +329,9 @@ fn median(v: &[f64]) -> f64 {
 }
 
 fn main() {
+    if std::env::args().nth(1).as_deref() == Some("http") {
+        http::main(std::env::args().skip(2));
+    }
     let o = parse_args();
     let mt = o.scenario.ends_with("_mt") || o.scenario == "spawn_mt_throughput";
     let rt = if mt { mt_runtime(&o) } else { ct_runtime(&o) };
