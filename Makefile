@@ -135,7 +135,8 @@ endif
 # The app modules the tests exercise directly (they are not in the
 # library).
 TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o \
-	$(BUILD)/obj/apps/http.o $(BUILD)/obj/apps/load.o
+	$(BUILD)/obj/apps/http.o $(BUILD)/obj/apps/load.o \
+	$(BUILD)/obj/apps/bench.o
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

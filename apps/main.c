@@ -17,6 +17,8 @@ static const struct pw_app_cmd {
 	{ "http", pw_app_http, "run a fixed-body HTTP/1.1 server (for wrk)" },
 	{ "load", pw_app_load,
 	  "generate HTTP or echo load; latency percentiles, throughput" },
+	{ "bench", pw_app_bench,
+	  "shard against stealing on server scenarios: table, JSON, plot" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
 	{ "topo", pw_app_topo,
 	  "show the machine topology and planned shard placement" },
