@@ -42,9 +42,9 @@
 const struct pw_bench_scenario pw_bench_scenarios[] = {
 	{
 		.name = "http",
-		.what = "keep-alive GETs on one server core per half of the "
-			"machine (the load keeps its own cores, so only the "
-			"scheduler differs): its cost per request",
+		.what = "keep-alive GETs, one shard per server core (1 of "
+			"2), the load on its own cores so only the scheduler "
+			"differs: its cost per request",
 		.server = "http",
 		.place = PW_BENCH_SPLIT,
 		.conns = 64,
@@ -1302,7 +1302,7 @@ int pw_app_bench(int argc, char **argv)
 		.opts = opts,
 		.nopts = sizeof(opts) / sizeof(opts[0]),
 	};
-	bool sel[16];
+	bool sel[sizeof(pw_bench_scenarios) / sizeof(pw_bench_scenarios[0])];
 	char err[128];
 	int rc;
 
