@@ -150,6 +150,7 @@ Test(bench, proc_cpu_time)
 	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &a), 0);
 	for (uint64_t i = 0; i < 50000000; i++)
 		x += i;
+	cr_expect_gt(x, 0u);
 	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &b), 0);
 	cr_expect_geq(b, a);
 	cr_expect_eq(pw_bench_proc_cpu_ns(-5, &a), -ENOENT);
