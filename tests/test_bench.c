@@ -432,3 +432,67 @@ Test(bench, short_http_run_writes_json_and_plot)
 	rmdir(json);
 	rmdir(dir);
 }
+
+/*
+ * The tokio column and skips: a stand-in peer (a script that serves with
+ * pinwheel http) fills the column; a scenario whose flags this build may
+ * not have either runs or says why it was skipped; the run still exits 0.
+ */
+Test(bench, peer_column_and_skips)
+{
+	pw_test_time_limit(30);
+	static char out[65536];
+	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64], peer[64];
+	size_t len = 0;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(json, sizeof(json), "%s/r.json", dir);
+	snprintf(plot, sizeof(plot), "%s/l.png", dir);
+	snprintf(peer, sizeof(peer), "%s/peer", dir);
+	FILE *f = fopen(peer, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\n"
+		"[ \"$1\" = http ] || exit 2\n"
+		"shift\n"
+		"l=; w=1\n"
+		"while [ $# -gt 0 ]; do\n"
+		"  case $1 in\n"
+		"  --help) exit 0 ;;\n"
+		"  --listen) l=$2; shift 2 ;;\n"
+		"  --workers) w=$2; shift 2 ;;\n"
+		"  *) echo \"peer: unknown flag $1\" >&2; exit 2 ;;\n"
+		"  esac\n"
+		"done\n"
+		"exec %s/pinwheel http --listen \"$l\" --shards \"$w\"\n",
+		PW_BUILDDIR);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(peer, 0755), 0);
+
+	char *argv[] = { "pinwheel",   "bench",	 "--scenarios", "http,fanout",
+			 "--duration", "0.3s",	 "--warmup",	"0",
+			 "--conns",    "4",	 "--peers",	"--peer-bin",
+			 peer,	       "--json", json,		"--plot",
+			 plot,	       NULL };
+	int st = run_cmd(out, sizeof(out), argv);
+	cr_assert_eq(st, 0, "status %d: %s", st, out);
+	char *j = slurp(json, &len);
+	cr_assert_not_null(j, "%s", out);
+	cr_expect(json_valid(j), "invalid JSON: %s", j);
+	const char *tokio = strstr(j, "\"tokio\": {\"status\": \"ok\"");
+	cr_expect_not_null(tokio, "%s", j);
+	if (tokio)
+		expect_throughput(tokio);
+	/* fanout: ran under both, or skipped with a reason. */
+	const char *fan = strstr(j, "\"name\": \"fanout\"");
+	cr_assert_not_null(fan, "%s", j);
+	cr_expect(strstr(fan, "\"status\": \"skipped\", \"reason\": ") ||
+			  strstr(fan, "\"steal\": {\"status\": \"ok\""),
+		  "%s", fan);
+	cr_expect(strstr(out, "fanout: "), "its one-line description: %s", out);
+	free(j);
+	unlink(json);
+	unlink(plot);
+	unlink(peer);
+	rmdir(dir);
+}
