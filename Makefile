@@ -3,8 +3,10 @@
 #   make              build build/libpinwheel.{a,so} and build/pinwheel
 #   make test         install missing packages, build, run every test
 #   make asan / tsan / ubsan   the same tests under a sanitizer
-#   make bench        Google Benchmark micro benchmarks (table + JSON)
-#   make run          the main job (see README.md)
+#   make bench        Google Benchmark micro benchmarks (table + JSON, then
+#                     one summary table; BENCH_ARGS adds flags)
+#   make run          the main job: pinwheel bench, shard against steal
+#                     (RUN_ARGS adds flags; see README.md)
 #   make install PREFIX=/usr/local [DESTDIR=...]
 #   make format / format-check / clean
 #   V=1               print full command lines
@@ -136,7 +138,7 @@ endif
 # library).
 TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o \
 	$(BUILD)/obj/apps/http.o $(BUILD)/obj/apps/load.o \
-	$(BUILD)/obj/apps/proxy.o
+	$(BUILD)/obj/apps/proxy.o $(BUILD)/obj/apps/bench.o
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
@@ -184,9 +186,10 @@ export PW_TEST_SCALE
 bench: all $(BENCHES)
 	$(Q)$(BENCHES) --benchmark_out=$(BUILD)/bench.json \
 		--benchmark_out_format=json $(BENCH_ARGS)
+	$(Q)sh scripts/bench-summary.sh $(BUILD)/bench.json
 
 run: all
-	$(Q)sh scripts/run.sh $(PINWHEEL)
+	$(Q)sh scripts/run.sh $(PINWHEEL) $(RUN_ARGS)
 
 # The Tokio peers (bench/peers/tokio), built offline from Debian's crates;
 # skipped with a message when cargo or the crates are missing.

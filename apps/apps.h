@@ -11,5 +11,6 @@ int pw_app_echo(int argc, char **argv);
 int pw_app_http(int argc, char **argv);
 int pw_app_load(int argc, char **argv);
 int pw_app_proxy(int argc, char **argv);
+int pw_app_bench(int argc, char **argv);
 
 #endif /* PW_APPS_H */

@@ -18,6 +18,8 @@ static const struct pw_app_cmd {
 	{ "load", pw_app_load,
 	  "generate HTTP or echo load; latency percentiles, throughput" },
 	{ "proxy", pw_app_proxy, "run an L4 TCP proxy" },
+	{ "bench", pw_app_bench,
+	  "shard against stealing on server scenarios: table, JSON, plot" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },
 	{ "topo", pw_app_topo,
 	  "show the machine topology and planned shard placement" },

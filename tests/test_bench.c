@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_bench.c - `pinwheel bench`: the scenario table and its selection,
+ * word splitting, CPU placement, /proc CPU time, flag errors, and one
+ * short run of the http scenario that must leave valid JSON with both
+ * schedulers' results (and a plot where gnuplot is installed).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "../apps/bench.h"
+
+Test(bench, table_is_well_formed)
+{
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+		const struct pw_bench_scenario *s = &pw_bench_scenarios[i];
+		char buf[256], *argv[16];
+
+		cr_assert_not_null(s->name);
+		cr_expect_neq(s->name[0], '\0');
+		cr_expect_null(strchr(s->name, ','), "%s", s->name);
+		cr_expect(s->what && strlen(s->what) > 20, "%s", s->name);
+		cr_expect_null(strchr(s->what, '\n'), "one line: %s", s->name);
+		cr_expect_gt(s->conns, 0u, "%s", s->name);
+		cr_expect(s->place == PW_BENCH_SPLIT ||
+				  s->place == PW_BENCH_ALL,
+			  "%s", s->name);
+		cr_expect_geq(pw_bench_split(s->server, buf, sizeof(buf), argv,
+					     16),
+			      1, "%s", s->name);
+		if (s->peer)
+			cr_expect_geq(pw_bench_split(s->peer, buf, sizeof(buf),
+						     argv, 16),
+				      1, "%s", s->name);
+		for (unsigned j = 0; j < i; j++)
+			cr_expect_str_neq(s->name, pw_bench_scenarios[j].name);
+	}
+	cr_expect_geq(pw_bench_nscenarios, 5u);
+}
+
+Test(bench, select_parses_lists)
+{
+	bool sel[32];
+	char err[128];
+	unsigned http = pw_bench_nscenarios, timers = pw_bench_nscenarios;
+
+	cr_assert_leq(pw_bench_nscenarios, 32u);
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+		if (!strcmp(pw_bench_scenarios[i].name, "http"))
+			http = i;
+		if (!strcmp(pw_bench_scenarios[i].name, "timers"))
+			timers = i;
+	}
+	cr_assert_lt(http, pw_bench_nscenarios);
+	cr_assert_lt(timers, pw_bench_nscenarios);
+
+	cr_expect_eq(pw_bench_select("all", sel, err, sizeof(err)),
+		     (int)pw_bench_nscenarios);
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		cr_expect(sel[i]);
+	cr_expect_eq(pw_bench_select("http", sel, err, sizeof(err)), 1);
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		cr_expect_eq(sel[i], i == http);
+	cr_expect_eq(pw_bench_select("timers,http,timers", sel, err,
+				     sizeof(err)),
+		     2, "repeats count once");
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		cr_expect_eq(sel[i], i == http || i == timers);
+
+	static const char *const bad[] = {
+		"",	"nope",	       "http,",	  ",http", "http,,timers",
+		"HTTP", "http timers", "all,http"
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		cr_expect_eq(pw_bench_select(bad[i], sel, err, sizeof(err)),
+			     -EINVAL, "'%s'", bad[i]);
+		cr_expect_neq(err[0], '\0', "'%s' has a message", bad[i]);
+	}
+	cr_expect_eq(pw_bench_select("nope", sel, err, sizeof(err)), -EINVAL);
+	cr_expect(strstr(err, "'nope'"), "%s", err);
+	cr_expect_eq(pw_bench_select(NULL, sel, NULL, 0), -EINVAL);
+	cr_expect_eq(pw_bench_select("http", NULL, NULL, 0), -EINVAL);
+}
+
+Test(bench, split_words)
+{
+	char buf[64], *argv[8];
+
+	cr_assert_eq(pw_bench_split("http --work 2000", buf, sizeof(buf), argv,
+				    8),
+		     3);
+	cr_expect_str_eq(argv[0], "http");
+	cr_expect_str_eq(argv[1], "--work");
+	cr_expect_str_eq(argv[2], "2000");
+	cr_expect_null(argv[3]);
+	cr_expect_eq(pw_bench_split("  \thttp   --fanout\t ", buf, sizeof(buf),
+				    argv, 8),
+		     2);
+	cr_expect_str_eq(argv[1], "--fanout");
+	cr_expect_eq(pw_bench_split("", buf, sizeof(buf), argv, 8), 0);
+	cr_expect_null(argv[0]);
+	cr_expect_eq(pw_bench_split("a b c", buf, sizeof(buf), argv, 3), -E2BIG,
+		     "no room for the NULL");
+	cr_expect_eq(pw_bench_split("abcdef", buf, 6, argv, 8), -E2BIG);
+	cr_expect_eq(pw_bench_split(NULL, buf, sizeof(buf), argv, 8), -EINVAL);
+}
+
+Test(bench, placement)
+{
+	int srv[8], load[8];
+	unsigned ns, nl;
+	static const int two[] = { 0, 1 }, one[] = { 3 },
+			 five[] = { 0, 1, 2, 3, 4 };
+
+	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, two, 2, srv, &ns, load,
+					 &nl),
+		     0);
+	cr_expect(ns == 1 && srv[0] == 0 && nl == 1 && load[0] == 1);
+	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_ALL, two, 2, srv, &ns, load,
+					 &nl),
+		     0);
+	cr_expect(ns == 2 && nl == 2 && srv[1] == 1 && load[0] == 0);
+	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, one, 1, srv, &ns, load,
+					 &nl),
+		     0);
+	cr_expect(ns == 1 && nl == 1 && srv[0] == 3 && load[0] == 3,
+		  "one CPU: shared");
+	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, five, 5, srv, &ns,
+					 load, &nl),
+		     0);
+	cr_expect(ns == 2 && srv[1] == 1 && nl == 3 && load[0] == 2 &&
+		  load[2] == 4);
+	cr_expect_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, two, 0, srv, &ns, load,
+					 &nl),
+		     -EINVAL);
+}
+
+Test(bench, proc_cpu_time)
+{
+	uint64_t a, b;
+	volatile uint64_t x = 0;
+
+	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &a), 0);
+	for (uint64_t i = 0; i < 50000000; i++)
+		x += i;
+	cr_expect_gt(x, 0u);
+	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &b), 0);
+	cr_expect_geq(b, a);
+	cr_expect_eq(pw_bench_proc_cpu_ns(-5, &a), -ENOENT);
+	cr_expect_eq(pw_bench_proc_cpu_ns(getpid(), NULL), -EINVAL);
+}
+
+/* Runs the pinwheel command; its exit status, output in @out. */
+static int run_cmd(char *out, size_t len, char *const argv[])
+{
+	int pfd[2], status;
+	size_t got = 0;
+	ssize_t r;
+
+	cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		dup2(pfd[1], 1);
+		dup2(pfd[1], 2);
+		close(pfd[0]);
+		execv(PW_BUILDDIR "/pinwheel", argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	while ((r = read(pfd[0], out + got, len - 1 - got)) > 0) {
+		got += (size_t)r;
+		if (got + 1 == len)
+			got = 0; /* keep reading; only the tail matters */
+	}
+	out[got] = '\0';
+	close(pfd[0]);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status));
+	return WEXITSTATUS(status);
+}
+
+Test(bench, command_flags)
+{
+	pw_test_time_limit(20);
+	static char out[16384];
+	static const struct {
+		char *argv[6];
+		int status;
+		const char *says;
+	} cases[] = {
+		{ { "pinwheel", "bench", "--help" }, 0, "timers" },
+		{ { "pinwheel", "bench", "--scenarios", "nope" },
+		  2,
+		  "unknown scenario 'nope'" },
+		{ { "pinwheel", "bench", "--scenarios", "" }, 2, "--scenarios" },
+		{ { "pinwheel", "bench", "--rounds", "0" }, 2, "--rounds" },
+		{ { "pinwheel", "bench", "--duration", "x" }, 2, "--duration" },
+		{ { "pinwheel", "bench", "--conns", "0" }, 2, "--conns" },
+		{ { "pinwheel", "bench", "--rate", "-1" }, 2, "--rate" },
+		{ { "pinwheel", "bench", "--json", "" }, 2, "--json" },
+		{ { "pinwheel", "bench", "--bogus" }, 2, "'--bogus'" },
+		{ { "pinwheel", "bench", "--peers=yes" }, 2, "--peers" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int st = run_cmd(out, sizeof(out), cases[i].argv);
+		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
+			     st, out);
+		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
+		if (cases[i].status == 2)
+			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
+				     "case %zu: one line: %s", i, out);
+	}
+}
+
+/* ---- a small JSON checker (RFC 8259 syntax, no semantics) -------------- */
+
+static const char *js_value(const char *p);
+
+static const char *js_ws(const char *p)
+{
+	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
+		p++;
+	return p;
+}
+
+static const char *js_string(const char *p)
+{
+	if (*p++ != '"')
+		return NULL;
+	for (; *p != '"'; p++) {
+		if ((unsigned char)*p < 0x20)
+			return NULL;
+		if (*p == '\\') {
+			p++;
+			if (*p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!strchr("0123456789abcdefABCDEF",
+						    p[i]) ||
+					    !p[i])
+						return NULL;
+				p += 4;
+			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
+				return NULL;
+			}
+		}
+	}
+	return p + 1;
+}
+
+static const char *js_number(const char *p)
+{
+	const char *s = p;
+
+	if (*p == '-')
+		p++;
+	if (*p == '0')
+		p++;
+	else if (*p >= '1' && *p <= '9')
+		while (*p >= '0' && *p <= '9')
+			p++;
+	else
+		return NULL;
+	if (*p == '.') {
+		p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	if (*p == 'e' || *p == 'E') {
+		p++;
+		if (*p == '+' || *p == '-')
+			p++;
+		if (!(*p >= '0' && *p <= '9'))
+			return NULL;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p > s ? p : NULL;
+}
+
+static const char *js_seq(const char *p, char close, bool keys)
+{
+	p = js_ws(p + 1);
+	if (*p == close)
+		return p + 1;
+	for (;;) {
+		if (keys) {
+			p = js_string(js_ws(p));
+			if (!p)
+				return NULL;
+			p = js_ws(p);
+			if (*p++ != ':')
+				return NULL;
+		}
+		p = js_value(p);
+		if (!p)
+			return NULL;
+		p = js_ws(p);
+		if (*p == close)
+			return p + 1;
+		if (*p++ != ',')
+			return NULL;
+	}
+}
+
+static const char *js_value(const char *p)
+{
+	p = js_ws(p);
+	switch (*p) {
+	case '{':
+		return js_seq(p, '}', true);
+	case '[':
+		return js_seq(p, ']', false);
+	case '"':
+		return js_string(p);
+	case 't':
+		return strncmp(p, "true", 4) ? NULL : p + 4;
+	case 'f':
+		return strncmp(p, "false", 5) ? NULL : p + 5;
+	case 'n':
+		return strncmp(p, "null", 4) ? NULL : p + 4;
+	default:
+		return js_number(p);
+	}
+}
+
+static bool json_valid(const char *s)
+{
+	const char *end = js_value(s);
+	return end && !*js_ws(end);
+}
+
+Test(bench, json_checker_works)
+{
+	cr_expect(json_valid("{\"a\": [1, -2.5e3, true, null, \"x\\n\"]}"));
+	cr_expect(!json_valid("{\"a\": 1,}"));
+	cr_expect(!json_valid("{\"a\": nan}"));
+	cr_expect(!json_valid("[1] 2"));
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	*len = fread(buf, 1, (size_t)n, f);
+	buf[*len] = '\0';
+	fclose(f);
+	return buf;
+}
+
+/* The first "throughput_rps" at or after @p is above 0. */
+static void expect_throughput(const char *p)
+{
+	const char *t = strstr(p, "\"throughput_rps\": ");
+
+	cr_assert_not_null(t, "%s", p);
+	cr_expect_gt(atof(t + 18), 0.0, "%s", p);
+}
+
+static bool have_gnuplot(void)
+{
+	return !access("/usr/bin/gnuplot", X_OK) ||
+	       !access("/usr/local/bin/gnuplot", X_OK);
+}
+
+Test(bench, short_http_run_writes_json_and_plot)
+{
+	pw_test_time_limit(30);
+	static char out[65536];
+	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64];
+	size_t len = 0;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(json, sizeof(json), "%s/out/r.json", dir);
+	snprintf(plot, sizeof(plot), "%s/l.png", dir);
+	char *argv[] = { "pinwheel",   "bench", "--scenarios", "http",
+			 "--duration", "1s",	"--warmup",    "0.2s",
+			 "--conns",    "8",	"--json",      json,
+			 "--plot",     plot,	NULL };
+	int st = run_cmd(out, sizeof(out), argv);
+	cr_assert_eq(st, 0, "status %d: %s", st, out);
+	cr_expect(strstr(out, "steal/shard"), "%s", out);
+	cr_expect(strstr(out, "keep-alive"), "the one-line description: %s",
+		  out);
+
+	char *j = slurp(json, &len);
+	cr_assert_not_null(j, "no %s: %s", json, out);
+	cr_expect(json_valid(j), "invalid JSON: %s", j);
+	cr_expect(strstr(j, "\"name\": \"http\""), "%s", j);
+	/* Both schedulers ran and answered. */
+	const char *shard = strstr(j, "\"shard\": {\"status\": \"ok\"");
+	const char *steal = strstr(j, "\"steal\": {\"status\": \"ok\"");
+	cr_expect_not_null(shard, "%s", j);
+	cr_expect_not_null(steal, "%s", j);
+	if (shard)
+		expect_throughput(shard);
+	if (steal)
+		expect_throughput(steal);
+	cr_expect(strstr(j, "\"cpu_us_per_request\": "), "%s", j);
+	free(j);
+
+	if (have_gnuplot()) {
+		char *png = slurp(plot, &len);
+		cr_assert_not_null(png, "no plot: %s", out);
+		cr_expect(len > 8 && !memcmp(png, "\x89PNG", 4));
+		free(png);
+	} else {
+		cr_expect(strstr(out, "gnuplot is not installed"), "%s", out);
+	}
+	unlink(json);
+	unlink(plot);
+	snprintf(json, sizeof(json), "%s/out", dir);
+	rmdir(json);
+	rmdir(dir);
+}
+
+/*
+ * The tokio column and skips: a stand-in peer (a script that serves with
+ * pinwheel http) fills the column; a scenario whose flags this build may
+ * not have either runs or says why it was skipped; the run still exits 0.
+ */
+Test(bench, peer_column_and_skips)
+{
+	pw_test_time_limit(30);
+	static char out[65536];
+	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64], peer[64];
+	size_t len = 0;
+
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(json, sizeof(json), "%s/r.json", dir);
+	snprintf(plot, sizeof(plot), "%s/l.png", dir);
+	snprintf(peer, sizeof(peer), "%s/peer", dir);
+	FILE *f = fopen(peer, "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"#!/bin/sh\n"
+		"[ \"$1\" = http ] || exit 2\n"
+		"shift\n"
+		"l=; w=1\n"
+		"while [ $# -gt 0 ]; do\n"
+		"  case $1 in\n"
+		"  --help) exit 0 ;;\n"
+		"  --listen) l=$2; shift 2 ;;\n"
+		"  --workers) w=$2; shift 2 ;;\n"
+		"  *) echo \"peer: unknown flag $1\" >&2; exit 2 ;;\n"
+		"  esac\n"
+		"done\n"
+		"exec %s/pinwheel http --listen \"$l\" --shards \"$w\"\n",
+		PW_BUILDDIR);
+	cr_assert_eq(fclose(f), 0);
+	cr_assert_eq(chmod(peer, 0755), 0);
+
+	char *argv[] = { "pinwheel",   "bench",	 "--scenarios", "http,fanout",
+			 "--duration", "0.3s",	 "--warmup",	"0",
+			 "--conns",    "4",	 "--peers",	"--peer-bin",
+			 peer,	       "--json", json,		"--plot",
+			 plot,	       NULL };
+	int st = run_cmd(out, sizeof(out), argv);
+	cr_assert_eq(st, 0, "status %d: %s", st, out);
+	char *j = slurp(json, &len);
+	cr_assert_not_null(j, "%s", out);
+	cr_expect(json_valid(j), "invalid JSON: %s", j);
+	const char *tokio = strstr(j, "\"tokio\": {\"status\": \"ok\"");
+	cr_expect_not_null(tokio, "%s", j);
+	if (tokio)
+		expect_throughput(tokio);
+	/* fanout: ran under both, or skipped with a reason. */
+	const char *fan = strstr(j, "\"name\": \"fanout\"");
+	cr_assert_not_null(fan, "%s", j);
+	cr_expect(strstr(fan, "\"status\": \"skipped\", \"reason\": ") ||
+			  strstr(fan, "\"steal\": {\"status\": \"ok\""),
+		  "%s", fan);
+	cr_expect(strstr(out, "fanout: "), "its one-line description: %s", out);
+	free(j);
+	unlink(json);
+	unlink(plot);
+	unlink(peer);
+	rmdir(dir);
+}
