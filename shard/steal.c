@@ -12,8 +12,9 @@
  *     occupant to the back of the local queue, with a notify); a task that
  *     woke itself while polled goes to the back (is_yield). A wake on any
  *     other thread goes to the inject queue and notifies a parked worker.
- *   - A full local queue moves its newest 128 tasks and the new one to the
- *     inject queue in one batch (1.24 moves the oldest 128).
+ *   - A full local queue moves its oldest 128 tasks and the new one to the
+ *     inject queue in one batch, as 1.24 and Go do (1.5x moves the newest
+ *     128; the counts are the same, see lq_overflow()).
  *   - Each tick polls one task: every global_queue_interval ticks the
  *     inject queue first; otherwise the LIFO slot, the local queue, then a
  *     batch from the inject queue. At most 3 LIFO polls follow one task.
@@ -164,52 +165,65 @@ static uint32_t inj_pop_n(struct pw__steal *g, uint32_t n,
 }
 
 /*
- * The queue is full and no thief is active: move the newest 128 tasks and
- * @t to the inject queue. A thief claims at most half of a full queue from
- * its head, so the newest half is the owner's to take back by lowering
- * tail; no thief can read those slots.
+ * The queue is full and no thief is active: claim the oldest 128 tasks by
+ * moving head past them (the compare-and-swap fails if a thief moved it
+ * first), and hand them and @t to the inject queue in one batch. false:
+ * head moved, look again. The oldest half, as Tokio 1.24 and Go's
+ * runqputslow take: only a move of head keeps thieves out of the slots
+ * taken, since a thief that read the queue shorter may claim into its
+ * newest half.
  */
-static void lq_overflow(struct pw__shard *s, struct pw__task *t, uint32_t tail)
+static bool lq_overflow(struct pw__shard *s, struct pw__task *t, uint64_t h)
 {
 	struct pw__lq *q = &s->w->q;
-	uint32_t from = tail - PW__LQ_HALF;
-	struct pw__task *first = lq_get(q, from), *prev = first;
+	uint32_t from = h_real(h), to = from + PW__LQ_HALF;
 
-	for (uint32_t i = from + 1; i < tail; i++) {
+	/* acq_rel CAS: pairs with the thieves' CASes on head; after it the
+	 * slots [from, to) are the owner's alone. */
+	if (!atomic_compare_exchange_strong_explicit(&q->head, &h, pack(to, to),
+						     memory_order_acq_rel,
+						     memory_order_acquire))
+		return false;
+	struct pw__task *first = lq_get(q, from), *prev = first;
+	for (uint32_t i = from + 1; i < to; i++) {
 		struct pw__task *c = lq_get(q, i);
 		prev->next = c;
 		prev = c;
 	}
 	prev->next = t;
-	/* release: pairs with the thieves' acquire of tail. */
-	atomic_store_explicit(&q->tail, from, memory_order_release);
 	inj_push_chain(sh(s), first, t, PW__LQ_HALF + 1);
 	s->w->overflows++;
+	return true;
 }
 
 static void push_back_or_overflow(struct pw__shard *s, struct pw__task *t)
 {
 	struct pw__lq *q = &s->w->q;
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
-	/* acquire: pairs with the thieves' release of head. */
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
 
-	if (tail - h_steal(h) < PW__LQ_CAP) {
-		lq_put(q, tail, t);
-		/* release: publishes the slot to thieves (acquire of tail). */
-		atomic_store_explicit(&q->tail, tail + 1, memory_order_release);
-		return;
+	for (;;) {
+		/* acquire: pairs with the thieves' release of head. */
+		uint64_t h =
+			atomic_load_explicit(&q->head, memory_order_acquire);
+		if (tail - h_steal(h) < PW__LQ_CAP) {
+			lq_put(q, tail, t);
+			/* release: publishes the slot to thieves. */
+			atomic_store_explicit(&q->tail, tail + 1,
+					      memory_order_release);
+			return;
+		}
+		if (h_steal(h) != h_real(h)) {
+			/* A thief is at work: this task alone goes to the
+			 * inject queue (counted as a remote schedule). */
+			inj_push_chain(sh(s), t, t, 1);
+			/* relaxed: a counter. */
+			atomic_fetch_add_explicit(&sh(s)->remote_schedules, 1,
+						  memory_order_relaxed);
+			return;
+		}
+		if (lq_overflow(s, t, h))
+			return;
 	}
-	if (h_steal(h) != h_real(h)) {
-		/* A thief is at work: this task alone goes to the inject
-		 * queue (Tokio counts it as a remote schedule). */
-		inj_push_chain(sh(s), t, t, 1);
-		/* relaxed: a counter. */
-		atomic_fetch_add_explicit(&sh(s)->remote_schedules, 1,
-					  memory_order_relaxed);
-		return;
-	}
-	lq_overflow(s, t, tail);
 }
 
 /* Owner pop from the real head. */

@@ -104,7 +104,7 @@ Test(steal, thief_more_than_half_full_does_not_steal)
 	fake_free(rt);
 }
 
-Test(steal, overflow_moves_the_newest_128_and_the_new_task)
+Test(steal, overflow_moves_the_oldest_128_and_the_new_task)
 {
 	struct pw_runtime *rt = fake_rt(1);
 	struct pw__shard *s = rt->shards[0];
@@ -116,16 +116,93 @@ Test(steal, overflow_moves_the_newest_128_and_the_new_task)
 	cr_assert_eq(s->w->overflows, 1);
 	cr_assert_eq(pw__steal_local_len(s), 128);
 	cr_assert_eq(pw__steal_global_len(rt), 129);
-	/* Inject: the 128 newest in queue order, then the new task. */
+	/* Inject: the 128 oldest in queue order, then the new task. */
 	struct pw__task *t = rt->steal->inj_head;
-	for (int i = 128; i <= 256; i++, t = t->next)
-		cr_assert_eq(t, &tasks[i], "inject position %d", i - 128);
-	cr_assert_null(t);
-	/* Local: the oldest 128, in order. */
-	for (int i = 0; i < 128; i++)
+	for (int i = 0; i < 128; i++, t = t->next)
+		cr_assert_eq(t, &tasks[i], "inject position %d", i);
+	cr_assert_eq(t, &tasks[256]);
+	cr_assert_null(t->next);
+	/* Local: the newest 128, in order. */
+	for (int i = 128; i < 256; i++)
 		cr_assert_eq(pw__steal_pop(s), &tasks[i]);
 	cr_assert_null(pw__steal_pop(s));
 	fake_free(rt);
+}
+
+/*
+ * The owner pushes (overflowing into the inject queue) and pops while a
+ * thief steals without pause: every task comes out exactly once.
+ */
+static struct pw_runtime *qrt;
+static struct pw__task *qtasks;
+static _Atomic uint8_t *qseen;
+static _Atomic int qdone;
+
+static void qtake(struct pw__task *t)
+{
+	size_t i = (size_t)(t - qtasks);
+	cr_assert_eq(atomic_fetch_add(&qseen[i], 1), 0, "task %zu twice", i);
+}
+
+static void *qthief(void *arg)
+{
+	struct pw__task *t;
+	(void)arg;
+
+	while (!atomic_load(&qdone)) {
+		if ((t = pw__steal_from(qrt->shards[1], qrt->shards[0])))
+			qtake(t);
+		while ((t = pw__steal_pop(qrt->shards[1])))
+			qtake(t);
+	}
+	return NULL;
+}
+
+Test(steal, concurrent_push_pop_overflow_and_steal_exactly_once)
+{
+	pw_test_time_limit(120);
+	size_t n = (size_t)(4e6 * pw_test_scale());
+	unsigned seed = 7;
+	struct pw__task *t;
+	pthread_t th;
+
+	qrt = fake_rt(2);
+	qtasks = calloc(n, sizeof(*qtasks));
+	qseen = calloc(n, 1);
+	atomic_store(&qdone, 0);
+	cr_assert_eq(pthread_create(&th, NULL, qthief, NULL), 0);
+	for (size_t i = 0; i < n; i++) {
+		pw__steal_push(qrt->shards[0], &qtasks[i]);
+		if (rand_r(&seed) % 3 == 0 &&
+		    (t = pw__steal_pop(qrt->shards[0])))
+			qtake(t);
+		if (rand_r(&seed) % 500 == 0) {
+			struct pw__steal *g = qrt->steal;
+			pthread_mutex_lock(&g->inj_mu);
+			uint64_t k = 0;
+			for (t = g->inj_head; t; t = t->next, k++)
+				qtake(t);
+			cr_assert_eq(k, atomic_load(&g->inj_len));
+			g->inj_head = g->inj_tail = NULL;
+			atomic_store(&g->inj_len, 0);
+			pthread_mutex_unlock(&g->inj_mu);
+		}
+	}
+	atomic_store(&qdone, 1);
+	pthread_join(th, NULL);
+	while ((t = pw__steal_pop(qrt->shards[0])))
+		qtake(t);
+	while ((t = pw__steal_pop(qrt->shards[1])))
+		qtake(t);
+	for (t = qrt->steal->inj_head; t; t = t->next)
+		qtake(t);
+	for (size_t i = 0; i < n; i++)
+		cr_assert_eq(qseen[i], 1, "task %zu seen %u times", i,
+			     qseen[i]);
+	qrt->steal->inj_head = qrt->steal->inj_tail = NULL;
+	fake_free(qrt);
+	free(qtasks);
+	free((void *)qseen);
 }
 
 /* ---- a real runtime ----------------------------------------------------- */
