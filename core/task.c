@@ -198,9 +198,9 @@ void pw__task_run(struct pw__shard *s, struct pw__task *t)
 	}
 }
 
-void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
-		   pw_poll_fn fn, const void *state, size_t size,
-		   pw_drop_fn drop, bool steal)
+static inline __attribute__((always_inline)) void
+task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
+	  const void *state, size_t size, pw_drop_fn drop, bool steal)
 {
 	t->next = NULL;
 	t->shard = home;
@@ -233,6 +233,13 @@ void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
 	}
 }
 
+void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
+		   pw_poll_fn fn, const void *state, size_t size,
+		   pw_drop_fn drop, bool steal)
+{
+	task_init(t, home, cls, fn, state, size, drop, steal);
+}
+
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 		 const void *state, size_t size, pw_drop_fn drop)
 {
@@ -243,7 +250,7 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	struct pw__task *t = pw__slab_alloc(&s->slab, cls);
 	if (!t)
 		return -ENOMEM;
-	pw__task_init(t, s, cls, fn, state, size, drop, s->w != NULL);
+	task_init(t, s, cls, fn, state, size, drop, s->w != NULL);
 	PW__STAT_INC(s, spawned);
 	if (!s->w)
 		pw__runq_push(&s->runq, t);
