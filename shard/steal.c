@@ -12,9 +12,8 @@
  *     occupant to the back of the local queue, with a notify); a task that
  *     woke itself while polled goes to the back (is_yield). A wake on any
  *     other thread goes to the inject queue and notifies a parked worker.
- *   - A full local queue moves its oldest 128 tasks and the new one to the
- *     inject queue in one batch, as 1.24 and Go do (1.5x moves the newest
- *     128; the counts are the same, see lq_overflow()).
+ *   - A full local queue moves its newest 128 tasks and the new one to the
+ *     inject queue in one batch (1.24 moves the oldest 128).
  *   - Each tick polls one task: every global_queue_interval ticks the
  *     inject queue first; otherwise the LIFO slot, the local queue, then a
  *     batch from the inject queue. At most 3 LIFO polls follow one task.
@@ -165,32 +164,39 @@ static uint32_t inj_pop_n(struct pw__steal *g, uint32_t n,
 }
 
 /*
- * The queue is full and no thief is active: claim the oldest 128 tasks by
- * moving head past them (the compare-and-swap fails if a thief moved it
- * first), and hand them and @t to the inject queue in one batch. false:
- * head moved, look again. The oldest half, as Tokio 1.24 and Go's
- * runqputslow take: only a move of head keeps thieves out of the slots
- * taken, since a thief that read the queue shorter may claim into its
- * newest half.
+ * The queue is full and no thief is active: move the newest 128 tasks and
+ * @t to the inject queue in one batch (Tokio 1.5x; 1.24 and Go move the
+ * oldest). A thief that read the queue shorter could claim into its
+ * newest half, so the owner first shuts thieves out the way a thief does:
+ * it moves the steal position off the real head with a compare-and-swap
+ * (which fails if a thief moved head first), takes the newest half back
+ * by lowering tail, and puts the steal position back. false: head moved,
+ * look again.
  */
-static bool lq_overflow(struct pw__shard *s, struct pw__task *t, uint64_t h)
+static bool lq_overflow(struct pw__shard *s, struct pw__task *t, uint64_t h,
+			uint32_t tail)
 {
 	struct pw__lq *q = &s->w->q;
-	uint32_t from = h_real(h), to = from + PW__LQ_HALF;
+	uint32_t real = h_real(h), from = tail - PW__LQ_HALF;
 
-	/* acq_rel CAS: pairs with the thieves' CASes on head; after it the
-	 * slots [from, to) are the owner's alone. */
-	if (!atomic_compare_exchange_strong_explicit(&q->head, &h, pack(to, to),
-						     memory_order_acq_rel,
-						     memory_order_acquire))
+	/* acq_rel CAS: pairs with the thieves' CASes on head; while steal
+	 * != real every thief backs off (lq_steal()). */
+	if (!atomic_compare_exchange_strong_explicit(
+		    &q->head, &h, pack(real - 1, real), memory_order_acq_rel,
+		    memory_order_acquire))
 		return false;
 	struct pw__task *first = lq_get(q, from), *prev = first;
-	for (uint32_t i = from + 1; i < to; i++) {
+	for (uint32_t i = from + 1; i < tail; i++) {
 		struct pw__task *c = lq_get(q, i);
 		prev->next = c;
 		prev = c;
 	}
 	prev->next = t;
+	/* release: thieves that read tail from now on see the shorter
+	 * queue; then the steal position comes back (release: pairs with
+	 * the thieves' acquire of head). */
+	atomic_store_explicit(&q->tail, from, memory_order_release);
+	atomic_store_explicit(&q->head, pack(real, real), memory_order_release);
 	inj_push_chain(sh(s), first, t, PW__LQ_HALF + 1);
 	s->w->overflows++;
 	return true;
@@ -221,7 +227,7 @@ static void push_back_or_overflow(struct pw__shard *s, struct pw__task *t)
 						  memory_order_relaxed);
 			return;
 		}
-		if (lq_overflow(s, t, h))
+		if (lq_overflow(s, t, h, tail))
 			return;
 	}
 }

@@ -49,6 +49,16 @@ static void fake_free(struct pw_runtime *rt)
 
 static struct pw__task tasks[600];
 
+static uint32_t h_steal_of(struct pw__shard *s)
+{
+	return (uint32_t)(atomic_load(&s->w->q.head) >> 32);
+}
+
+static uint32_t h_real_of(struct pw__shard *s)
+{
+	return (uint32_t)atomic_load(&s->w->q.head);
+}
+
 /* Steal from a victim holding @len: the thief gets len - len/2. */
 static void steal_case(uint32_t len)
 {
@@ -104,7 +114,7 @@ Test(steal, thief_more_than_half_full_does_not_steal)
 	fake_free(rt);
 }
 
-Test(steal, overflow_moves_the_oldest_128_and_the_new_task)
+Test(steal, overflow_moves_the_newest_128_and_the_new_task)
 {
 	struct pw_runtime *rt = fake_rt(1);
 	struct pw__shard *s = rt->shards[0];
@@ -116,14 +126,15 @@ Test(steal, overflow_moves_the_oldest_128_and_the_new_task)
 	cr_assert_eq(s->w->overflows, 1);
 	cr_assert_eq(pw__steal_local_len(s), 128);
 	cr_assert_eq(pw__steal_global_len(rt), 129);
-	/* Inject: the 128 oldest in queue order, then the new task. */
+	/* Inject: the 128 newest in queue order, then the new task. */
 	struct pw__task *t = rt->steal->inj_head;
-	for (int i = 0; i < 128; i++, t = t->next)
-		cr_assert_eq(t, &tasks[i], "inject position %d", i);
+	for (int i = 128; i < 256; i++, t = t->next)
+		cr_assert_eq(t, &tasks[i], "inject position %d", i - 128);
 	cr_assert_eq(t, &tasks[256]);
 	cr_assert_null(t->next);
-	/* Local: the newest 128, in order. */
-	for (int i = 128; i < 256; i++)
+	/* Local: the oldest 128, in order; thieves are let in again. */
+	cr_assert_eq(h_steal_of(s), h_real_of(s));
+	for (int i = 0; i < 128; i++)
 		cr_assert_eq(pw__steal_pop(s), &tasks[i]);
 	cr_assert_null(pw__steal_pop(s));
 	fake_free(rt);
