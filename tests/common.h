@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -48,6 +49,27 @@ static inline bool pw_test_steal(void)
 			cr_skip_test("shard-mode placement and order: "  \
 				     "stealing mode has its own tests"); \
 	} while (0)
+
+/* FNV-1a over @n bytes, continuing from @h (start: PW_TEST_FNV_INIT):
+ * checksums of the bytes that went through a server. */
+#define PW_TEST_FNV_INIT 1469598103934665603ull
+
+static inline uint64_t pw_test_fnv(uint64_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* xorshift64: a reproducible pseudo-random stream from *@s (non-zero). */
+static inline uint64_t pw_test_rng(uint64_t *s)
+{
+	*s ^= *s << 13;
+	*s ^= *s >> 7;
+	*s ^= *s << 17;
+	return *s;
+}
 
 /* PW_TEST_SCALE (a float, default 1) scales randomised op counts. */
 static inline double pw_test_scale(void)

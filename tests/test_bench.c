@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "json.h"
 #include "../apps/bench.h"
 
 Test(bench, table_is_well_formed)
@@ -221,131 +222,13 @@ Test(bench, command_flags)
 	}
 }
 
-/* ---- a small JSON checker (RFC 8259 syntax, no semantics) -------------- */
-
-static const char *js_value(const char *p);
-
-static const char *js_ws(const char *p)
-{
-	while (*p == ' ' || *p == '\t' || *p == '\n' || *p == '\r')
-		p++;
-	return p;
-}
-
-static const char *js_string(const char *p)
-{
-	if (*p++ != '"')
-		return NULL;
-	for (; *p != '"'; p++) {
-		if ((unsigned char)*p < 0x20)
-			return NULL;
-		if (*p == '\\') {
-			p++;
-			if (*p == 'u') {
-				for (int i = 1; i <= 4; i++)
-					if (!strchr("0123456789abcdefABCDEF",
-						    p[i]) ||
-					    !p[i])
-						return NULL;
-				p += 4;
-			} else if (!*p || !strchr("\"\\/bfnrt", *p)) {
-				return NULL;
-			}
-		}
-	}
-	return p + 1;
-}
-
-static const char *js_number(const char *p)
-{
-	const char *s = p;
-
-	if (*p == '-')
-		p++;
-	if (*p == '0')
-		p++;
-	else if (*p >= '1' && *p <= '9')
-		while (*p >= '0' && *p <= '9')
-			p++;
-	else
-		return NULL;
-	if (*p == '.') {
-		p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return NULL;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	if (*p == 'e' || *p == 'E') {
-		p++;
-		if (*p == '+' || *p == '-')
-			p++;
-		if (!(*p >= '0' && *p <= '9'))
-			return NULL;
-		while (*p >= '0' && *p <= '9')
-			p++;
-	}
-	return p > s ? p : NULL;
-}
-
-static const char *js_seq(const char *p, char close, bool keys)
-{
-	p = js_ws(p + 1);
-	if (*p == close)
-		return p + 1;
-	for (;;) {
-		if (keys) {
-			p = js_string(js_ws(p));
-			if (!p)
-				return NULL;
-			p = js_ws(p);
-			if (*p++ != ':')
-				return NULL;
-		}
-		p = js_value(p);
-		if (!p)
-			return NULL;
-		p = js_ws(p);
-		if (*p == close)
-			return p + 1;
-		if (*p++ != ',')
-			return NULL;
-	}
-}
-
-static const char *js_value(const char *p)
-{
-	p = js_ws(p);
-	switch (*p) {
-	case '{':
-		return js_seq(p, '}', true);
-	case '[':
-		return js_seq(p, ']', false);
-	case '"':
-		return js_string(p);
-	case 't':
-		return strncmp(p, "true", 4) ? NULL : p + 4;
-	case 'f':
-		return strncmp(p, "false", 5) ? NULL : p + 5;
-	case 'n':
-		return strncmp(p, "null", 4) ? NULL : p + 4;
-	default:
-		return js_number(p);
-	}
-}
-
-static bool json_valid(const char *s)
-{
-	const char *end = js_value(s);
-	return end && !*js_ws(end);
-}
-
 Test(bench, json_checker_works)
 {
-	cr_expect(json_valid("{\"a\": [1, -2.5e3, true, null, \"x\\n\"]}"));
-	cr_expect(!json_valid("{\"a\": 1,}"));
-	cr_expect(!json_valid("{\"a\": nan}"));
-	cr_expect(!json_valid("[1] 2"));
+	cr_expect(pw_test_json_valid(
+		"{\"a\": [1, -2.5e3, true, null, \"x\\n\"]}"));
+	cr_expect(!pw_test_json_valid("{\"a\": 1,}"));
+	cr_expect(!pw_test_json_valid("{\"a\": nan}"));
+	cr_expect(!pw_test_json_valid("[1] 2"));
 }
 
 static char *slurp(const char *path, size_t *len)
@@ -404,7 +287,7 @@ Test(bench, short_http_run_writes_json_and_plot)
 
 	char *j = slurp(json, &len);
 	cr_assert_not_null(j, "no %s: %s", json, out);
-	cr_expect(json_valid(j), "invalid JSON: %s", j);
+	cr_expect(pw_test_json_valid(j), "invalid JSON: %s", j);
 	cr_expect(strstr(j, "\"name\": \"http\""), "%s", j);
 	/* Both schedulers ran and answered. */
 	const char *shard = strstr(j, "\"shard\": {\"status\": \"ok\"");
@@ -478,7 +361,7 @@ Test(bench, peer_column_and_skips)
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	char *j = slurp(json, &len);
 	cr_assert_not_null(j, "%s", out);
-	cr_expect(json_valid(j), "invalid JSON: %s", j);
+	cr_expect(pw_test_json_valid(j), "invalid JSON: %s", j);
 	const char *tokio = strstr(j, "\"tokio\": {\"status\": \"ok\"");
 	cr_expect_not_null(tokio, "%s", j);
 	if (tokio)

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "json.h"
 #include "../apps/load.h"
 
 /* ---- test servers ----------------------------------------------------- */
@@ -713,65 +714,6 @@ Test(load, command_help_and_bad_flags)
 	}
 }
 
-/* A small JSON syntax check: one value, then only blanks. */
-static const char *json_value(const char *p);
-
-static const char *json_ws(const char *p)
-{
-	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-		p++;
-	return p;
-}
-
-static const char *json_string(const char *p)
-{
-	if (*p++ != '"')
-		return NULL;
-	while (*p && *p != '"') {
-		if ((unsigned char)*p < 0x20)
-			return NULL;
-		if (*p == '\\' && !*++p)
-			return NULL;
-		p++;
-	}
-	return *p == '"' ? p + 1 : NULL;
-}
-
-static const char *json_value(const char *p)
-{
-	p = json_ws(p);
-	if (*p == '{' || *p == '[') {
-		char close = *p == '{' ? '}' : ']';
-		p = json_ws(p + 1);
-		if (*p == close)
-			return p + 1;
-		for (;;) {
-			if (close == '}') {
-				p = json_string(json_ws(p));
-				if (!p || *(p = json_ws(p)) != ':')
-					return NULL;
-				p++;
-			}
-			if (!(p = json_value(p)))
-				return NULL;
-			p = json_ws(p);
-			if (*p == close)
-				return p + 1;
-			if (*p++ != ',')
-				return NULL;
-		}
-	}
-	if (*p == '"')
-		return json_string(p);
-	if (!strncmp(p, "true", 4) || !strncmp(p, "null", 4))
-		return p + 4;
-	if (!strncmp(p, "false", 5))
-		return p + 5;
-	char *end;
-	strtod(p, &end);
-	return end == p ? NULL : end;
-}
-
 Test(load, command_runs_and_writes_json)
 {
 	pw_test_time_limit(20);
@@ -799,8 +741,7 @@ Test(load, command_runs_and_writes_json)
 	json[n] = '\0';
 	fclose(f);
 	unlink(path);
-	const char *end = json_value(json);
-	cr_expect(end && !*json_ws(end), "invalid JSON: %s", json);
+	cr_expect(pw_test_json_valid(json), "invalid JSON: %s", json);
 	static const char *keys[] = {
 		"\"proto\": \"http\"",
 		"\"requests\": 500",

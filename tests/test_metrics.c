@@ -13,6 +13,7 @@
 
 #include "../apps/cli.h"
 #include "common.h"
+#include "json.h"
 
 static enum pw_poll noop_poll(struct pw_cx *cx, void *state)
 {
@@ -32,88 +33,6 @@ static void wait_metrics(struct pw_runtime *rt, struct pw_metrics *m,
 		usleep(1000);
 	}
 	cr_assert_eq(pw_metrics_read(rt, m), 0);
-}
-
-/* ---- a tiny JSON checker: value syntax only ---------------------------- */
-
-static const char *js_ws(const char *p)
-{
-	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-		p++;
-	return p;
-}
-
-static const char *js_value(const char *p);
-
-static const char *js_string(const char *p)
-{
-	if (*p++ != '"')
-		return NULL;
-	while (*p && *p != '"') {
-		if (*p == '\\')
-			p++;
-		if (!*p)
-			return NULL;
-		p++;
-	}
-	return *p == '"' ? p + 1 : NULL;
-}
-
-static const char *js_number(const char *p)
-{
-	const char *s = p;
-
-	if (*p == '-')
-		p++;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p == '.')
-		for (p++; *p >= '0' && *p <= '9'; p++)
-			;
-	return p > s ? p : NULL;
-}
-
-static const char *js_list(const char *p, char close, bool keyed)
-{
-	p = js_ws(p + 1);
-	if (*p == close)
-		return p + 1;
-	for (;;) {
-		if (keyed) {
-			if (!(p = js_string(js_ws(p))))
-				return NULL;
-			p = js_ws(p);
-			if (*p++ != ':')
-				return NULL;
-		}
-		if (!(p = js_value(p)))
-			return NULL;
-		p = js_ws(p);
-		if (*p == close)
-			return p + 1;
-		if (*p++ != ',')
-			return NULL;
-	}
-}
-
-static const char *js_value(const char *p)
-{
-	p = js_ws(p);
-	if (*p == '{')
-		return js_list(p, '}', true);
-	if (*p == '[')
-		return js_list(p, ']', false);
-	if (*p == '"')
-		return js_string(p);
-	if (!strncmp(p, "null", 4))
-		return p + 4;
-	return js_number(p);
-}
-
-static bool json_ok(const char *s)
-{
-	const char *end = js_value(s);
-	return end && !*js_ws(end);
 }
 
 /* ---- Prometheus text: every sample line is name[{labels}] value, and
@@ -156,7 +75,7 @@ static bool prom_ok(char *text)
 		}
 		if (*v++ != ' ')
 			return false;
-		const char *e = js_number(v);
+		const char *e = pw__tj_number(v);
 		if (!e || *e)
 			return false;
 	}
@@ -384,7 +303,7 @@ Test(metrics, json_has_tokio_names_and_parses)
 
 	fake(&m, w);
 	char *s = render(&m, pw_metrics_write_json);
-	cr_expect(json_ok(s), "not JSON: %s", s);
+	cr_expect(pw_test_json_valid(s), "not JSON: %s", s);
 	cr_expect_not_null(strstr(s, "\"sched\":\"steal\""));
 	cr_expect_not_null(strstr(s, "\"num_workers\":2"));
 	cr_expect_not_null(strstr(s, "\"num_alive_tasks\":7"));
@@ -451,7 +370,7 @@ Test(metrics, live_snapshot_writes_in_both_formats)
 	cr_assert_eq(pw_metrics_read(rt, &m), 0);
 	cr_assert_eq(m.num_workers, 2);
 	char *j = render(&m, pw_metrics_write_json);
-	cr_expect(json_ok(j), "not JSON: %s", j);
+	cr_expect(pw_test_json_valid(j), "not JSON: %s", j);
 	char *p = render(&m, pw_metrics_write_prometheus);
 	cr_expect(prom_ok(p), "bad exposition syntax");
 	free(j);
@@ -466,7 +385,7 @@ Test(metrics, live_snapshot_writes_in_both_formats)
 	FILE *f = open_memstream(&buf, &len);
 	cr_assert_eq(pw_cli_metrics_dump(f, rt), 0);
 	fclose(f);
-	cr_expect(json_ok(buf), "not JSON: %s", buf);
+	cr_expect(pw_test_json_valid(buf), "not JSON: %s", buf);
 	cr_expect_not_null(strstr(buf, "\"worker_poll_count\""));
 	free(buf);
 	f = open_memstream(&buf, &len);

@@ -24,28 +24,10 @@
 
 /* ---- checksums and payloads -------------------------------------------- */
 
-#define FNV_INIT 1469598103934665603ull
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static void fill(uint64_t *seed, char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
-		buf[i] = (char)(rng_next(seed) >> 24);
+		buf[i] = (char)(pw_test_rng(seed) >> 24);
 }
 
 static uint64_t mono_ms(void)
@@ -108,7 +90,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 				c->step = C_SHUT;
 				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
 			} else {
-				c->sum = fnv(c->sum, c->buf.data, c->buf.len);
+				c->sum = pw_test_fnv(c->sum, c->buf.data,
+						     c->buf.len);
 				c->have = true;
 				c->step = C_SEND;
 			}
@@ -175,7 +158,7 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 		    PW_PENDING)
 			return PW_PENDING;
 		cr_assert_geq(fd, 0, "accept: %d", fd);
-		struct conn c = { .fd = fd, .sum = FNV_INIT };
+		struct conn c = { .fd = fd, .sum = PW_TEST_FNV_INIT };
 		pw_recv_init(&c.rx, fd);
 		pw_send_init(&c.tx, fd);
 		pw_close_init(&c.cl, fd);
@@ -283,7 +266,7 @@ static void *client_main(void *arg)
 	bool shut = false;
 	uint64_t seed = c->seed;
 
-	c->sent_sum = c->recv_sum = FNV_INIT;
+	c->sent_sum = c->recv_sum = PW_TEST_FNV_INIT;
 	int fd = client_socket(&c->addr);
 	if (fd < 0) {
 		c->err = fd;
@@ -308,9 +291,10 @@ static void *client_main(void *arg)
 				olen = c->len - sent < sizeof(out) ?
 					       c->len - sent :
 					       sizeof(out);
-				olen = 1 + rng_next(&seed) % olen;
+				olen = 1 + pw_test_rng(&seed) % olen;
 				fill(&seed, out, olen);
-				c->sent_sum = fnv(c->sent_sum, out, olen);
+				c->sent_sum =
+					pw_test_fnv(c->sent_sum, out, olen);
 				sent += olen;
 				ooff = 0;
 			}
@@ -332,7 +316,8 @@ static void *client_main(void *arg)
 				break;
 			}
 			if (r > 0) {
-				c->recv_sum = fnv(c->recv_sum, in, (size_t)r);
+				c->recv_sum =
+					pw_test_fnv(c->recv_sum, in, (size_t)r);
 				c->got += (size_t)r;
 			}
 		}
@@ -352,7 +337,7 @@ static void run_clients(struct server *s, int n, size_t max_len, uint64_t seed)
 		cl[i].addr = s->addr;
 		cl[i].seed = seed * 7919 + (uint64_t)i + 1;
 		uint64_t r = cl[i].seed;
-		cl[i].len = 1 + rng_next(&r) % max_len;
+		cl[i].len = 1 + pw_test_rng(&r) % max_len;
 		if (i == 0)
 			cl[i].len = max_len;
 		cr_assert_eq(pthread_create(&cl[i].th, NULL, client_main,

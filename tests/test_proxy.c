@@ -30,24 +30,6 @@
 
 /* ---- helpers ------------------------------------------------------------ */
 
-#define FNV_INIT 1469598103934665603ull
-
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 1099511628211ull;
-	return h;
-}
-
-static uint64_t rng_next(uint64_t *s)
-{
-	*s ^= *s << 13;
-	*s ^= *s >> 7;
-	*s ^= *s << 17;
-	return *s;
-}
-
 static uint64_t mono_ms(void)
 {
 	struct timespec ts;
@@ -274,15 +256,15 @@ static void *xfer_writer(void *arg)
 {
 	struct xfer *x = arg;
 	char buf[65536];
-	uint64_t s = x->seed, h = FNV_INIT;
+	uint64_t s = x->seed, h = PW_TEST_FNV_INIT;
 	size_t left = x->size;
 
 	while (left) {
 		size_t n = left < sizeof(buf) ? left : sizeof(buf);
-		n = 1 + (size_t)(rng_next(&s) % n); /* vary the writes */
+		n = 1 + (size_t)(pw_test_rng(&s) % n); /* vary the writes */
 		for (size_t i = 0; i < n; i++)
-			buf[i] = (char)(rng_next(&s) >> 24);
-		h = fnv(h, buf, n);
+			buf[i] = (char)(pw_test_rng(&s) >> 24);
+		h = pw_test_fnv(h, buf, n);
 		size_t off = 0;
 		while (off < n) {
 			ssize_t w =
@@ -313,7 +295,7 @@ static void *xfer_run(void *arg)
 		x->err = -x->fd;
 		return NULL;
 	}
-	x->got_sum = FNV_INIT;
+	x->got_sum = PW_TEST_FNV_INIT;
 	pthread_create(&w, NULL, xfer_writer, x);
 	for (;;) {
 		ssize_t r = recv(x->fd, buf, sizeof(buf), 0);
@@ -322,7 +304,7 @@ static void *xfer_run(void *arg)
 				x->err = errno;
 			break;
 		}
-		x->got_sum = fnv(x->got_sum, buf, (size_t)r);
+		x->got_sum = pw_test_fnv(x->got_sum, buf, (size_t)r);
 		x->got += (size_t)r;
 	}
 	pthread_join(w, NULL);
@@ -745,18 +727,18 @@ static void firehose_upstream(struct script *s, int fd)
 {
 	static char buf[65536];
 	uint64_t seed = 42;
-	uint64_t h = FNV_INIT;
+	uint64_t h = PW_TEST_FNV_INIT;
 
 	fcntl(fd, F_SETFL, O_NONBLOCK);
 	while (!s->stop) {
 		for (size_t i = 0; i < sizeof(buf); i++)
-			buf[i] = (char)(rng_next(&seed) >> 24);
+			buf[i] = (char)(pw_test_rng(&seed) >> 24);
 		size_t off = 0;
 		while (off < sizeof(buf) && !s->stop) {
 			ssize_t w = send(fd, buf + off, sizeof(buf) - off,
 					 MSG_NOSIGNAL);
 			if (w > 0) {
-				h = fnv(h, buf + off, (size_t)w);
+				h = pw_test_fnv(h, buf + off, (size_t)w);
 				off += (size_t)w;
 				s->count += (uint64_t)w;
 				continue;
@@ -813,7 +795,7 @@ Test(proxy, slow_reader_bounded_memory)
 	cr_assert_leq(st.bytes_down, w2);
 	/* Now read everything: nothing was lost. */
 	s.stop = true;
-	uint64_t got = 0, h = FNV_INIT;
+	uint64_t got = 0, h = PW_TEST_FNV_INIT;
 	static char buf[65536];
 	for (;;) {
 		cr_assert(readable(fd, 5000), "stalled after %llu bytes",
@@ -822,7 +804,7 @@ Test(proxy, slow_reader_bounded_memory)
 		cr_assert_geq(r, 0);
 		if (!r)
 			break;
-		h = fnv(h, buf, (size_t)r);
+		h = pw_test_fnv(h, buf, (size_t)r);
 		got += (uint64_t)r;
 	}
 	script_join(&s);
