@@ -453,6 +453,13 @@ static int shard_start(struct pw__shard *s)
 						 &set);
 		if (err)
 			return -err;
+		/* Read it back: the thread runs on its planned CPU only. */
+		cpu_set_t got;
+		err = pthread_getaffinity_np(pthread_self(), sizeof(got), &got);
+		if (err)
+			return -err;
+		if (!CPU_EQUAL(&got, &set))
+			return -EIO;
 	}
 	pw__mem_shard_enter(s);
 	/* Closed by rt_free(), after the thread is joined. */
