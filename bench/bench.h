@@ -75,6 +75,16 @@ void pw_bench_items(struct pw_bench *b, int64_t items);
 /** pw_bench_skip - abandon this run with a message (e.g. no io_uring). */
 void pw_bench_skip(struct pw_bench *b, const char *why);
 
+struct pw_runtime;
+
+/**
+ * pw_bench_call_roundtrips - time pw_call round trips from shard 0 to
+ * shard 1 of @rt for benchmark @b, one call in flight; with @busy, shard
+ * 1 runs a task that yields without pause meanwhile. (bench_mesh.c)
+ */
+void pw_bench_call_roundtrips(struct pw_bench *b, struct pw_runtime *rt,
+			      bool busy);
+
 #define PW__BENCH_REG(fn, args, n, thr)                                   \
 	__attribute__((constructor)) static void pw__bench_reg_##fn(void) \
 	{                                                                 \

@@ -27,6 +27,7 @@ static _Atomic bool spinning;
 static enum pw_poll spinner_poll(struct pw_cx *cx, void *state)
 {
 	(void)state;
+	/* relaxed: a stop flag; the spinner only needs to see it at last. */
 	return atomic_load_explicit(&spinning, memory_order_relaxed) ?
 		       pw_yield(cx) :
 		       pw_ready(cx, 0);
@@ -61,6 +62,19 @@ static enum pw_poll caller_poll(struct pw_cx *cx, void *state)
 	}
 }
 
+void pw_bench_call_roundtrips(struct pw_bench *b, struct pw_runtime *rt,
+			      bool busy)
+{
+	atomic_store(&spinning, busy);
+	if (busy)
+		pw_runtime_spawn(rt, 1, spinner_poll, NULL, 0, NULL);
+	usleep(10000); /* let the target settle: spinning, or asleep */
+	struct caller c = { .b = b };
+	int64_t res;
+	pw_block_on(rt, caller_poll, &c, &res);
+	atomic_store(&spinning, false);
+}
+
 static void run_calls(struct pw_bench *b, bool busy)
 {
 	static const int cpus[2] = { 0, 1 };
@@ -79,14 +93,7 @@ static void run_calls(struct pw_bench *b, bool busy)
 		pw_bench_skip(b, pw_strerror_setup(err));
 		return;
 	}
-	atomic_store(&spinning, busy);
-	if (busy)
-		pw_runtime_spawn(rt, 1, spinner_poll, NULL, 0, NULL);
-	usleep(10000); /* let the target settle: spinning, or asleep */
-	struct caller c = { .b = b };
-	int64_t res;
-	pw_block_on(rt, caller_poll, &c, &res);
-	atomic_store(&spinning, false);
+	pw_bench_call_roundtrips(b, rt, busy);
 	struct pw_shard_stats st;
 	pw_runtime_stats(rt, 0, &st);
 	pw_bench_counter(b, "msg_rings", (double)st.msg_rings, false);

@@ -156,53 +156,6 @@ PW_BENCH_ARGS(bm_malloc_burst64_glibc, sizes);
 
 /* ---- mesh round trips by distance ------------------------------------- */
 
-static enum pw_poll answer_poll(struct pw_cx *cx, void *state)
-{
-	(void)state;
-	return pw_ready(cx, 1);
-}
-
-static _Atomic bool spinning;
-
-/* Keeps the target shard busy: yields until told to stop. */
-static enum pw_poll spinner_poll(struct pw_cx *cx, void *state)
-{
-	(void)state;
-	/* relaxed: a stop flag; the spinner only needs to see it at last. */
-	return atomic_load_explicit(&spinning, memory_order_relaxed) ?
-		       pw_yield(cx) :
-		       pw_ready(cx, 0);
-}
-
-struct caller {
-	struct pw_bench *b;
-	int left;
-	bool sent;
-	struct pw_call call;
-};
-
-static enum pw_poll caller_poll(struct pw_cx *cx, void *state)
-{
-	struct caller *c = state;
-	int64_t v;
-
-	for (;;) {
-		if (c->sent) {
-			if (pw_call_poll(cx, &c->call, &v) == PW_PENDING)
-				return PW_PENDING;
-			c->sent = false;
-		}
-		if (c->left == 0) {
-			if (!pw_bench_run(c->b, 64))
-				return pw_ready(cx, 0);
-			c->left = 64;
-		}
-		c->left--;
-		pw_call_init(&c->call, 1, answer_poll, NULL, 0, NULL);
-		c->sent = true;
-	}
-}
-
 /* Two CPUs of this machine at distance @want; false if there are none. */
 static bool pick_pair(int want, int cpu[2])
 {
@@ -265,14 +218,7 @@ static void run_distance(struct pw_bench *b, bool busy)
 		pw_bench_skip(b, "the runtime disagrees on the distance");
 		return;
 	}
-	atomic_store(&spinning, busy);
-	if (busy)
-		pw_runtime_spawn(rt, 1, spinner_poll, NULL, 0, NULL);
-	usleep(10000); /* let the target settle: spinning, or asleep */
-	struct caller c = { .b = b };
-	int64_t res;
-	pw_block_on(rt, caller_poll, &c, &res);
-	atomic_store(&spinning, false);
+	pw_bench_call_roundtrips(b, rt, busy);
 	pw_bench_counter(b, "cpu_a", cpus[0], false);
 	pw_bench_counter(b, "cpu_b", cpus[1], false);
 	pw_runtime_destroy(rt);
