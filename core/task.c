@@ -258,10 +258,10 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	return 0;
 }
 
-void pw__task_start(struct pw__shard *s, struct pw__task *t)
+void pw__task_start(struct pw__task *t)
 {
 	if (t->steal)
-		pw__steal_spawned(s, t);
+		pw__steal_schedule(t, false); /* a worker's: its LIFO slot */
 }
 
 int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
@@ -292,7 +292,7 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 			t->refs++;
 		join->task = t;
 	}
-	pw__task_start(s, t);
+	pw__task_start(t);
 	return 0;
 }
 

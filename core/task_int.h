@@ -123,7 +123,7 @@ void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
 /* Queue a task made by pw__task_new() once its state is complete: in
  * shard mode it is queued already; in stealing mode it goes to the
  * worker's LIFO slot now. */
-void pw__task_start(struct pw__shard *s, struct pw__task *t);
+void pw__task_start(struct pw__task *t);
 
 /* Stealing mode: @t runs only on @s from now on: pw_spawn_on() and
  * pw_call() tasks (the program placed them), and a task once it uses

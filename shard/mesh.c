@@ -402,7 +402,7 @@ static void spawn_handler(void *a0, uint64_t src, uint64_t a2)
 	if (!err) {
 		/* Placed by the program: it stays here in stealing mode. */
 		pw__task_fix(t, s);
-		pw__task_start(s, t);
+		pw__task_start(t);
 	}
 	struct pw__msg m = { stage_free_handler, st, 0, 0 };
 	if (pw__mesh_send(s, (unsigned)src, &m) < 0)
@@ -424,7 +424,7 @@ static void spawn_ptr_handler(void *a0, uint64_t fn, uint64_t drop)
 	if (!err) {
 		/* Placed by the program: it stays here in stealing mode. */
 		pw__task_fix(t, s);
-		pw__task_start(s, t);
+		pw__task_start(t);
 	}
 }
 
@@ -531,7 +531,7 @@ static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
 	ct->user = c->size ? (void *)ct->data : (void *)c->arg;
 	/* A call runs on the shard it was made to, in both modes. */
 	pw__task_fix(t, s);
-	pw__task_start(s, t);
+	pw__task_start(t);
 }
 
 static void call_send(struct pw__shard *s, struct pw_call *c)

@@ -169,7 +169,7 @@ static void handle_spawn(struct pw__shard *s, struct pw__spawn_msg *m)
 	if (!err && m->bo)
 		t->flags |= PW__T_BLOCKON;
 	if (!err)
-		pw__task_start(s, t);
+		pw__task_start(t);
 	if (err) {
 		if (m->bo) {
 			blockon_signal(m->bo);

@@ -533,12 +533,6 @@ void pw__steal_schedule(struct pw__task *t, bool is_yield)
 	notify_parked(rt);
 }
 
-void pw__steal_spawned(struct pw__shard *s, struct pw__task *t)
-{
-	pw__steal_schedule(t, false);
-	(void)s;
-}
-
 void pw__steal_inbox(struct pw__shard *s, struct pw__task *t)
 {
 	if (t->inbox.kind == PW__MSG_FREE)

@@ -106,9 +106,7 @@ void pw__steal_destroy(struct pw_runtime *rt);
 /* The worker loop (the worker thread). */
 void pw__steal_loop(struct pw__shard *s);
 
-/* A new task made on worker @s (its LIFO slot) or on another thread
- * (the inject queue). */
-void pw__steal_spawned(struct pw__shard *s, struct pw__task *t);
+/* A new task made on another thread (queued with pw__steal_schedule()). */
 int pw__steal_spawn_foreign(struct pw_runtime *rt, struct pw__task **tp,
 			    pw_poll_fn fn, const void *state, size_t size,
 			    pw_drop_fn drop);
