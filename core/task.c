@@ -169,35 +169,6 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 	unref(s, t); /* the scheduler's reference */
 }
 
-void pw__task_run(struct pw__shard *s, struct pw__task *t)
-{
-	t->flags &= (uint16_t)~PW__T_SCHEDULED;
-	if (t->flags & PW__T_DONE) {
-		pw__task_maybe_free(s, t);
-		return;
-	}
-	if (t->flags & PW__T_ABORT) {
-		pw__task_finish(s, t, -ECANCELED, true);
-		return;
-	}
-	t->flags |= PW__T_RUNNING;
-	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
-	s->cur_task = t;
-	enum pw_poll r = t->fn(&cx, t->state);
-	s->cur_task = NULL;
-	PW__STAT_INC(s, polls);
-	t->flags &= (uint16_t)~PW__T_RUNNING;
-	if (r == PW_READY) {
-		pw__task_finish(s, t, cx.result, false);
-		return;
-	}
-	if (t->flags & (PW__T_NOTIFIED | PW__T_ABORT)) {
-		t->flags = (uint16_t)((t->flags & ~PW__T_NOTIFIED) |
-				      PW__T_SCHEDULED);
-		pw__runq_push(&s->runq, t);
-	}
-}
-
 static inline __attribute__((always_inline)) void
 task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 	  const void *state, size_t size, pw_drop_fn drop, bool steal)
@@ -211,8 +182,10 @@ task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 	t->refs = 1;
 	t->cls = (int8_t)cls;
 	t->steal = steal;
-	t->bound = NULL;
-	t->fixed = false;
+	if (steal) { /* read only in stealing mode */
+		t->bound = NULL;
+		t->fixed = false;
+	}
 	atomic_init(&t->pins, 0);
 	atomic_init(&t->inbox.next, NULL);
 	t->inbox.kind = PW__MSG_TASK;
@@ -280,6 +253,23 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 		return -EPERM;
 	if (s->stopping)
 		return -ESHUTDOWN;
+	if (__builtin_expect(!s->w, 1)) {
+		/* Shard mode: the whole spawn inline, no steal branches. */
+		int cls = pw__slab_class(PW__TASK_HDR + size);
+		if (cls < 0)
+			return -EINVAL;
+		t = pw__slab_alloc(&s->slab, cls);
+		if (!t)
+			return -ENOMEM;
+		task_init(t, s, cls, fn, state, size, drop, false);
+		PW__STAT_INC(s, spawned);
+		if (join) {
+			t->refs = 2;
+			join->task = t;
+		}
+		pw__runq_push(&s->runq, t);
+		return 0;
+	}
 	int err = pw__task_new(s, &t, fn, state, size, drop);
 	if (err)
 		return err;
@@ -607,16 +597,16 @@ void pw_waker_wake_by_ref(const struct pw_waker *w)
 		return;
 	struct pw__task *t = w->task;
 	struct pw__shard *s = t->shard;
-
-	if (t->steal) {
-		pw__task_wake_steal(t);
-		return;
-	}
 	struct pw__shard *cur = pw__cur_shard;
 
-	if (cur == s) {
+	/* The common case first: a shard-mode task woken on its shard. */
+	if (__builtin_expect(cur == s && !t->steal, 1)) {
 		PW__STAT_INC(s, local_wakes);
 		pw__task_schedule(s, t);
+		return;
+	}
+	if (t->steal) {
+		pw__task_wake_steal(t);
 		return;
 	}
 	if (cur && cur->rt == s->rt) {

@@ -107,8 +107,7 @@ static inline struct pw__task *pw__runq_pop(struct pw__runq *q)
 	return t;
 }
 
-/* Called by the shard loop. */
-void pw__task_run(struct pw__shard *s, struct pw__task *t);
+/* Called by the shard loop (pw__task_run() is inline in shard_int.h). */
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t);
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t);
 void pw__task_unref(struct pw__shard *s, struct pw__task *t);

@@ -199,6 +199,54 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
 }
 
 /*
+ * Poll @t once (shard mode): the shard loop's inner step, inline there.
+ * A detached task that finishes with nothing to wake, drop or keep goes
+ * straight back to the slab; any other end goes through
+ * pw__task_finish(). Shard thread only.
+ */
+static inline void pw__task_run(struct pw__shard *s, struct pw__task *t)
+{
+	t->flags &= (uint16_t)~PW__T_SCHEDULED;
+	if (t->flags & PW__T_DONE) {
+		pw__task_maybe_free(s, t);
+		return;
+	}
+	if (t->flags & PW__T_ABORT) {
+		pw__task_finish(s, t, -ECANCELED, true);
+		return;
+	}
+	t->flags |= PW__T_RUNNING;
+	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
+	s->cur_task = t;
+	enum pw_poll r = t->fn(&cx, t->state);
+	s->cur_task = NULL;
+	PW__STAT_INC(s, polls);
+	t->flags &= (uint16_t)~PW__T_RUNNING;
+	if (r == PW_READY) {
+		/* The common end of a detached task: nothing to run, wake or
+		 * keep, so the block goes straight back to the slab. relaxed
+		 * pins: only this shard writes them. acquire remote: as in
+		 * pw__task_maybe_free(). */
+		if (__builtin_expect(!t->drop && !t->joiner && t->refs == 1 &&
+					     !(t->flags & PW__T_BLOCKON),
+				     1) &&
+		    !atomic_load_explicit(&t->pins, memory_order_relaxed) &&
+		    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
+			PW__STAT_INC(s, finished);
+			pw__slab_free(&s->slab, t, t->cls);
+			return;
+		}
+		pw__task_finish(s, t, cx.result, false);
+		return;
+	}
+	if (t->flags & (PW__T_NOTIFIED | PW__T_ABORT)) {
+		t->flags = (uint16_t)((t->flags & ~PW__T_NOTIFIED) |
+				      PW__T_SCHEDULED);
+		pw__runq_push(&s->runq, t);
+	}
+}
+
+/*
  * Pins: a kernel operation, timer or call in flight that points into a
  * task's state pins the task, so its memory outlives the operation.
  * pw__task_pin() is called by the shard that registers the operation,
