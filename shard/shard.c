@@ -393,12 +393,14 @@ static void shard_loop(struct pw__shard *s)
 		/* seq_cst: pairs with the store in pw_runtime_destroy(). */
 		if (!s->stopping && atomic_load(&s->stop))
 			begin_stop(s);
+		unsigned polled = 0;
 		for (unsigned n = 0; n < batch; n++) {
 			struct pw__task *t = pw__runq_pop(&s->runq);
 			if (!t)
 				break;
-			pw__task_run(s, t);
+			polled += pw__task_run(s, t);
 		}
+		PW__STAT_ADD(s, polls, polled);
 		pw__time_fire(s);
 		pw__mesh_flush(s);
 		publish_stats(s);

@@ -202,25 +202,26 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
  * Poll @t once (shard mode): the shard loop's inner step, inline there.
  * A detached task that finishes with nothing to wake, drop or keep goes
  * straight back to the slab; any other end goes through
- * pw__task_finish(). Shard thread only.
+ * pw__task_finish(). Return: 1 if @t's poll function ran, 0 if it was
+ * only freed or aborted (the loop counts polls per batch). Shard thread
+ * only.
  */
-static inline void pw__task_run(struct pw__shard *s, struct pw__task *t)
+static inline unsigned pw__task_run(struct pw__shard *s, struct pw__task *t)
 {
 	t->flags &= (uint16_t)~PW__T_SCHEDULED;
 	if (t->flags & PW__T_DONE) {
 		pw__task_maybe_free(s, t);
-		return;
+		return 0;
 	}
 	if (t->flags & PW__T_ABORT) {
 		pw__task_finish(s, t, -ECANCELED, true);
-		return;
+		return 0;
 	}
 	t->flags |= PW__T_RUNNING;
 	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
 	s->cur_task = t;
 	enum pw_poll r = t->fn(&cx, t->state);
 	s->cur_task = NULL;
-	PW__STAT_INC(s, polls);
 	t->flags &= (uint16_t)~PW__T_RUNNING;
 	if (r == PW_READY) {
 		/* The common end of a detached task: nothing to run, wake or
@@ -234,16 +235,17 @@ static inline void pw__task_run(struct pw__shard *s, struct pw__task *t)
 		    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
 			PW__STAT_INC(s, finished);
 			pw__slab_free(&s->slab, t, t->cls);
-			return;
+			return 1;
 		}
 		pw__task_finish(s, t, cx.result, false);
-		return;
+		return 1;
 	}
 	if (t->flags & (PW__T_NOTIFIED | PW__T_ABORT)) {
 		t->flags = (uint16_t)((t->flags & ~PW__T_NOTIFIED) |
 				      PW__T_SCHEDULED);
 		pw__runq_push(&s->runq, t);
 	}
+	return 1;
 }
 
 /*
