@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_spsc.c - the SPSC message ring: exact single-thread behaviour
- * (capacity, FIFO, wrap of slots and of the 32-bit indices, partial
+ * (capacity, FIFO, wrap of slots and of the 32-bit positions, partial
  * batches, in-place peek/release and reserve/commit across the wrap
  * point) and a pinned two-thread stress test that checks exactly-once,
  * in-order delivery through a small, often full ring.
@@ -55,7 +55,7 @@ static void spsc_expect(const struct pw__msg *m, uint64_t seq)
 
 Test(spsc, init_rejects_bad_capacity)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
 	const size_t bad[] = {
 		0, 1, 3, 6, 7, 12, ((size_t)1 << 31) + 1, (size_t)1 << 32
@@ -68,31 +68,37 @@ Test(spsc, init_rejects_bad_capacity)
 	cr_assert_eq(pw__spsc_init(NULL, slots, 8), -EINVAL);
 	cr_assert_eq(pw__spsc_init(&r, slots, 2), 0);
 	cr_assert_eq(pw__spsc_capacity(&r), 2);
-	/* init never touches the slots, so the largest size needs none. */
-	cr_assert_eq(pw__spsc_init(&r, slots, (size_t)1 << 31), 0);
-	cr_assert_eq(pw__spsc_capacity(&r), (uint32_t)1 << 31);
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	cr_assert_eq(pw__spsc_capacity(&r), 8);
+	/* init writes every slot, so the largest capacity (2^31 slots, 128
+	 * GiB) is checked only by the rejections just above it. */
 }
 
-Test(spsc, layout_separates_the_two_sides)
+Test(spsc, layout_one_line_per_slot_and_separate_sides)
 {
-	const size_t off[] = { offsetof(struct pw__spsc, tail),
-			       offsetof(struct pw__spsc, cons),
-			       offsetof(struct pw__spsc, head),
-			       offsetof(struct pw__spsc, prod) };
+	static struct pw__spsc_slot slots[4];
 
 	cr_assert_eq(sizeof(struct pw__msg), 32);
-	cr_assert_leq(sizeof(struct pw__spsc_end), 64);
-	/* Four lines, each shared index alone on its own. */
-	for (int i = 0; i < 4; i++)
-		cr_assert_eq(off[i], (size_t)i * 64, "member %d at %zu", i,
-			     off[i]);
+	/* A slot is one whole line: message and sequence word together,
+	 * every slot starting on a line boundary. */
+	cr_assert_eq(sizeof(struct pw__spsc_slot), 64);
+	cr_assert_eq(_Alignof(struct pw__spsc_slot), 64);
+	cr_assert_lt(offsetof(struct pw__spsc_slot, seq), 64);
+	cr_assert_eq((uintptr_t)&slots[1] % 64, 0);
+	/* The consumer's line alone in its 128-byte pair; head paired with
+	 * the producer's line. */
+	cr_assert_leq(sizeof(struct pw__spsc_cons), 64);
+	cr_assert_leq(sizeof(struct pw__spsc_prod), 64);
+	cr_assert_eq(offsetof(struct pw__spsc, cons), 0);
+	cr_assert_eq(offsetof(struct pw__spsc, head), 128);
+	cr_assert_eq(offsetof(struct pw__spsc, prod), 192);
 	cr_assert_eq(sizeof(struct pw__spsc), 256);
 	cr_assert_eq(_Alignof(struct pw__spsc), 128);
 }
 
 Test(spsc, fills_to_capacity_then_refuses)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
 	struct pw__msg m;
 
@@ -124,7 +130,7 @@ Test(spsc, fills_to_capacity_then_refuses)
 
 Test(spsc, fifo_across_many_wraps)
 {
-	static struct pw__msg slots[4];
+	static struct pw__spsc_slot slots[4];
 	struct pw__spsc r;
 	struct pw__msg m, out[4];
 	uint64_t in = 0, got = 0;
@@ -152,7 +158,7 @@ Test(spsc, fifo_across_many_wraps)
 
 Test(spsc, batch_push_partial_fit)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
 	struct pw__msg msgs[16], out[16];
 
@@ -174,14 +180,15 @@ Test(spsc, batch_push_partial_fit)
 
 Test(spsc, peek_release_across_wrap)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
-	struct pw__msg msgs[8], out[8], *first = NULL;
+	struct pw__msg msgs[8], out[8];
+	struct pw__spsc_slot *first = NULL;
 
 	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
 	for (uint64_t i = 0; i < 8; i++)
 		msgs[i] = spsc_msg(i);
-	/* Move both indices to slot 6. */
+	/* Move both sides to slot 6. */
 	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 6), 6);
 	cr_assert_eq(pw__spsc_pop_batch(&r, out, 6), 6);
 	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 0);
@@ -193,8 +200,8 @@ Test(spsc, peek_release_across_wrap)
 	/* The run stops at the end of the array: slots 6 and 7. */
 	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 2);
 	cr_assert_eq(first, &slots[6]);
-	spsc_expect(&first[0], 100);
-	spsc_expect(&first[1], 101);
+	spsc_expect(&first[0].msg, 100);
+	spsc_expect(&first[1].msg, 101);
 	/* Peeking again without release sees the same messages. */
 	cr_assert_eq(pw__spsc_peek(&r, &first, 1), 1);
 	cr_assert_eq(first, &slots[6]);
@@ -205,22 +212,23 @@ Test(spsc, peek_release_across_wrap)
 	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 7);
 	cr_assert_eq(first, &slots[0]);
 	for (uint64_t i = 0; i < 6; i++)
-		spsc_expect(&first[i], 102 + i);
-	spsc_expect(&first[6], 100);
+		spsc_expect(&first[i].msg, 102 + i);
+	spsc_expect(&first[6].msg, 100);
 	/* Release in two steps. */
 	pw__spsc_release(&r, 3);
 	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 4);
 	cr_assert_eq(first, &slots[3]);
-	spsc_expect(&first[0], 105);
+	spsc_expect(&first[0].msg, 105);
 	pw__spsc_release(&r, 4);
 	cr_assert(pw__spsc_empty_consumer(&r));
 }
 
 Test(spsc, reserve_commit_across_wrap)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
-	struct pw__msg msgs[8], out[8], *first = NULL;
+	struct pw__msg msgs[8], out[8];
+	struct pw__spsc_slot *first = NULL;
 
 	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
 	for (uint64_t i = 0; i < 8; i++)
@@ -232,7 +240,7 @@ Test(spsc, reserve_commit_across_wrap)
 	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 3);
 	cr_assert_eq(first, &slots[5]);
 	for (uint64_t i = 0; i < 3; i++)
-		first[i] = spsc_msg(200 + i);
+		first[i].msg = spsc_msg(200 + i);
 	/* Written but not committed: invisible to the consumer. */
 	cr_assert(pw__spsc_empty_consumer(&r));
 	pw__spsc_commit(&r, 3);
@@ -240,7 +248,7 @@ Test(spsc, reserve_commit_across_wrap)
 	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 5);
 	cr_assert_eq(first, &slots[0]);
 	for (uint64_t i = 0; i < 5; i++)
-		first[i] = spsc_msg(203 + i);
+		first[i].msg = spsc_msg(203 + i);
 	pw__spsc_commit(&r, 5);
 	first = NULL;
 	cr_assert_eq(pw__spsc_reserve(&r, &first, 8), 0);
@@ -250,27 +258,56 @@ Test(spsc, reserve_commit_across_wrap)
 		spsc_expect(&out[i], 200 + i);
 	/* A partial commit publishes only the prefix. */
 	cr_assert_eq(pw__spsc_reserve(&r, &first, 4), 3);
-	first[0] = spsc_msg(300);
-	first[1] = spsc_msg(301);
+	first[0].msg = spsc_msg(300);
+	first[1].msg = spsc_msg(301);
 	pw__spsc_commit(&r, 1);
 	cr_assert_eq(pw__spsc_pop_batch(&r, out, 8), 1);
 	spsc_expect(&out[0], 300);
 }
 
-/* Indices are free-running uint32_t: full/empty must stay exact when they
- * wrap past 2^32. Start both sides just below the wrap. */
-Test(spsc, indices_wrap_past_2_32)
+/* Positions are free-running uint32_t: full/empty must stay exact when
+ * they wrap past 2^32. pw__spsc_init_at() starts both sides just below
+ * the wrap, so the first lap contains position 2^32 - 1, whose published
+ * word is 0: the word init stores must not be 0 there. */
+Test(spsc, positions_wrap_past_2_32)
 {
-	static struct pw__msg slots[8];
+	static struct pw__spsc_slot slots[8];
 	struct pw__spsc r;
+	struct pw__spsc_slot *first;
 	struct pw__msg msgs[8], out[8];
-	const uint32_t start = UINT32_MAX - 4;
+	const uint32_t start = UINT32_MAX - 2;
 
-	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
-	atomic_store(&r.tail, start);
-	atomic_store(&r.head, start);
-	r.prod.pos = r.prod.peer = start;
-	r.cons.pos = r.cons.peer = start;
+	cr_assert_eq(pw__spsc_init_at(&r, slots, 8, start), 0);
+	cr_assert(pw__spsc_empty_consumer(&r));
+	cr_assert_eq(pw__spsc_size_approx(&r), 0);
+	/* Positions 2^32 - 3 and 2^32 - 2: the next slot, that of
+	 * 2^32 - 1, is not yet published. */
+	for (uint64_t i = 0; i < 8; i++)
+		msgs[i] = spsc_msg(i);
+	cr_assert_eq(pw__spsc_push_batch(&r, msgs, 2), 2);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 2);
+	cr_assert_eq(first, &slots[start & 7]);
+	cr_assert_eq(pw__spsc_size_approx(&r), 2);
+	/* Position 2^32 - 1 (word 0) in the last slot, in place: written,
+	 * not yet committed, so still not seen. */
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 2), 1);
+	cr_assert_eq(first, &slots[7]);
+	first[0].msg = spsc_msg(2);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 2);
+	pw__spsc_commit(&r, 1);
+	cr_assert_eq(atomic_load(&slots[7].seq), 0);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 3);
+	/* Position 0 (word 1), past the wrap of slots and positions. */
+	cr_assert_eq(pw__spsc_reserve(&r, &first, 2), 2);
+	cr_assert_eq(first, &slots[0]);
+	first[0].msg = spsc_msg(3);
+	pw__spsc_commit(&r, 1);
+	cr_assert_eq(pw__spsc_size_approx(&r), 4);
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 8), 4);
+	for (uint64_t i = 0; i < 4; i++)
+		spsc_expect(&out[i], i);
+	cr_assert(pw__spsc_empty_consumer(&r));
+
 	for (uint64_t round = 0; round < 4; round++) {
 		for (uint64_t i = 0; i < 8; i++)
 			msgs[i] = spsc_msg(round * 8 + i);
@@ -285,7 +322,7 @@ Test(spsc, indices_wrap_past_2_32)
 		cr_assert(pw__spsc_empty_consumer(&r));
 		cr_assert_eq(pw__spsc_size_approx(&r), 0);
 	}
-	cr_assert_lt(atomic_load(&r.tail), start);
+	cr_assert_lt(atomic_load(&r.head), start);
 }
 
 /* ---- two threads ---- */
@@ -304,7 +341,7 @@ struct stress {
 	uint64_t bad_got;
 };
 
-static struct pw__msg stress_slots[STRESS_SLOTS];
+static struct pw__spsc_slot stress_slots[STRESS_SLOTS];
 static struct stress stress;
 
 static void spsc_relax(unsigned *spins)
@@ -376,7 +413,8 @@ static bool stress_check(struct stress *s, const struct pw__msg *m, uint32_t n)
 static void *stress_consumer(void *arg)
 {
 	struct stress *s = arg;
-	struct pw__msg out[STRESS_BATCH], *first;
+	struct pw__msg out[STRESS_BATCH];
+	struct pw__spsc_slot *first;
 	unsigned seed = 54321, spins = 0;
 
 	spsc_pin(1);
@@ -391,7 +429,9 @@ static void *stress_consumer(void *arg)
 			ok = stress_check(s, out, n);
 		} else {
 			n = pw__spsc_peek(&s->ring, &first, max);
-			ok = stress_check(s, first, n);
+			ok = true;
+			for (uint32_t i = 0; ok && i < n; i++)
+				ok = stress_check(s, &first[i].msg, 1);
 			if (n)
 				pw__spsc_release(&s->ring, n);
 		}
