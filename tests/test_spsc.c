@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_spsc.c - the SPSC message ring: exact single-thread behaviour
- * (capacity, FIFO, wrap of slots and of the 32-bit positions, partial
- * batches, in-place peek/release and reserve/commit across the wrap
- * point) and a pinned two-thread stress test that checks exactly-once,
- * in-order delivery through a small, often full ring.
+ * (capacity, FIFO, the first lap over slots in any prior state, wrap of
+ * slots and of the 32-bit positions, partial batches, in-place
+ * peek/release and reserve/commit across the wrap point) and pinned
+ * two-thread stress tests that check exactly-once, in-order delivery
+ * through a small, often full ring.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -12,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -265,6 +267,52 @@ Test(spsc, reserve_commit_across_wrap)
 	spsc_expect(&out[0], 300);
 }
 
+/* The first lap: no earlier write vouches for a slot, and the slot
+ * memory may hold anything (here, words that claim the very positions
+ * the new ring expects, as a ring that used the memory before left them).
+ * init rewrites every sequence word, so each message is seen exactly when
+ * it is pushed, and the second lap does not mistake the first lap's
+ * words for its own. */
+Test(spsc, first_lap_over_stale_slots)
+{
+	static struct pw__spsc_slot slots[8];
+	struct pw__spsc r;
+	struct pw__spsc_slot *first;
+	struct pw__msg m, out[8];
+
+	memset(slots, 0xff, sizeof(slots));
+	for (uint32_t i = 0; i < 8; i++)
+		atomic_store(&slots[i].seq, i + 1);
+	cr_assert_eq(pw__spsc_init(&r, slots, 8), 0);
+	cr_assert(pw__spsc_empty_consumer(&r));
+	cr_assert_eq(pw__spsc_size_approx(&r), 0);
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 0);
+	for (uint64_t i = 0; i < 8; i++) {
+		m = spsc_msg(i);
+		cr_assert(pw__spsc_push(&r, &m));
+		/* Unreleased, so every call probes the same slots again. */
+		cr_assert_eq(pw__spsc_peek(&r, &first, 8), i + 1);
+		cr_assert_eq(first, &slots[0]);
+		cr_assert_eq(pw__spsc_size_approx(&r), i + 1);
+	}
+	cr_assert_eq(pw__spsc_pop_batch(&r, out, 8), 8);
+	for (uint64_t i = 0; i < 8; i++)
+		spsc_expect(&out[i], i);
+	/* Second lap: slot i holds position i's word, i + 1; position i + 8
+	 * expects i + 9. */
+	cr_assert(pw__spsc_empty_consumer(&r));
+	cr_assert_eq(pw__spsc_size_approx(&r), 0);
+	for (uint64_t i = 8; i < 11; i++) {
+		m = spsc_msg(i);
+		cr_assert(pw__spsc_push(&r, &m));
+	}
+	cr_assert_eq(pw__spsc_peek(&r, &first, 8), 3);
+	for (uint64_t i = 0; i < 3; i++)
+		spsc_expect(&first[i].msg, 8 + i);
+	pw__spsc_release(&r, 3);
+	cr_assert(pw__spsc_empty_consumer(&r));
+}
+
 /* Positions are free-running uint32_t: full/empty must stay exact when
  * they wrap past 2^32. pw__spsc_init_at() starts both sides just below
  * the wrap, so the first lap contains position 2^32 - 1, whose published
@@ -333,6 +381,10 @@ Test(spsc, positions_wrap_past_2_32)
 struct stress {
 	struct pw__spsc ring;
 	uint64_t total;
+	/* false: the producer pushes batches, the consumer pops batches or
+	 * peeks and releases all it saw. true: every call of the API, with
+	 * partial commits and partial releases. */
+	bool mixed;
 	/* producer's results */
 	uint64_t full_hits;
 	/* consumer's results */
@@ -366,6 +418,32 @@ static void spsc_pin(int cpu)
 	(void)pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
 
+/* Publish messages [@seq, @seq + @k) one way or another; how many went
+ * in (a prefix), 0 when the ring had no room. */
+static uint32_t stress_push(struct stress *s, unsigned *seed,
+			    const struct pw__msg *batch, uint64_t seq,
+			    uint32_t k)
+{
+	struct pw__spsc_slot *first;
+	uint32_t n;
+
+	switch (s->mixed ? rand_r(seed) % 3 : 0) {
+	case 0:
+		return pw__spsc_push_batch(&s->ring, batch, k);
+	case 1:
+		return pw__spsc_push(&s->ring, batch) ? 1 : 0;
+	default:
+		/* In place; commit a random prefix of what was written,
+		 * possibly none (those slots are written again later). */
+		n = pw__spsc_reserve(&s->ring, &first, k);
+		for (uint32_t i = 0; i < n; i++)
+			first[i].msg = spsc_msg(seq + i);
+		n = n ? (uint32_t)(rand_r(seed) % (n + 1)) : 0;
+		pw__spsc_commit(&s->ring, n);
+		return n;
+	}
+}
+
 static void *stress_producer(void *arg)
 {
 	struct stress *s = arg;
@@ -383,10 +461,10 @@ static void *stress_producer(void *arg)
 			batch[i] = spsc_msg(seq + i);
 		uint32_t done = 0;
 		while (done < k) {
-			uint32_t n = pw__spsc_push_batch(&s->ring, batch + done,
-							 k - done);
+			uint32_t n = stress_push(s, &seed, batch + done,
+						 seq + done, k - done);
 			done += n;
-			if (done < k) {
+			if (!n) {
 				s->full_hits++;
 				spsc_relax(&spins);
 			}
@@ -396,47 +474,65 @@ static void *stress_producer(void *arg)
 	return NULL;
 }
 
-/* Check @n messages against the expected sequence; false on the first
- * mismatch (recorded for the main thread to report). */
-static bool stress_check(struct stress *s, const struct pw__msg *m, uint32_t n)
+/* Is @m the message expected @ahead after the last one received? If not,
+ * record it for the main thread to report. */
+static bool stress_check(struct stress *s, const struct pw__msg *m,
+			 uint32_t ahead)
 {
-	for (uint32_t i = 0; i < n; i++, s->received++) {
-		if (!spsc_msg_ok(&m[i], s->received)) {
-			s->bad_seq = s->received;
-			s->bad_got = m[i].a1;
-			return false;
-		}
+	if (spsc_msg_ok(m, s->received + ahead))
+		return true;
+	s->bad_seq = s->received + ahead;
+	s->bad_got = m->a1;
+	return false;
+}
+
+/* Take some messages one way or another; how many were consumed, or
+ * UINT32_MAX on a wrong one. */
+static uint32_t stress_pop(struct stress *s, unsigned *seed)
+{
+	struct pw__msg out[STRESS_BATCH];
+	struct pw__spsc_slot *first;
+	uint32_t max = 1 + (uint32_t)(rand_r(seed) % STRESS_BATCH);
+	uint32_t n, keep = 0;
+
+	switch (rand_r(seed) % (s->mixed ? 3 : 2)) {
+	case 0:
+		n = pw__spsc_pop_batch(&s->ring, out, max);
+		for (uint32_t i = 0; i < n; i++)
+			if (!stress_check(s, &out[i], i))
+				return UINT32_MAX;
+		return n;
+	case 1:
+		/* In place; in the mixed test some of what was seen stays
+		 * unreleased, to be seen again by the next call. */
+		n = pw__spsc_peek(&s->ring, &first, max);
+		for (uint32_t i = 0; i < n; i++)
+			if (!stress_check(s, &first[i].msg, i))
+				return UINT32_MAX;
+		if (s->mixed && n)
+			keep = (uint32_t)(rand_r(seed) % (n + 1));
+		if (n - keep)
+			pw__spsc_release(&s->ring, n - keep);
+		return n - keep;
+	default:
+		if (!pw__spsc_pop(&s->ring, out))
+			return 0;
+		return stress_check(s, out, 0) ? 1 : UINT32_MAX;
 	}
-	return true;
 }
 
 static void *stress_consumer(void *arg)
 {
 	struct stress *s = arg;
-	struct pw__msg out[STRESS_BATCH];
-	struct pw__spsc_slot *first;
 	unsigned seed = 54321, spins = 0;
 
 	spsc_pin(1);
 	while (s->received < s->total) {
-		uint32_t max = 1 + (uint32_t)(rand_r(&seed) % STRESS_BATCH);
-		uint32_t n;
-		bool ok;
+		uint32_t n = stress_pop(s, &seed);
 
-		/* Alternate copying out and consuming in place. */
-		if (rand_r(&seed) & 1) {
-			n = pw__spsc_pop_batch(&s->ring, out, max);
-			ok = stress_check(s, out, n);
-		} else {
-			n = pw__spsc_peek(&s->ring, &first, max);
-			ok = true;
-			for (uint32_t i = 0; ok && i < n; i++)
-				ok = stress_check(s, &first[i].msg, 1);
-			if (n)
-				pw__spsc_release(&s->ring, n);
-		}
-		if (!ok)
+		if (n == UINT32_MAX)
 			return NULL;
+		s->received += n;
 		if (!n)
 			spsc_relax(&spins);
 	}
@@ -448,16 +544,21 @@ static void *stress_consumer(void *arg)
 	return NULL;
 }
 
-Test(spsc, two_threads_exactly_once_in_order)
+/* @total messages (scaled) through a ring of @slots; with @across_wrap
+ * its positions start half of them below 2^32. */
+static void stress_run(uint32_t slots, bool across_wrap, bool mixed,
+		       double total)
 {
 	pw_test_time_limit(120);
 	struct stress *s = &stress;
 	pthread_t prod, cons;
 
-	cr_assert_eq(pw__spsc_init(&s->ring, stress_slots, STRESS_SLOTS), 0);
-	s->total = (uint64_t)(1e7 * pw_test_scale());
+	s->total = (uint64_t)(total * pw_test_scale());
 	if (s->total < 1000)
 		s->total = 1000;
+	uint32_t start = across_wrap ? (uint32_t)(0 - s->total / 2) : 0;
+	cr_assert_eq(pw__spsc_init_at(&s->ring, stress_slots, slots, start), 0);
+	s->mixed = mixed;
 	s->full_hits = 0;
 	s->received = 0;
 	s->bad_seq = UINT64_MAX;
@@ -477,4 +578,18 @@ Test(spsc, two_threads_exactly_once_in_order)
 		     (unsigned long long)s->total);
 	cr_assert_gt(s->full_hits, 0, "the producer never found the ring full");
 	cr_assert_eq(pw__spsc_size_approx(&s->ring), 0);
+}
+
+Test(spsc, two_threads_exactly_once_in_order)
+{
+	stress_run(STRESS_SLOTS, false, false, 1e7);
+}
+
+/* Every producer call (push_batch, push, reserve + partial commit)
+ * against every consumer call (pop_batch, pop, peek + partial release)
+ * through a 16-slot ring whose positions cross 2^32 while both threads
+ * run. */
+Test(spsc, two_threads_mixed_calls_across_the_wrap)
+{
+	stress_run(16, true, true, 5e6);
 }
