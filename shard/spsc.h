@@ -43,6 +43,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #define PW__SPSC_LINE	      64
 #define PW__SPSC_MAX_CAPACITY ((size_t)1 << 31)
@@ -90,8 +93,33 @@ struct pw__spsc_prod {
 	uint32_t pos;		     /* next position to write */
 	uint32_t peer;		     /* last value read of head */
 	uint32_t mask;		     /* capacity - 1 */
+	bool prefetchw;		     /* the processor has PREFETCHW */
 	struct pw__spsc_slot *slots; /* the slot array */
 };
+
+/* Whether this x86-64 processor has PREFETCHW (CPUID 0x80000001, ECX bit
+ * 8); false elsewhere. Asked once: CPUID may exit to the hypervisor. */
+static inline bool pw__spsc_cpu_prefetchw(void)
+{
+#if defined(__x86_64__)
+	static _Atomic int known; /* 0 not asked yet, 1 no, 2 yes */
+	unsigned a, b, c, d;
+	/* relaxed: a cache of a constant; a thread that finds it unset asks
+	 * the processor itself and stores the same answer. */
+	int k = atomic_load_explicit(&known, memory_order_relaxed);
+
+	if (!k) {
+		bool has = __get_cpuid(0x80000001u, &a, &b, &c, &d) &&
+			   (c & (1u << 8));
+		k = has ? 2 : 1;
+		/* relaxed: see the load above. */
+		atomic_store_explicit(&known, k, memory_order_relaxed);
+	}
+	return k == 2;
+#else
+	return false;
+#endif
+}
 
 /*
  * Four lines, 256 bytes, 128-byte aligned (allocate with aligned_alloc or
@@ -129,6 +157,7 @@ static inline int pw__spsc_init_at(struct pw__spsc *r,
 	r->prod.pos = r->prod.peer = start;
 	r->cons.pos = r->cons.ready = start;
 	r->prod.mask = r->cons.mask = (uint32_t)(capacity - 1);
+	r->prod.prefetchw = pw__spsc_cpu_prefetchw();
 	r->prod.slots = r->cons.slots = slots;
 	return 0;
 }
@@ -192,15 +221,16 @@ static inline uint32_t pw__spsc_free(struct pw__spsc *r, uint32_t want)
  * after its stores of every earlier position (message and word), so our
  * acquire load that reads q + 1 synchronizes with it and makes all of
  * them visible to our later reads. A slot found published stays so until
- * we release it: the producer cannot reuse it before.
+ * we release it: the producer cannot reuse it before. The probe needs no
+ * bound of its own: with all N slots published and unreleased, the slot
+ * of position pos + N holds pos + 1, not pos + N + 1, so it stops there
+ * whatever @want is.
  */
 static inline uint32_t pw__spsc_avail(struct pw__spsc *r, uint32_t want)
 {
 	struct pw__spsc_cons *c = &r->cons;
 	uint32_t pos = c->pos, ready = c->ready;
 
-	if (want > c->mask + 1)
-		want = c->mask + 1;
 	while (ready - pos < want) {
 		/* acquire: pairs with the release store of this word in
 		 * pw__spsc_commit() or pw__spsc_push_batch(); the message
@@ -212,6 +242,31 @@ static inline uint32_t pw__spsc_avail(struct pw__spsc *r, uint32_t want)
 	}
 	c->ready = ready;
 	return ready - pos;
+}
+
+/*
+ * pw__spsc_prefetch_write - ask for the line of the producer's next slot
+ * with intent to write, if the processor has PREFETCHW (x86-64; nothing
+ * elsewhere, where it was not measured). A hint: no effect on what either
+ * side sees.
+ *
+ * The producer calls it right after a publish, when its cached view shows
+ * the next slot free (a slot not yet released may still be read by the
+ * consumer), so fetching that line for writing overlaps the consumer's
+ * read of what was just published instead of delaying the next publish.
+ * On the development machine (AMD EPYC, two vCPUs) it took about a tenth
+ * off a round trip; a read prefetch there gained nothing.
+ */
+static inline void pw__spsc_prefetch_write(const struct pw__spsc_prod *p)
+{
+#if defined(__x86_64__)
+	if (p->prefetchw)
+		__asm__("prefetchw %0"
+			:
+			: "m"(*(const char *)&p->slots[p->pos & p->mask]));
+#else
+	(void)p;
+#endif
 }
 
 /**
@@ -256,6 +311,9 @@ static inline void pw__spsc_commit(struct pw__spsc *r, uint32_t n)
 		atomic_store_explicit(&p->slots[pos & p->mask].seq, pos + 1,
 				      memory_order_release);
 	p->pos = pos;
+	/* See pw__spsc_prefetch_write(). */
+	if (n && pos - p->peer <= p->mask)
+		pw__spsc_prefetch_write(p);
 }
 
 /**
@@ -269,10 +327,9 @@ static inline uint32_t
 pw__spsc_push_batch(struct pw__spsc *r, const struct pw__msg *msgs, uint32_t k)
 {
 	struct pw__spsc_prod *p = &r->prod;
-	uint32_t n = pw__spsc_free(r, k), pos = p->pos;
+	uint32_t free = pw__spsc_free(r, k), pos = p->pos;
+	uint32_t n = k < free ? k : free;
 
-	if (n > k)
-		n = k;
 	for (uint32_t i = 0; i < n; i++, pos++) {
 		struct pw__spsc_slot *s = &p->slots[pos & p->mask];
 
@@ -282,6 +339,9 @@ pw__spsc_push_batch(struct pw__spsc *r, const struct pw__msg *msgs, uint32_t k)
 		atomic_store_explicit(&s->seq, pos + 1, memory_order_release);
 	}
 	p->pos = pos;
+	/* The next slot is free too: see pw__spsc_prefetch_write(). */
+	if (free > n)
+		pw__spsc_prefetch_write(p);
 	return n;
 }
 
