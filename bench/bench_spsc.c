@@ -196,7 +196,7 @@ struct tput {
 	uint64_t recv; /* consumer: messages received */
 };
 
-static struct pw__msg tput_slots[RING_SLOTS];
+static struct pw__spsc_slot tput_slots[RING_SLOTS];
 
 static void spsc_producer(struct duo *d, uint64_t n)
 {
@@ -352,7 +352,7 @@ struct rtt {
 	uint64_t bad;	      /* replies that did not match their ping */
 };
 
-static struct pw__msg ping_slots[RING_SLOTS], pong_slots[RING_SLOTS];
+static struct pw__spsc_slot ping_slots[RING_SLOTS], pong_slots[RING_SLOTS];
 
 static void rtt_pinger(struct duo *d, uint64_t n)
 {

@@ -14,7 +14,9 @@
  *   - slab chunks: mapped per chunk and bound with mbind() by the shard;
  *   - the mesh: one mapping, one page-aligned region per destination
  *     holding the headers and slots of every ring it consumes, each region
- *     bound to its consumer's node before the headers are first written;
+ *     bound to its consumer's node before the headers and slots are first
+ *     written (initialising a ring writes every slot, so its pages are
+ *     faulted in there at creation);
  *   - the shard thread's policy (set_mempolicy) after it is pinned and
  *     before its io_uring ring is set up, so pages the thread faults in
  *     first (its stack, fresh arena pages, the kernel's ring pages, which
@@ -365,18 +367,19 @@ void pw__mem_chunk_free(void *p, size_t mapped)
 
 /*
  * Region of destination d: the headers of rings [0..n)[d], then their
- * slots, rounded up to whole pages so each region can be bound alone.
+ * slots (one 64-byte line each), rounded up to whole pages so each region
+ * can be bound alone.
  */
 int pw__mem_mesh_alloc(struct pw_runtime *rt, size_t slots)
 {
 	struct pw__rt_mem *m = &rt->mem;
 	size_t n = rt->nshards;
 	size_t hdr = n * sizeof(struct pw__spsc);
-	size_t msg = sizeof(struct pw__msg);
+	size_t slot = sizeof(struct pw__spsc_slot);
 
-	if (slots > (SIZE_MAX - hdr) / msg / n)
+	if (slots > (SIZE_MAX - hdr) / slot / n)
 		return -ENOMEM;
-	m->mesh_stride = round_up(hdr + n * slots * msg, page_size());
+	m->mesh_stride = round_up(hdr + n * slots * slot, page_size());
 	if (m->mesh_stride > SIZE_MAX / n)
 		return -ENOMEM;
 	m->mesh_len = m->mesh_stride * n;
@@ -391,7 +394,8 @@ int pw__mem_mesh_alloc(struct pw_runtime *rt, size_t slots)
 		char *region = (char *)m->mesh + d * m->mesh_stride;
 		if (have_numa() && !(rt->cfg.flags & PW_CONFIG_NO_PIN))
 			bind_range(region, m->mesh_stride, m->nodes[d]);
-		struct pw__msg *base = (struct pw__msg *)(region + hdr);
+		struct pw__spsc_slot *base =
+			(struct pw__spsc_slot *)(region + hdr);
 		for (unsigned src = 0; src < n; src++)
 			pw__spsc_init(pw__mem_mesh_ring(rt, src, d),
 				      base + src * slots, slots);

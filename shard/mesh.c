@@ -4,17 +4,22 @@
  *
  * Sending. A message for shard d goes into a small per-destination stage;
  * at the end of each loop turn (or when the stage fills) the stage is
- * published into the ring with one release store. What does not fit waits
- * in a per-destination overflow list of slab blocks, oldest first, and
- * later messages queue behind it, so order per pair is kept and nothing
- * is dropped; the producer's loop never blocks (it polls the backlog each
+ * copied into the ring, each slot published by a release store of its
+ * sequence word (shard/spsc.h). What does not fit waits in a
+ * per-destination overflow list of slab blocks, oldest first, and later
+ * messages queue behind it, so order per pair is kept and nothing is
+ * dropped; the producer's loop never blocks (it polls the backlog each
  * turn, sleeping at most PW__OVF_POLL_NS while one remains).
  *
  * Rousing. After publishing, the producer issues a seq_cst fence and
  * reads each destination's asleep flag; a consumer going to sleep stores
- * its flag, issues a seq_cst fence and re-checks every incoming ring.
- * With both fences one of the two sees the other: either the consumer
- * finds the message, or the producer finds it asleep, takes the flag
+ * its flag, issues a seq_cst fence and re-checks every incoming ring by
+ * loading the sequence word of the slot it would read next. With both
+ * fences one of the two sees the other: either the consumer's load sees
+ * the word the producer stored before its fence (the consumer waits at a
+ * position at or before the producer's, and every position before the
+ * producer's was published before that fence), or the producer's load
+ * sees the flag stored before the consumer's fence, takes the flag
  * (exchange, so one producer of many) and sends one IORING_OP_MSG_RING to
  * the consumer's ring, which ends its kernel wait. An awake consumer costs
  * the producer no system call. Should the MSG_RING fail, its CQE comes
@@ -215,9 +220,10 @@ void pw__mesh_flush(struct pw__shard *s)
 	}
 	if (!any)
 		return;
-	/* seq_cst fence: orders the release stores of the ring tails
-	 * before the loads of the asleep flags; pairs with the fence in
-	 * pw__mesh_idle() (see the top of this file). */
+	/* seq_cst fence: orders the release stores of the slots' sequence
+	 * words (pw__spsc_push_batch()) before the loads of the asleep flags
+	 * in rouse_peer(); pairs with the fence in pw__mesh_idle() (see the
+	 * top of this file). */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned d = 0; d < rt->nshards; d++) {
 		struct pw__outq *q = &s->out[d];
@@ -238,12 +244,14 @@ void pw__mesh_drain(struct pw__shard *s)
 	for (unsigned src = 0; src < rt->nshards; src++) {
 		struct pw__spsc *r = s->in[src];
 		uint32_t left = bound;
-		struct pw__msg *m;
+		struct pw__spsc_slot *sl;
 		uint32_t n;
 
-		while (left && (n = pw__spsc_peek(r, &m, left))) {
-			for (uint32_t i = 0; i < n; i++)
-				m[i].fn(m[i].a0, m[i].a1, m[i].a2);
+		while (left && (n = pw__spsc_peek(r, &sl, left))) {
+			for (uint32_t i = 0; i < n; i++) {
+				struct pw__msg *m = &sl[i].msg;
+				m->fn(m->a0, m->a1, m->a2);
+			}
 			pw__spsc_release(r, n);
 			left -= n;
 			got += n;
@@ -254,8 +262,10 @@ void pw__mesh_drain(struct pw__shard *s)
 
 bool pw__mesh_idle(struct pw__shard *s)
 {
-	/* seq_cst fence: orders our store of asleep before the loads of
-	 * the ring tails; pairs with the fence in pw__mesh_flush(). */
+	/* seq_cst fence: orders our store of asleep (the caller's, before
+	 * this call) before the loads of the next slots' sequence words in
+	 * pw__spsc_empty_consumer(); pairs with the fence in
+	 * pw__mesh_flush(). */
 	atomic_thread_fence(memory_order_seq_cst);
 	for (unsigned src = 0; src < s->rt->nshards; src++)
 		if (!pw__spsc_empty_consumer(s->in[src]))
