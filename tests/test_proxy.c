@@ -1107,9 +1107,12 @@ static int many_proxy_child(int ctl, long nofile, int n,
 		return 1;
 	}
 	pw_proxy_stats(p, &st);
-	if (st.conns_open != (uint64_t)n)
-		fprintf(stderr, "open %llu of %d\n",
-			(unsigned long long)st.conns_open, n);
+	if (st.conns_open != (uint64_t)n) {
+		char line[512];
+		pw_proxy_stats_line(&st, line, sizeof(line));
+		fprintf(stderr, "open %llu of %d: %s\n",
+			(unsigned long long)st.conns_open, n, line);
+	}
 	EXPECT(st.conns_open == (uint64_t)n);
 	EXPECT(read(ctl, &c, 1) == 1);
 	WAIT_STATS(p, st, st.conns_open == 0, 30000);
