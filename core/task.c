@@ -213,8 +213,10 @@ void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
 	task_init(t, home, cls, fn, state, size, drop, steal);
 }
 
-int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
-		 const void *state, size_t size, pw_drop_fn drop)
+/* pw__task_new(), inline in pw_spawn()'s hot path. */
+static inline __attribute__((always_inline)) int
+task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
+	 const void *state, size_t size, pw_drop_fn drop)
 {
 	int cls = pw__slab_class(PW__TASK_HDR + size);
 
@@ -231,10 +233,22 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 	return 0;
 }
 
-void pw__task_start(struct pw__task *t)
+int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
+		 const void *state, size_t size, pw_drop_fn drop)
+{
+	return task_new(s, tp, fn, state, size, drop);
+}
+
+/* pw__task_start(), inline in pw_spawn()'s hot path. */
+static inline void task_start(struct pw__task *t)
 {
 	if (t->steal)
 		pw__steal_schedule(t, false); /* a worker's: its LIFO slot */
+}
+
+void pw__task_start(struct pw__task *t)
+{
+	task_start(t);
 }
 
 int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
@@ -253,24 +267,7 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 		return -EPERM;
 	if (s->stopping)
 		return -ESHUTDOWN;
-	if (__builtin_expect(!s->w, 1)) {
-		/* Shard mode: the whole spawn inline, no steal branches. */
-		int cls = pw__slab_class(PW__TASK_HDR + size);
-		if (cls < 0)
-			return -EINVAL;
-		t = pw__slab_alloc(&s->slab, cls);
-		if (!t)
-			return -ENOMEM;
-		task_init(t, s, cls, fn, state, size, drop, false);
-		PW__STAT_INC(s, spawned);
-		if (join) {
-			t->refs = 2;
-			join->task = t;
-		}
-		pw__runq_push(&s->runq, t);
-		return 0;
-	}
-	int err = pw__task_new(s, &t, fn, state, size, drop);
+	int err = task_new(s, &t, fn, state, size, drop);
 	if (err)
 		return err;
 	if (join) {
@@ -282,7 +279,7 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 			t->refs++;
 		join->task = t;
 	}
-	pw__task_start(t);
+	task_start(t);
 	return 0;
 }
 
