@@ -37,7 +37,7 @@ DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2
 CPPFLAGS := -D_GNU_SOURCE -Iinclude -Icore -Ishard -Itimer -Inet -Inuma
-CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC $(CFLAGS)
+CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC -fno-semantic-interposition $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
 LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread $(LDLIBS)
 

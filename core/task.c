@@ -169,6 +169,42 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 	unref(s, t); /* the scheduler's reference */
 }
 
+/*
+ * Copy a task's state into its block. Most states are a few words, so
+ * sizes up to 32 bytes are two overlapping loads and stores each, with
+ * no call; larger ones go to memcpy().
+ */
+static inline void copy_state(void *dst, const void *src, size_t n)
+{
+	char *d = dst;
+	const char *s = src;
+
+	if (n > 32) {
+		memcpy(d, s, n);
+	} else if (n >= 16) {
+		char a[16], b[16];
+		memcpy(a, s, 16);
+		memcpy(b, s + n - 16, 16);
+		memcpy(d, a, 16);
+		memcpy(d + n - 16, b, 16);
+	} else if (n >= 8) {
+		uint64_t a, b;
+		memcpy(&a, s, 8);
+		memcpy(&b, s + n - 8, 8);
+		memcpy(d, &a, 8);
+		memcpy(d + n - 8, &b, 8);
+	} else if (n >= 4) {
+		uint32_t a, b;
+		memcpy(&a, s, 4);
+		memcpy(&b, s + n - 4, 4);
+		memcpy(d, &a, 4);
+		memcpy(d + n - 4, &b, 4);
+	} else {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	}
+}
+
 static inline __attribute__((always_inline)) void
 task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 	  const void *state, size_t size, pw_drop_fn drop, bool steal)
@@ -200,7 +236,7 @@ task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 	if (size) {
 		t->state = (char *)t + PW__TASK_HDR;
 		if (state) /* NULL: the (internal) caller fills it in */
-			memcpy(t->state, state, size);
+			copy_state(t->state, state, size);
 	} else {
 		t->state = (void *)state;
 	}
