@@ -67,7 +67,7 @@ void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
 	if ((t->flags & (PW__T_DONE | PW__T_SCHEDULED | PW__T_RUNNING)) !=
 	    PW__T_DONE)
 		return;
-	if (t->refs > 0 || atomic_load_explicit(&t->pins, memory_order_relaxed))
+	if (t->refs > 0 || (t->flags & PW__T_PINNED))
 		return;
 	/* acquire: pairs with the acq_rel read-modify-writes of other
 	 * threads; zero means none holds a reference or has a node queued. */
@@ -155,7 +155,7 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 			       (cancelled ? PW__T_CANCELLED : 0)) &
 			      ~(PW__T_NOTIFIED | PW__T_ABORT));
 	t->result = res;
-	if (t->drop)
+	if (t->flags & PW__T_DROP)
 		t->drop(t->state);
 	PW__STAT_INC(s, finished);
 	struct pw__task *j = t->joiner;
@@ -230,7 +230,8 @@ task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 		t->flags = 0;
 		atomic_init(&t->remote, PW__S_NOTIFIED | PW__S_REF_ONE);
 	} else {
-		t->flags = PW__T_SCHEDULED; /* queued by pw__task_new() */
+		/* Queued by pw__task_new(). */
+		t->flags = PW__T_SCHEDULED | (drop ? PW__T_DROP : 0);
 		atomic_init(&t->remote, 0);
 	}
 	if (size) {
@@ -624,20 +625,13 @@ int pw_waker_clone(struct pw_waker *dst, const struct pw_waker *src)
 	return 0;
 }
 
-void pw_waker_wake_by_ref(const struct pw_waker *w)
+/* pw_waker_wake_by_ref() of anything but a shard-mode task on its own
+ * shard: kept out of line so the common case needs no stack frame. */
+static __attribute__((noinline)) void wake_by_ref_slow(struct pw__task *t,
+						       struct pw__shard *cur)
 {
-	if (!w || !w->task)
-		return;
-	struct pw__task *t = w->task;
 	struct pw__shard *s = t->shard;
-	struct pw__shard *cur = pw__cur_shard;
 
-	/* The common case first: a shard-mode task woken on its shard. */
-	if (__builtin_expect(cur == s && !t->steal, 1)) {
-		PW__STAT_INC(s, local_wakes);
-		pw__task_schedule(s, t);
-		return;
-	}
 	if (t->steal) {
 		pw__task_wake_steal(t);
 		return;
@@ -653,6 +647,23 @@ void pw_waker_wake_by_ref(const struct pw_waker *w)
 		remote_update(t, (uint64_t)0 - PW__R_ONE, 0);
 	}
 	remote_update(t, 0, PW__R_WAKE | PW__R_QUEUED);
+}
+
+void pw_waker_wake_by_ref(const struct pw_waker *w)
+{
+	if (!w || !w->task)
+		return;
+	struct pw__task *t = w->task;
+	struct pw__shard *s = t->shard;
+	struct pw__shard *cur = pw__cur_shard;
+
+	/* The common case first: a shard-mode task woken on its shard. */
+	if (__builtin_expect(cur == s && !t->steal, 1)) {
+		PW__STAT_INC(s, local_wakes);
+		pw__task_schedule(s, t);
+		return;
+	}
+	wake_by_ref_slow(t, cur);
 }
 
 void pw_waker_wake(struct pw_waker *w)

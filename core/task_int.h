@@ -15,6 +15,8 @@
 #define PW_CORE_TASK_INT_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "pinwheel/list.h"
@@ -30,6 +32,10 @@
 #define PW__T_CANCELLED 0x20u /* finished by abort or shutdown */
 #define PW__T_BLOCKON	0x40u /* state is a pw_block_on() record */
 #define PW__T_FOREIGN	0x80u /* stealing mode: made by another thread */
+/* Shard mode only: mirrors of fields on the record's second cache line,
+ * so the hot paths test one word of the first. */
+#define PW__T_PINNED 0x100u /* pins > 0 */
+#define PW__T_DROP   0x200u /* drop != NULL */
 
 /* task->remote: a signed reference delta in bits 2..63, two flags below.
  * Adding or subtracting PW__R_ONE never disturbs the flags. */
@@ -46,37 +52,51 @@
 
 struct pw__shard;
 
+/*
+ * The first cache line holds what the shard-mode paths read and write on
+ * every spawn, poll, finish and join (the run queue link, the poll call,
+ * the join hand-off, the reference counts and flags); the second holds
+ * what only some tasks use (the drop hook, the pin count, the stealing
+ * mode's binding, the inbox node), and the copied state follows. A joined
+ * task is then finished and freed through its first line alone.
+ */
 struct pw__task {
+	/* ---- first cache line ---- */
 	struct pw__task *next;	 /* run queue link */
 	struct pw__shard *shard; /* owner (never PW__SLAB_FREE_MARK); in
 				    stealing mode the slab's shard, or NULL
 				    for a task made on another thread */
 	pw_poll_fn fn;		 /* poll function */
 	void *state;		 /* copied state (below) or borrowed */
-	pw_drop_fn drop;	 /* drop hook or NULL */
-	int64_t result;		 /* result once DONE */
 	struct pw__task *joiner; /* task awaiting this one (owns a ref) */
-	int32_t refs;		 /* owner-side references (see remote) */
-	uint16_t flags;		 /* PW__T_* */
-	int8_t cls;		 /* slab class of this block */
-	uint8_t steal;		 /* stealing mode: set once at creation */
+	int64_t result;		 /* result once DONE */
+	/* Remote references and wake (other threads): the true reference
+	 * count is refs + (remote >> 2); see task.c. */
+	_Atomic uint64_t remote;
+	int32_t refs;	/* owner-side references (see remote) */
+	uint16_t flags; /* PW__T_* */
+	int8_t cls;	/* slab class of this block */
+	uint8_t steal;	/* stealing mode: set once at creation */
+	/* ---- second cache line ---- */
+	pw_drop_fn drop; /* drop hook or NULL (shard mode: PW__T_DROP) */
 	/* Kernel operations, timers and calls pointing into the state.
 	 * Written by one shard only (relaxed load + store): the owner, or
 	 * in stealing mode the worker they were registered on (bound),
 	 * with release so a worker that reads it with acquire sees the
-	 * results they left. */
+	 * results they left. In shard mode PW__T_PINNED says it is not
+	 * zero. */
 	_Atomic uint32_t pins;
-	struct pw__shard *bound; /* stealing mode: where pins are held */
 	/* Stealing mode: runs on `bound` only from now on. Written by the
 	 * worker running the task; read by whoever queues or pops it,
 	 * ordered by the state word's CAS or the queue's release. */
 	bool fixed;
-	/* Remote references and wake (other threads): the true reference
-	 * count is refs + (remote >> 2); see task.c. */
-	_Atomic uint64_t remote;
+	struct pw__shard *bound;    /* stealing mode: where pins are held */
 	struct pw__mpsc_node inbox; /* pushed when PW__R_QUEUED is set */
 	/* 16-byte aligned state follows when copied */
 };
+
+_Static_assert(offsetof(struct pw__task, drop) == 64,
+	       "the shard-mode hot fields fill the first cache line");
 
 #define PW__TASK_HDR ((sizeof(struct pw__task) + 15) & ~(size_t)15)
 

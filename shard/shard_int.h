@@ -208,16 +208,17 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
  */
 static inline unsigned pw__task_run(struct pw__shard *s, struct pw__task *t)
 {
-	t->flags &= (uint16_t)~PW__T_SCHEDULED;
-	if (t->flags & PW__T_DONE) {
-		pw__task_maybe_free(s, t);
+	uint16_t f = (uint16_t)(t->flags & ~PW__T_SCHEDULED);
+
+	if (__builtin_expect(f & (PW__T_DONE | PW__T_ABORT), 0)) {
+		t->flags = f;
+		if (f & PW__T_DONE)
+			pw__task_maybe_free(s, t);
+		else
+			pw__task_finish(s, t, -ECANCELED, true);
 		return 0;
 	}
-	if (t->flags & PW__T_ABORT) {
-		pw__task_finish(s, t, -ECANCELED, true);
-		return 0;
-	}
-	t->flags |= PW__T_RUNNING;
+	t->flags = f | PW__T_RUNNING;
 	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
 	s->cur_task = t;
 	enum pw_poll r = t->fn(&cx, t->state);
@@ -228,10 +229,10 @@ static inline unsigned pw__task_run(struct pw__shard *s, struct pw__task *t)
 		 * keep, so the block goes straight back to the slab. relaxed
 		 * pins: only this shard writes them. acquire remote: as in
 		 * pw__task_maybe_free(). */
-		if (__builtin_expect(!t->drop && !t->joiner && t->refs == 1 &&
-					     !(t->flags & PW__T_BLOCKON),
+		if (__builtin_expect(!(t->flags & (PW__T_DROP | PW__T_PINNED |
+						   PW__T_BLOCKON)) &&
+					     !t->joiner && t->refs == 1,
 				     1) &&
-		    !atomic_load_explicit(&t->pins, memory_order_relaxed) &&
 		    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
 			PW__STAT_INC(s, finished);
 			pw__slab_free(&s->slab, t, t->cls);
@@ -271,6 +272,8 @@ static inline void pw__task_pin(struct pw__shard *s, struct pw__task *t)
 		/* relaxed: the caller holds a reference (as Arc::clone). */
 		atomic_fetch_add_explicit(&t->remote, PW__S_REF_ONE,
 					  memory_order_relaxed);
+	} else {
+		t->flags |= PW__T_PINNED;
 	}
 	atomic_store_explicit(&t->pins, p + 1, memory_order_relaxed);
 }
@@ -294,13 +297,22 @@ static inline void pw__pin_drop(struct pw__task *t)
 	atomic_store_explicit(&t->pins, p - 1, memory_order_release);
 }
 
+/* Shard mode: drop a pin and keep PW__T_PINNED in step. */
+static inline void pw__pin_drop_shard(struct pw__task *t)
+{
+	pw__pin_drop(t);
+	/* relaxed: only this shard writes pins. */
+	if (!atomic_load_explicit(&t->pins, memory_order_relaxed))
+		t->flags &= (uint16_t)~PW__T_PINNED;
+}
+
 static inline void pw__task_unpin(struct pw__shard *s, struct pw__task *t)
 {
 	if (__builtin_expect(t->steal, 0)) {
 		pw__task_unpin_steal(s, t, false);
 		return;
 	}
-	pw__pin_drop(t);
+	pw__pin_drop_shard(t);
 	if (t->flags & PW__T_DONE)
 		pw__task_maybe_free(s, t);
 }
@@ -311,7 +323,7 @@ static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
 		pw__task_unpin_steal(s, t, true);
 		return;
 	}
-	pw__pin_drop(t);
+	pw__pin_drop_shard(t);
 	if (t->flags & PW__T_DONE)
 		pw__task_maybe_free(s, t);
 	else
