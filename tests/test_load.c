@@ -671,12 +671,7 @@ Test(load, resp_errors)
 Test(load, command_help_and_bad_flags)
 {
 	pw_test_time_limit(20);
-	static char out[8192];
-	static const struct {
-		char *argv[8];
-		int status;
-		const char *says;
-	} cases[] = {
+	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "load", "--help" }, 0, "--rate R" },
 		{ { "pinwheel", "load" }, 2, "--target" },
 		{ { "pinwheel", "load", "--target", "nowhere" }, 2, "--target" },
@@ -703,15 +698,7 @@ Test(load, command_help_and_bad_flags)
 		  "--duration" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int st = pw_test_run_cmd(out, sizeof(out), cases[i].argv);
-		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
-			     st, out);
-		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
-		if (cases[i].status == 2)
-			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
-				     "case %zu: one line: %s", i, out);
-	}
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 Test(load, command_runs_and_writes_json)
@@ -765,34 +752,19 @@ Test(load, command_stops_on_sigint_and_reports)
 	static char out[16384];
 	struct srv s = { 0 };
 	char at[64];
-	int pfd[2], status;
+	int fd;
 
 	srv_start(&s, SRV_ECHO);
 	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "load", "--proto",
-		      "echo", "--target", at, "--duration", "60s", "--warmup",
-		      "0", "--shards", "1", NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
+	char *argv[] = { "pinwheel", "load", "--proto",	   "echo",
+			 "--target", at,     "--duration", "60s",
+			 "--warmup", "0",    "--shards",   "1",
+			 NULL };
+	pid_t pid = pw_test_cmd_start(argv, &fd);
 	usleep(1500 * 1000);
 	kill(pid, SIGINT);
-	size_t got = 0;
-	ssize_t r;
-	while (got + 1 < sizeof(out) &&
-	       (r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	close(pfd[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+	int st = pw_test_cmd_wait(pid, fd, out, sizeof(out));
+	cr_expect_eq(st, 0, "%s", out);
 	cr_expect(strstr(out, "stopped early"), "%s", out);
 	cr_expect(strstr(out, "p99.9"), "%s", out);
 	/* The progress line came at least once. */
