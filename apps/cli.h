@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what every `pinwheel` subcommand shares: flags, usage text,
- * the runtime configuration they select, signals, the metrics dump and
- * the acceptor loop of the servers.
+ * the runtime configuration they select, signals, the metrics dump, JSON
+ * strings and the acceptor loop of the servers.
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
  * and picks the common ones it takes (--shards, --sched, --cpus,
@@ -223,6 +223,13 @@ int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
  * Context: any thread.
  */
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt);
+
+/**
+ * pw_cli_json_str - print @s to @f as a JSON string: in double quotes,
+ * '"' and '\\' behind a backslash, other bytes below 0x20 as \u00XX.
+ * Context: any thread.
+ */
+void pw_cli_json_str(FILE *f, const char *s);
 
 /**
  * pw_cli_accept_loop - the body of a server's acceptor task: take the
