@@ -834,21 +834,6 @@ static void print_table(const struct bench *b, FILE *f)
 	}
 }
 
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 static void json_num(FILE *f, const char *key, double v)
 {
 	fprintf(f, "\"%s\": ", key);
@@ -874,7 +859,7 @@ static void json_cell(FILE *f, const struct cell *c)
 			     "failed");
 	if (c->note[0]) {
 		fprintf(f, ", \"reason\": ");
-		json_str(f, c->note);
+		pw_cli_json_str(f, c->note);
 	}
 	if (!c->n) {
 		fputc('}', f);
@@ -933,9 +918,9 @@ static int write_json(const struct bench *b, FILE *f)
 	if (gmtime_r(&now, &tm))
 		strftime(date, sizeof(date), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	fprintf(f, "{\n  \"pinwheel\": ");
-	json_str(f, pw_version());
+	pw_cli_json_str(f, pw_version());
 	fprintf(f, ",\n  \"date\": \"%s\",\n  \"kernel\": ", date);
-	json_str(f, u.release);
+	pw_cli_json_str(f, u.release);
 	fprintf(f, ",\n  \"cpus\": ");
 	json_cpus(f, b->cpus, b->ncpus);
 	fprintf(f,
@@ -951,14 +936,14 @@ static int write_json(const struct bench *b, FILE *f)
 			continue;
 		fprintf(f, "%s\n    {\"name\": ", first ? "" : ",");
 		first = false;
-		json_str(f, r->sc->name);
+		pw_cli_json_str(f, r->sc->name);
 		fprintf(f, ", \"what\": ");
-		json_str(f, r->sc->what);
+		pw_cli_json_str(f, r->sc->what);
 		fprintf(f, ",\n      \"server\": ");
-		json_str(f, r->sc->server);
+		pw_cli_json_str(f, r->sc->server);
 		fprintf(f, ", \"backend\": ");
 		if (r->sc->backend)
-			json_str(f, r->sc->backend);
+			pw_cli_json_str(f, r->sc->backend);
 		else
 			fprintf(f, "null");
 		fprintf(f, ", \"place\": \"%s\", \"server_cpus\": ",
@@ -970,7 +955,7 @@ static int write_json(const struct bench *b, FILE *f)
 			r->conns, r->skipped ? "skipped" : "ran");
 		if (r->skipped) {
 			fprintf(f, ", \"reason\": ");
-			json_str(f, r->note);
+			pw_cli_json_str(f, r->note);
 			fprintf(f, "}");
 			continue;
 		}
@@ -994,7 +979,7 @@ static int write_json(const struct bench *b, FILE *f)
 			b->peer_ok ? "true" : "false");
 		if (b->peer_note[0]) {
 			fprintf(f, ", \"note\": ");
-			json_str(f, b->peer_note);
+			pw_cli_json_str(f, b->peer_note);
 		}
 		for (int i = 0; i < 2; i++) {
 			fprintf(f, ", \"%s\": %s", names[i],

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.c - flags, usage, configuration, signals and metrics shared by the
- * pinwheel subcommands (see cli.h).
+ * cli.c - flags, usage, configuration, signals, metrics, JSON strings
+ * and the acceptor loop shared by the pinwheel subcommands (see cli.h).
  *
  * Numbers are parsed by hand rather than with strtoull(), which takes
  * blanks, signs and wraps "-1" around; every value is checked whole.
@@ -658,4 +658,43 @@ int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt)
 {
 	return pw_cli_metrics_write(f, rt, PW_CLI_METRICS_JSON);
+}
+
+void pw_cli_json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
+				const char *name, bool (*stop)(void *arg),
+				void (*take)(void *arg, int fd), void *arg)
+{
+	int fd;
+
+	for (;;) {
+		if (stop && stop(arg)) {
+			pw_accept_cancel(acc);
+			return pw_ready(cx, 0);
+		}
+		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0) {
+			fprintf(stderr, "%s: accept: %s\n", name,
+				strerror(-fd));
+			if (fd == -EINVAL || fd == -EBADF)
+				return pw_ready(cx, fd);
+			continue;
+		}
+		take(arg, fd);
+	}
 }

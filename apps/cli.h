@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what every `pinwheel` subcommand shares: flags, usage text,
- * the runtime configuration they select, signals and the metrics dump.
+ * the runtime configuration they select, signals, the metrics dump, JSON
+ * strings and the acceptor loop of the servers.
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
  * and picks the common ones it takes (--shards, --sched, --cpus,
@@ -24,6 +25,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "pinwheel/net.h"
 #include "pinwheel/runtime.h"
 
 /* The scheduler --sched selects. */
@@ -221,5 +223,30 @@ int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
  * Context: any thread.
  */
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt);
+
+/**
+ * pw_cli_json_str - print @s to @f as a JSON string: in double quotes,
+ * '"' and '\\' behind a backslash, other bytes below 0x20 as \u00XX.
+ * Context: any thread.
+ */
+void pw_cli_json_str(FILE *f, const char *s);
+
+/**
+ * pw_cli_accept_loop - the body of a server's acceptor task: take the
+ * connections of @acc (polled without deadline) and hand each to
+ * @take(@arg, fd), which owns fd from then on. Before each accept,
+ * @stop(@arg), when @stop is not NULL, may end the loop: the accept is
+ * cancelled and the task ends with result 0. A failed accept is printed
+ * on stderr as "@name: accept: ERROR" (@name as in struct pw_cli_cmd);
+ * -EINVAL or -EBADF (the listener is gone) end the task with that error
+ * as its result, any other error is passed over.
+ * Return: PW_PENDING while no connection is ready; PW_READY (through
+ * pw_ready()) once the task has ended.
+ * Context: the poll function of a task on a shard of the runtime of
+ * @acc's listener.
+ */
+enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
+				const char *name, bool (*stop)(void *arg),
+				void (*take)(void *arg, int fd), void *arg);
 
 #endif /* PW_APPS_CLI_H */

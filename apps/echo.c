@@ -22,6 +22,7 @@
 #include "pinwheel.h"
 #include "pinwheel/net.h"
 #include "apps.h"
+#include "cli.h"
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
 
@@ -100,29 +101,25 @@ struct acceptor {
 	struct pw_accept acc;
 };
 
+/* Start a connection task for @fd (pw_cli_accept_loop()'s take). */
+static void conn_spawn(void *arg, int fd)
+{
+	struct echo_conn c = { .fd = fd };
+
+	(void)arg;
+	pw_recv_init(&c.rx, fd);
+	pw_send_init(&c.tx, fd);
+	pw_close_init(&c.cl, fd);
+	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop))
+		close(fd);
+}
+
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct acceptor *a = state;
-	int fd;
 
-	for (;;) {
-		if (pw_accept_poll(cx, &a->acc, PW_TIME_NEVER, &fd) ==
-		    PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0) {
-			fprintf(stderr, "pinwheel echo: accept: %s\n",
-				strerror(-fd));
-			if (fd == -EINVAL || fd == -EBADF)
-				return pw_ready(cx, fd);
-			continue;
-		}
-		struct echo_conn c = { .fd = fd };
-		pw_recv_init(&c.rx, fd);
-		pw_send_init(&c.tx, fd);
-		pw_close_init(&c.cl, fd);
-		if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop))
-			close(fd);
-	}
+	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL,
+				  conn_spawn, NULL);
 }
 
 static void acceptor_drop(void *state)

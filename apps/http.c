@@ -527,35 +527,33 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	}
 }
 
+/* pw_cli_accept_loop()'s stop: the server drains. */
+static bool acceptor_stop(void *arg)
+{
+	struct http_acceptor *a = arg;
+
+	return draining(a->srv);
+}
+
+/* pw_cli_accept_loop()'s take: count @fd and start its task. */
+static void acceptor_take(void *arg, int fd)
+{
+	struct http_acceptor *a = arg;
+	struct http_shard *h = here(a->srv);
+
+	if (h)
+		bump(&h->accepted, 1);
+	conn_spawn(a->srv, h ? (unsigned)(h - a->srv->sh) : a->m.reg, fd);
+}
+
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct http_acceptor *a = state;
-	struct http_shard *h;
-	int fd;
 
 	if (!a->m.linked && !a->m.waker.task)
 		member_link(a->srv, cx, &a->m);
-	for (;;) {
-		if (draining(a->srv)) {
-			pw_accept_cancel(&a->acc);
-			return pw_ready(cx, 0);
-		}
-		if (pw_accept_poll(cx, &a->acc, PW_TIME_NEVER, &fd) ==
-		    PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0) {
-			fprintf(stderr, "pinwheel http: accept: %s\n",
-				strerror(-fd));
-			if (fd == -EINVAL || fd == -EBADF)
-				return pw_ready(cx, fd);
-			continue;
-		}
-		h = here(a->srv);
-		if (h)
-			bump(&h->accepted, 1);
-		conn_spawn(a->srv, h ? (unsigned)(h - a->srv->sh) : a->m.reg,
-			   fd);
-	}
+	return pw_cli_accept_loop(cx, &a->acc, "pinwheel http", acceptor_stop,
+				  acceptor_take, a);
 }
 
 static void acceptor_drop(void *state)

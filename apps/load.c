@@ -1035,6 +1035,12 @@ static const struct {
 	{ "p99.99", "99.99", 99.99 }, { "max", "100", 100 },
 };
 
+/* The name of @cfg's protocol in both reports. */
+static const char *proto_name(const struct pw_load_config *cfg)
+{
+	return cfg->proto == PW_LOAD_ECHO ? "echo" : "http";
+}
+
 static void us(FILE *f, uint64_t ns)
 {
 	fprintf(f, " %12" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
@@ -1049,9 +1055,8 @@ int pw_load_print(const struct pw_load_config *cfg,
 		return -EINVAL;
 	pw_net_addr_format(&cfg->target, target, sizeof(target));
 	fprintf(f, "%s load of %s: %u connection%s on %u shard%s, ",
-		cfg->proto == PW_LOAD_ECHO ? "echo" : "http", target,
-		cfg->conns, cfg->conns == 1 ? "" : "s", res->shards,
-		res->shards == 1 ? "" : "s");
+		proto_name(cfg), target, cfg->conns, cfg->conns == 1 ? "" : "s",
+		res->shards, res->shards == 1 ? "" : "s");
 	if (cfg->rate)
 		fprintf(f, "open loop at %" PRIu64 " requests/s\n", cfg->rate);
 	else
@@ -1086,22 +1091,6 @@ int pw_load_print(const struct pw_load_config *cfg,
 	return ferror(f) ? -EIO : 0;
 }
 
-/* @s as a JSON string. */
-static void json_str(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
-}
-
 int pw_load_write_json(const struct pw_load_config *cfg,
 		       const struct pw_load_result *res, FILE *f)
 {
@@ -1110,9 +1099,8 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 	if (!cfg || !res || !f)
 		return -EINVAL;
 	pw_net_addr_format(&cfg->target, target, sizeof(target));
-	fprintf(f, "{\"proto\": \"%s\", \"target\": ",
-		cfg->proto == PW_LOAD_ECHO ? "echo" : "http");
-	json_str(f, target);
+	fprintf(f, "{\"proto\": \"%s\", \"target\": ", proto_name(cfg));
+	pw_cli_json_str(f, target);
 	fprintf(f,
 		", \"conns\": %u, \"shards\": %u, \"rate\": %" PRIu64
 		", \"mode\": \"%s\", \"elapsed_s\": %.6f, \"requests\": %" PRIu64

@@ -55,20 +55,6 @@ static void node_cpus(const struct pw_topo *t, int id, char *buf, size_t len)
 	free(cpus);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", (unsigned char)*s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
-}
-
 static void print_json(const struct pw_topo *t, const char *synthetic,
 		       bool numa, const struct pw_placement_opts *o,
 		       const struct pw_placement *p)
@@ -77,7 +63,7 @@ static void print_json(const struct pw_topo *t, const char *synthetic,
 
 	printf("{\n  \"source\": ");
 	if (synthetic)
-		json_str(synthetic);
+		pw_cli_json_str(stdout, synthetic);
 	else
 		printf("\"machine\"");
 	printf(",\n  \"numa_supported\": %s,\n", numa ? "true" : "false");

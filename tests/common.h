@@ -153,6 +153,58 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 
 #ifdef PW_BUILDDIR
 /*
+ * Start the built pinwheel command with @argv (argv[0] is only its name)
+ * and return its pid. Its stdout and stderr go to a pipe whose read end
+ * is put in *@fd, or nowhere when @fd is NULL.
+ */
+static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
+{
+	int pfd[2] = { -1, -1 };
+
+	if (fd)
+		cr_assert_eq(pipe(pfd), 0);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0) {
+		int out = fd ? pfd[1] : open("/dev/null", O_WRONLY);
+		dup2(out, 1);
+		dup2(out, 2);
+		if (fd)
+			close(pfd[0]);
+		execv(PW_BUILDDIR "/pinwheel", argv);
+		_exit(127);
+	}
+	if (fd) {
+		close(pfd[1]);
+		*fd = pfd[0];
+	}
+	return pid;
+}
+
+/*
+ * Wait for the command @pid started by pw_test_cmd_start() and return
+ * its exit status (-1 if it did not exit). Unless @fd is -1, what it
+ * writes to @fd goes to @out first (NUL-terminated, at most @len - 1
+ * bytes kept), and @fd is closed.
+ */
+static inline int pw_test_cmd_wait(pid_t pid, int fd, char *out, size_t len)
+{
+	size_t got = 0;
+	ssize_t r;
+	int status;
+
+	if (fd >= 0) {
+		while (got + 1 < len &&
+		       (r = read(fd, out + got, len - 1 - got)) > 0)
+			got += (size_t)r;
+		out[got] = '\0';
+		close(fd);
+	}
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/*
  * Run the built pinwheel command with @argv (argv[0] is only its name)
  * and return its exit status (-1 if it did not exit). Its stdout and
  * stderr go to @out (NUL-terminated, at most @len - 1 bytes kept), or
@@ -160,33 +212,37 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
  */
 static inline int pw_test_run_cmd(char *out, size_t len, char *const argv[])
 {
-	int pfd[2] = { -1, -1 }, status;
-	size_t got = 0;
-	ssize_t r;
+	int fd = -1;
+	pid_t pid = pw_test_cmd_start(argv, out ? &fd : NULL);
 
-	if (out)
-		cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		int fd = out ? pfd[1] : open("/dev/null", O_WRONLY);
-		dup2(fd, 1);
-		dup2(fd, 2);
-		if (out)
-			close(pfd[0]);
-		execv(PW_BUILDDIR "/pinwheel", argv);
-		_exit(127);
+	return pw_test_cmd_wait(pid, fd, out, len);
+}
+
+/* A run of the pinwheel command and what it must do. */
+struct pw_test_cmd_case {
+	char *argv[8];	  /* argv[0] is only the command's name */
+	int status;	  /* its exit status */
+	const char *says; /* a piece of its output */
+};
+
+/*
+ * Run each of the @n commands of @cases and expect its exit status and
+ * its piece of output; a usage error (status 2) must be one line.
+ */
+static inline void pw_test_cmd_cases(const struct pw_test_cmd_case *cases,
+				     size_t n)
+{
+	static char out[16384];
+
+	for (size_t i = 0; i < n; i++) {
+		int st = pw_test_run_cmd(out, sizeof(out), cases[i].argv);
+		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
+			     st, out);
+		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
+		if (cases[i].status == 2)
+			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
+				     "case %zu: one line: %s", i, out);
 	}
-	if (out) {
-		close(pfd[1]);
-		while (got + 1 < len &&
-		       (r = read(pfd[0], out + got, len - 1 - got)) > 0)
-			got += (size_t)r;
-		out[got] = '\0';
-		close(pfd[0]);
-	}
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 #endif
 

@@ -191,12 +191,7 @@ static int run_cmd(char *out, size_t len, char *const argv[])
 Test(bench, command_flags)
 {
 	pw_test_time_limit(20);
-	static char out[16384];
-	static const struct {
-		char *argv[6];
-		int status;
-		const char *says;
-	} cases[] = {
+	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "bench", "--help" }, 0, "timers" },
 		{ { "pinwheel", "bench", "--scenarios", "nope" },
 		  2,
@@ -211,15 +206,7 @@ Test(bench, command_flags)
 		{ { "pinwheel", "bench", "--peers=yes" }, 2, "--peers" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int st = run_cmd(out, sizeof(out), cases[i].argv);
-		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
-			     st, out);
-		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
-		if (cases[i].status == 2)
-			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
-				     "case %zu: one line: %s", i, out);
-	}
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 Test(bench, json_checker_works)

@@ -283,12 +283,7 @@ Test(cli, signals)
 Test(cli, command_exit_statuses)
 {
 	pw_test_time_limit(20);
-	static char out[8192];
-	static const struct {
-		char *argv[6];
-		int status;
-		const char *says;
-	} cases[] = {
+	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "demo", "--tasks", "3x" }, 2, "--tasks" },
 		{ { "pinwheel", "demo", "--tasks", "0" }, 2, "1..4096" },
 		{ { "pinwheel", "demo", "--bogus" }, 2, "'--bogus'" },
@@ -303,13 +298,5 @@ Test(cli, command_exit_statuses)
 		  "\"cores\": 32" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int st = pw_test_run_cmd(out, sizeof(out), cases[i].argv);
-		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
-			     st, out);
-		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
-		if (cases[i].status == 2)
-			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
-				     "case %zu: one line: %s", i, out);
-	}
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }

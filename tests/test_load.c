@@ -155,12 +155,16 @@ static void srv_start(struct srv *s, enum srv_mode mode)
 	cr_assert_eq(pthread_create(&s->th, NULL, srv_main, s), 0);
 }
 
-/* Stop accepting; connection threads end when their clients close. */
+/* Stop accepting; connection threads end when their clients close.
+ * A second call does nothing. */
 static void srv_stop(struct srv *s)
 {
+	if (s->lfd < 0)
+		return;
 	shutdown(s->lfd, SHUT_RDWR);
 	pthread_join(s->th, NULL);
 	close(s->lfd);
+	s->lfd = -1;
 }
 
 static void target(struct pw_load_config *lc, int port)
@@ -194,25 +198,57 @@ static void run_load(struct pw_runtime *rt, struct pw_load_config *lc,
 	cr_assert_eq(err, 0, "pw_load_run: %d", err);
 }
 
+/* One load against a test server: what load_start() sets up. */
+struct load_test {
+	struct srv s; /* stall_at and stall_ms set by the test, if any */
+	struct pw_runtime *rt;
+	struct pw_load_config lc;
+};
+
+/*
+ * Start a test server of @mode and a runtime of @shards shards, and aim
+ * t->lc at the server with @conns connections and no warm-up, speaking
+ * echo to an echo server and HTTP otherwise. The test then sets what is
+ * its own (requests, or rate and duration) and calls load_go().
+ */
+static void load_start(struct load_test *t, enum srv_mode mode, unsigned shards,
+		       unsigned conns)
+{
+	pw_test_time_limit(20);
+	srv_start(&t->s, mode);
+	t->rt = load_runtime(shards);
+	pw_load_config_init(&t->lc);
+	target(&t->lc, t->s.port);
+	if (mode == SRV_ECHO)
+		t->lc.proto = PW_LOAD_ECHO;
+	t->lc.conns = conns;
+	t->lc.warmup_ns = 0;
+}
+
+static void load_go(struct load_test *t, struct pw_load_result *res)
+{
+	run_load(t->rt, &t->lc, res);
+}
+
+/* Free @res, the runtime and the server of @t. */
+static void load_end(struct load_test *t, struct pw_load_result *res)
+{
+	pw_load_result_destroy(res);
+	pw_runtime_destroy(t->rt);
+	srv_stop(&t->s);
+}
+
 /* ---- closed loop -------------------------------------------------------- */
 
 Test(load, echo_closed_loop_exact_count)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_ECHO);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.proto = PW_LOAD_ECHO;
-	lc.size = 300;
-	lc.conns = 5;
-	lc.requests = 2003;
-	lc.warmup_ns = 0;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_ECHO, 2, 5);
+	t.lc.size = 300;
+	t.lc.requests = 2003;
+	load_go(&t, &res);
 	cr_expect_eq(res.requests, 2003);
 	cr_expect_eq(res.errors, 0);
 	cr_expect_eq(pw_hist_count(&res.latency), 2003);
@@ -224,52 +260,34 @@ Test(load, echo_closed_loop_exact_count)
 	cr_expect_gt(res.throughput, 0);
 	cr_expect_gt(pw_hist_min(&res.latency), 0);
 	cr_expect(!res.stopped);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, http_closed_loop_exact_count)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_HTTP_200);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.conns = 4;
-	lc.requests = 1001;
-	lc.warmup_ns = 0;
-	lc.path = "/index.html";
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_HTTP_200, 2, 4);
+	t.lc.requests = 1001;
+	t.lc.path = "/index.html";
+	load_go(&t, &res);
 	cr_expect_eq(res.requests, 1001);
 	cr_expect_eq(res.errors, 0);
 	cr_expect_eq(pw_hist_count(&res.latency), 1001);
 	cr_expect_eq(res.bytes_received, 1001 * (sizeof(ok_resp) - 1));
 	cr_expect_eq(res.connects, 4);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, http_500_counts_bad_responses)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_HTTP_500);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.conns = 2;
-	lc.requests = 200;
-	lc.warmup_ns = 0;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_HTTP_500, 2, 2);
+	t.lc.requests = 200;
+	load_go(&t, &res);
 	cr_expect_eq(res.requests, 0);
 	cr_expect_eq(res.errors, 200);
 	cr_expect_eq(res.err.bad, 200);
@@ -278,26 +296,17 @@ Test(load, http_500_counts_bad_responses)
 	cr_expect_eq(pw_hist_count(&res.latency), 0);
 	/* A 500 keeps the connection: no reconnects. */
 	cr_expect_eq(res.connects, 2);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, http_server_closes_counts_errors_no_hang)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_HTTP_SHUT);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.conns = 3;
-	lc.requests = 60;
-	lc.warmup_ns = 0;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_HTTP_SHUT, 2, 3);
+	t.lc.requests = 60;
+	load_go(&t, &res);
 	cr_expect_eq(res.requests, 0);
 	cr_expect_eq(res.errors, 60);
 	cr_expect_eq(res.err.reset, 60, "reset %llu other %llu",
@@ -305,55 +314,38 @@ Test(load, http_server_closes_counts_errors_no_hang)
 		     (unsigned long long)res.err.other);
 	/* Every failed request reconnects. */
 	cr_expect_geq(res.connects, 60);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, refused_connects_are_counted)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
 	/* A port that was just free: nothing listens on it. */
-	srv_start(&s, SRV_ECHO);
-	srv_stop(&s);
-	struct pw_runtime *rt = load_runtime(1);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.proto = PW_LOAD_ECHO;
-	lc.conns = 2;
-	lc.requests = 6;
-	lc.warmup_ns = 0;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_ECHO, 1, 2);
+	srv_stop(&t.s);
+	t.lc.requests = 6;
+	load_go(&t, &res);
 	cr_expect_eq(res.requests, 0);
 	cr_expect_eq(res.errors, 6);
 	cr_expect_eq(res.err.connect, 6);
 	cr_expect_eq(res.connects, 0);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
+	load_end(&t, &res);
 }
 
 /* ---- open loop ----------------------------------------------------------- */
 
 Test(load, open_loop_keeps_the_rate)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_HTTP_200);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.conns = 4;
-	lc.rate = 2000;
-	lc.duration_ns = PW_NSEC_PER_SEC;
-	lc.warmup_ns = 200 * PW_NSEC_PER_MSEC;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_HTTP_200, 2, 4);
+	t.lc.rate = 2000;
+	t.lc.duration_ns = PW_NSEC_PER_SEC;
+	t.lc.warmup_ns = 200 * PW_NSEC_PER_MSEC;
+	load_go(&t, &res);
 	/* 2000 due in the second: never more are sent. How many complete
 	 * depends on how busy the machine is (the server is a thread of
 	 * this process), so the floor is only half: the schedule runs. */
@@ -365,28 +357,18 @@ Test(load, open_loop_keeps_the_rate)
 	cr_expect_geq(res.throughput, 1000);
 	cr_expect_leq(res.throughput, 2100);
 	cr_expect_eq(pw_hist_count(&res.latency), res.requests);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, open_loop_corrects_coordinated_omission)
 {
-	pw_test_time_limit(20);
-	struct srv s = { .stall_at = 150, .stall_ms = 200 };
-	struct pw_load_config lc;
+	struct load_test t = { .s = { .stall_at = 150, .stall_ms = 200 } };
 	struct pw_load_result res;
 
-	srv_start(&s, SRV_ECHO);
-	struct pw_runtime *rt = load_runtime(1);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.proto = PW_LOAD_ECHO;
-	lc.conns = 1;
-	lc.rate = 500; /* one due every 2 ms */
-	lc.duration_ns = 1200 * PW_NSEC_PER_MSEC;
-	lc.warmup_ns = 0;
-	run_load(rt, &lc, &res);
+	load_start(&t, SRV_ECHO, 1, 1);
+	t.lc.rate = 500; /* one due every 2 ms */
+	t.lc.duration_ns = 1200 * PW_NSEC_PER_MSEC;
+	load_go(&t, &res);
 	cr_expect_eq(res.errors, 0);
 	cr_expect_geq(res.requests, 500);
 	uint64_t ms = PW_NSEC_PER_MSEC;
@@ -404,9 +386,7 @@ Test(load, open_loop_corrects_coordinated_omission)
 		      (unsigned long long)lp99);
 	cr_expect_geq(pw_hist_percentile(&res.latency, 95), 50 * ms);
 	cr_expect_lt(pw_hist_percentile(&res.service, 95), 50 * ms);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 /* ---- stopping, bad settings ------------------------------------------- */
@@ -435,35 +415,25 @@ static void count_progress(void *arg, const struct pw_load_progress *p)
 
 Test(load, wait_hook_stops_early_with_results)
 {
-	pw_test_time_limit(20);
-	struct srv s = { 0 };
-	struct pw_load_config lc;
+	struct load_test t = { 0 };
 	struct pw_load_result res;
 	struct stopper st = { 0 };
 
-	srv_start(&s, SRV_ECHO);
-	struct pw_runtime *rt = load_runtime(2);
-	pw_load_config_init(&lc);
-	target(&lc, s.port);
-	lc.proto = PW_LOAD_ECHO;
-	lc.conns = 4;
-	lc.duration_ns = 30 * PW_NSEC_PER_SEC;
-	lc.warmup_ns = 0;
-	lc.wait = stop_after_30;
-	lc.progress = count_progress;
-	lc.arg = &st;
+	load_start(&t, SRV_ECHO, 2, 4);
+	t.lc.duration_ns = 30 * PW_NSEC_PER_SEC;
+	t.lc.wait = stop_after_30;
+	t.lc.progress = count_progress;
+	t.lc.arg = &st;
 	struct timespec a, b;
 	clock_gettime(CLOCK_MONOTONIC, &a);
-	run_load(rt, &lc, &res);
+	load_go(&t, &res);
 	clock_gettime(CLOCK_MONOTONIC, &b);
 	cr_expect(res.stopped);
 	cr_expect_gt(res.requests, 0);
 	cr_expect_eq(pw_hist_count(&res.latency), res.requests);
 	cr_expect_lt(b.tv_sec - a.tv_sec, 5);
 	cr_expect_lt(res.elapsed_ns, 5 * PW_NSEC_PER_SEC);
-	pw_load_result_destroy(&res);
-	pw_runtime_destroy(rt);
-	srv_stop(&s);
+	load_end(&t, &res);
 }
 
 Test(load, bad_settings)
@@ -671,12 +641,7 @@ Test(load, resp_errors)
 Test(load, command_help_and_bad_flags)
 {
 	pw_test_time_limit(20);
-	static char out[8192];
-	static const struct {
-		char *argv[8];
-		int status;
-		const char *says;
-	} cases[] = {
+	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "load", "--help" }, 0, "--rate R" },
 		{ { "pinwheel", "load" }, 2, "--target" },
 		{ { "pinwheel", "load", "--target", "nowhere" }, 2, "--target" },
@@ -703,15 +668,7 @@ Test(load, command_help_and_bad_flags)
 		  "--duration" },
 	};
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		int st = pw_test_run_cmd(out, sizeof(out), cases[i].argv);
-		cr_expect_eq(st, cases[i].status, "case %zu: status %d: %s", i,
-			     st, out);
-		cr_expect(strstr(out, cases[i].says), "case %zu: %s", i, out);
-		if (cases[i].status == 2)
-			cr_expect_eq(strchr(out, '\n'), out + strlen(out) - 1,
-				     "case %zu: one line: %s", i, out);
-	}
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 Test(load, command_runs_and_writes_json)
@@ -765,34 +722,19 @@ Test(load, command_stops_on_sigint_and_reports)
 	static char out[16384];
 	struct srv s = { 0 };
 	char at[64];
-	int pfd[2], status;
+	int fd;
 
 	srv_start(&s, SRV_ECHO);
 	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "load", "--proto",
-		      "echo", "--target", at, "--duration", "60s", "--warmup",
-		      "0", "--shards", "1", NULL);
-		_exit(127);
-	}
-	close(pfd[1]);
+	char *argv[] = { "pinwheel", "load", "--proto",	   "echo",
+			 "--target", at,     "--duration", "60s",
+			 "--warmup", "0",    "--shards",   "1",
+			 NULL };
+	pid_t pid = pw_test_cmd_start(argv, &fd);
 	usleep(1500 * 1000);
 	kill(pid, SIGINT);
-	size_t got = 0;
-	ssize_t r;
-	while (got + 1 < sizeof(out) &&
-	       (r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)r;
-	out[got] = '\0';
-	close(pfd[0]);
-	cr_assert_eq(waitpid(pid, &status, 0), pid);
-	cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%s", out);
+	int st = pw_test_cmd_wait(pid, fd, out, sizeof(out));
+	cr_expect_eq(st, 0, "%s", out);
 	cr_expect(strstr(out, "stopped early"), "%s", out);
 	cr_expect(strstr(out, "p99.9"), "%s", out);
 	/* The progress line came at least once. */
