@@ -136,8 +136,36 @@ static void blockon_signal(struct pw__blockon *bo)
 	pthread_mutex_unlock(&bo->mu);
 }
 
+/*
+ * Counters kept as plain fields elsewhere, published once per turn and
+ * before a pw_block_on() caller is released (pw__blockon_release()).
+ */
+static void publish_stats(struct pw__shard *s)
+{
+	/* relaxed: statistics for readers on other threads. A reader that
+	 * must see these values (a pw_block_on() caller) is ordered after
+	 * them by the mutex in blockon_signal(). */
+	atomic_store_explicit(&s->stats.inflight_ops, s->inflight,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.live_tasks, s->slab.live,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.slab_chunks, s->slab.nchunks,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.mesh_sent, s->sent,
+			      memory_order_relaxed);
+	atomic_store_explicit(&s->stats.mesh_received, s->received,
+			      memory_order_relaxed);
+}
+
 void pw__blockon_release(void *state)
 {
+	struct pw__shard *s = pw__cur_shard;
+
+	/* The counters published at the end of the last turn may predate
+	 * everything the task did in this one (its spawns, its SQEs): the
+	 * caller, once back, reads them as they are now. */
+	if (s)
+		publish_stats(s);
 	blockon_signal(state);
 }
 
@@ -344,22 +372,6 @@ static void final_cancel(struct pw__shard *s)
 		io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, NULL, NULL);
 		reap(s);
 	}
-}
-
-/* Counters kept as plain fields elsewhere, published once per turn. */
-static void publish_stats(struct pw__shard *s)
-{
-	/* relaxed: statistics for readers on other threads. */
-	atomic_store_explicit(&s->stats.inflight_ops, s->inflight,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->stats.live_tasks, s->slab.live,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->stats.slab_chunks, s->slab.nchunks,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->stats.mesh_sent, s->sent,
-			      memory_order_relaxed);
-	atomic_store_explicit(&s->stats.mesh_received, s->received,
-			      memory_order_relaxed);
 }
 
 void pw__shard_events(struct pw__shard *s, bool sleep)

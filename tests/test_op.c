@@ -280,7 +280,10 @@ Test(op, abort_cancels_a_blocked_read_and_leaks_nothing)
 	cr_assert_eq(drops, 1);
 	cr_assert_eq(reader_polls, 1, "an aborted task is not polled again");
 	cr_assert_eq(last_res, 0, "the drop hook issued a cancel");
-	/* The cancelled read's CQE releases the reader's memory. */
+	/* The cancelled read's CQE releases the reader's memory. The read
+	 * and its cancel may not even have reached the kernel yet, but the
+	 * counters are current as of the root task's end (pw_block_on()),
+	 * so they count both until their CQEs are in. */
 	uint64_t inflight = 1;
 	for (int i = 0; i < 1000 && (live(rt, &inflight) || inflight); i++)
 		usleep(1000);

@@ -11,12 +11,14 @@
 #include <linux/seccomp.h>
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -127,6 +129,88 @@ Test(runtime, destroy_drops_tasks_and_cancels_operations)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(atomic_load(&drops), 2 * n);
 	cr_assert_eq(pw_test_open_fds(), fds);
+}
+
+/*
+ * The counters pw_block_on()'s caller reads are those of the moment its
+ * task ended, not of the last loop turn: a staller keeps the shard inside
+ * that task's turn until the caller has looked, while a reader it spawned
+ * holds its memory and a read on an empty pipe.
+ */
+static struct fresh {
+	int fds[2], step;
+	_Atomic bool root_done, looked;
+} fresh;
+
+struct fresh_reader {
+	int fd;
+	char buf[8];
+	struct pw_op op;
+};
+
+static void prep_fresh_read(struct io_uring_sqe *sqe, void *arg)
+{
+	struct fresh_reader *r = arg;
+	io_uring_prep_read(sqe, r->fd, r->buf, sizeof(r->buf), 0);
+}
+
+static enum pw_poll fresh_reader_poll(struct pw_cx *cx, void *state)
+{
+	struct fresh_reader *r = state;
+	int32_t res;
+	if (pw_op_poll(cx, &r->op, prep_fresh_read, r, &res) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, res);
+}
+
+static enum pw_poll fresh_staller_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	if (!atomic_load(&fresh.root_done))
+		return pw_yield(cx);
+	/* Bounded: a caller that never looks fails below, not here. */
+	struct timespec t0, t;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!atomic_load(&fresh.looked) && t.tv_sec - t0.tv_sec < 2);
+	return pw_ready(cx, 0);
+}
+
+static enum pw_poll fresh_root_poll(struct pw_cx *cx, void *state)
+{
+	struct fresh *f = state;
+	if (f->step == 0) {
+		struct fresh_reader r = { .fd = f->fds[0] };
+		pw_op_init(&r.op);
+		cr_assert_eq(pw_spawn(NULL, fresh_reader_poll, &r, sizeof(r),
+				      NULL),
+			     0);
+		cr_assert_eq(pw_spawn(NULL, fresh_staller_poll, NULL, 0, NULL),
+			     0);
+		f->step = 1;
+		return pw_yield(cx);
+	}
+	atomic_store(&f->root_done, true);
+	return pw_ready(cx, 7);
+}
+
+Test(runtime, block_on_returns_with_the_shard_counters_current)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_shard_stats st;
+	cr_assert_eq(pipe(fresh.fds), 0);
+	cr_assert_eq(pw_test_block_on(rt, fresh_root_poll, &fresh), 7);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	atomic_store(&fresh.looked, true);
+	cr_assert_geq(st.live_tasks, 2, "the reader and the staller are live");
+	cr_assert_eq(st.inflight_ops, 1, "the reader's read is in flight");
+	cr_assert_eq(write(fresh.fds[1], "x", 1), 1);
+	cr_assert_eq(pw_test_wait_live(rt, 0, 0).live_tasks, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(fresh.fds[0]);
+	close(fresh.fds[1]);
 }
 
 Test(runtime, handles_after_destroy_are_refused)

@@ -118,7 +118,10 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
  * the caller while the task runs); @result: receives the task's result, or
  * NULL.
  *
- * Other tasks keep running on the shards after it returns.
+ * Other tasks keep running on the shards after it returns. The counters
+ * of the shard that ran the task (pw_runtime_stats()) are published before
+ * the caller is released, so they count at least what the task left: the
+ * tasks it spawned that still hold memory, its operations in flight.
  * Return: 0 with *@result set; -EINVAL for a bad @rt or NULL @fn;
  * -EDEADLK when called on a shard thread; -ESHUTDOWN if the runtime is
  * stopping; -ENOMEM. The task's own errors travel in *@result.
@@ -198,7 +201,8 @@ struct pw_shard_stats {
 /**
  * pw_runtime_stats - copy shard @shard's counters into @out.
  * Counters are updated by the shard and read without stopping it, so
- * they may lag by a few events.
+ * they may lag by a few events (but never behind the end of a
+ * pw_block_on() task, for its caller: see there).
  * Return: 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad shard.
  * Context: any thread.
  */
