@@ -1097,8 +1097,9 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	cfg.nupstreams = 1;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
 	EXPECT(write(ctl, &pa, sizeof(pa)) == sizeof(pa));
-	/* The client says when every connection is open, then when every
-	 * connection is closed. */
+	/* The client says when every connection is open and waits for our
+	 * answer before it closes any, then says when every connection is
+	 * closed. */
 	if (read(ctl, &c, 1) != 1) {
 		pw_proxy_stats(p, &st);
 		char line[512];
@@ -1106,7 +1107,11 @@ static int many_proxy_child(int ctl, long nofile, int n,
 		fprintf(stderr, "proxy: %s\n", line);
 		return 1;
 	}
-	pw_proxy_stats(p, &st);
+	/* Each connection has echoed, so its task has run; with stealing,
+	 * the acceptor counts it just after the spawn, so a reader may be
+	 * a moment ahead of that count. Nothing closes before our answer:
+	 * the count can only rise to n. */
+	WAIT_STATS(p, st, st.conns_open == (uint64_t)n, 2000);
 	if (st.conns_open != (uint64_t)n) {
 		char line[512];
 		pw_proxy_stats_line(&st, line, sizeof(line));
@@ -1114,6 +1119,7 @@ static int many_proxy_child(int ctl, long nofile, int n,
 			(unsigned long long)st.conns_open, n, line);
 	}
 	EXPECT(st.conns_open == (uint64_t)n);
+	EXPECT(write(ctl, &c, 1) == 1);
 	EXPECT(read(ctl, &c, 1) == 1);
 	WAIT_STATS(p, st, st.conns_open == 0, 30000);
 	EXPECT(st.conns_open == 0);
@@ -1190,8 +1196,10 @@ static int many_scenario(void)
 		EXPECT(r == sizeof(v));
 		EXPECT(v == i);
 	}
+	/* The proxy reads its open count before any connection closes. */
 	char c = 1;
 	EXPECT(write(pctl[0], &c, 1) == 1);
+	EXPECT(read(pctl[0], &c, 1) == 1 && c == 1);
 	for (int i = 0; i < n; i++)
 		close(fd[i]);
 	free(fd);
