@@ -169,40 +169,41 @@ void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 	unref(s, t); /* the scheduler's reference */
 }
 
+/* Copy @n bytes, @w <= @n <= 2 * @w, as two overlapping @w-byte moves
+ * (@w a constant once inlined, so no call). */
+static inline __attribute__((always_inline)) void
+copy_ends(char *d, const char *s, size_t n, size_t w)
+{
+	char a[16], b[16];
+
+	memcpy(a, s, w);
+	memcpy(b, s + n - w, w);
+	memcpy(d, a, w);
+	memcpy(d + n - w, b, w);
+}
+
 /*
  * Copy a task's state into its block. Most states are a few words, so
  * sizes up to 32 bytes are two overlapping loads and stores each, with
  * no call; larger ones go to memcpy().
  */
-static inline void copy_state(void *dst, const void *src, size_t n)
+static inline __attribute__((always_inline)) void
+copy_state(void *dst, const void *src, size_t n)
 {
 	char *d = dst;
 	const char *s = src;
 
-	if (n > 32) {
+	if (n > 32)
 		memcpy(d, s, n);
-	} else if (n >= 16) {
-		char a[16], b[16];
-		memcpy(a, s, 16);
-		memcpy(b, s + n - 16, 16);
-		memcpy(d, a, 16);
-		memcpy(d + n - 16, b, 16);
-	} else if (n >= 8) {
-		uint64_t a, b;
-		memcpy(&a, s, 8);
-		memcpy(&b, s + n - 8, 8);
-		memcpy(d, &a, 8);
-		memcpy(d + n - 8, &b, 8);
-	} else if (n >= 4) {
-		uint32_t a, b;
-		memcpy(&a, s, 4);
-		memcpy(&b, s + n - 4, 4);
-		memcpy(d, &a, 4);
-		memcpy(d + n - 4, &b, 4);
-	} else {
+	else if (n >= 16)
+		copy_ends(d, s, n, 16);
+	else if (n >= 8)
+		copy_ends(d, s, n, 8);
+	else if (n >= 4)
+		copy_ends(d, s, n, 4);
+	else
 		for (size_t i = 0; i < n; i++)
 			d[i] = s[i];
-	}
 }
 
 static inline __attribute__((always_inline)) void
