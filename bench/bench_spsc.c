@@ -9,6 +9,9 @@
  *                            enqueues, then up to B single dequeues
  *   bm_spsc_roundtrip        CPU0 -> CPU1 -> CPU0 over two rings
  *   bm_pingpong_floor        one cache line flipped between the same cores
+ *   bm_pingpong_two_lines    a line per direction: the first CPU writes one
+ *                            the second polls, and polls one the second
+ *                            writes (the least any ring pair can do)
  *
  * One iteration is one message (throughput) or one round trip (latency),
  * so the time column is ns per message or per round trip.
@@ -448,3 +451,61 @@ static void bm_pingpong_floor(struct pw_bench *b)
 	duo_bench(b, &d, RTT_BATCH);
 }
 PW_BENCH(bm_pingpong_floor);
+
+/* ---- two lines: one per direction, as a pair of rings uses ---- */
+
+struct two_lines {
+	struct floor_line there; /* written by the first CPU */
+	struct floor_line back;	 /* written by the second CPU */
+};
+
+static void two_lines_side(struct floor_line *in, struct floor_line *out,
+			   uint64_t n, bool first)
+{
+	/* relaxed: the barrier before this round ordered the last stores. */
+	uint64_t v = atomic_load_explicit(&out->turn, memory_order_relaxed);
+
+	for (uint64_t i = 0; i < n; i++, v++) {
+		if (first)
+			/* release: hands the round over; pairs with the
+			 * acquire load below on the other side. */
+			atomic_store_explicit(&out->turn, v + 1,
+					      memory_order_release);
+		/* acquire: pairs with the other side's release store. */
+		while (atomic_load_explicit(&in->turn, memory_order_acquire) !=
+		       v + 1)
+			cpu_relax();
+		if (!first)
+			/* release: as above. */
+			atomic_store_explicit(&out->turn, v + 1,
+					      memory_order_release);
+	}
+}
+
+static void two_lines_first(struct duo *d, uint64_t n)
+{
+	struct two_lines *t = d->ctx;
+
+	two_lines_side(&t->back, &t->there, n, true);
+}
+
+static void two_lines_second(struct duo *d, uint64_t n)
+{
+	struct two_lines *t = d->ctx;
+
+	two_lines_side(&t->there, &t->back, n, false);
+}
+
+static void bm_pingpong_two_lines(struct pw_bench *b)
+{
+	static struct two_lines t;
+	static struct duo d;
+
+	atomic_init(&t.there.turn, 0);
+	atomic_init(&t.back.turn, 0);
+	d.role[0] = two_lines_first;
+	d.role[1] = two_lines_second;
+	d.ctx = &t;
+	duo_bench(b, &d, RTT_BATCH);
+}
+PW_BENCH(bm_pingpong_two_lines);
