@@ -220,7 +220,7 @@ enum pw_poll pw_blocking_poll(struct pw_cx *cx, struct pw_blocking *b,
 	}
 	if (b->state == PW_BLOCKING_QUEUED)
 		return PW_PENDING;
-	if (!pw_coop_proceed(cx))
+	if (!pw__coop_proceed(cx))
 		return PW_PENDING;
 	*result = b->result;
 	b->state = PW_BLOCKING_IDLE;

@@ -190,7 +190,7 @@ enum pw_poll pw_channel_send_poll(struct pw_cx *cx, struct pw_channel *ch,
 	switch (snd->state) {
 	case PW_CHANNEL_SENDER_IDLE:
 		if (!ch->nwaiting && ch->len + ch->reserved < ch->cap) {
-			if (!pw_coop_proceed(cx))
+			if (!pw__coop_proceed(cx))
 				return PW_PENDING;
 			store(ch, item);
 			*res = 0;
@@ -217,7 +217,7 @@ enum pw_poll pw_channel_send_poll(struct pw_cx *cx, struct pw_channel *ch,
 		}
 		return PW_PENDING;
 	default: /* GRANTED */
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		ch->reserved--;
 		snd->state = PW_CHANNEL_SENDER_IDLE;
@@ -279,7 +279,7 @@ enum pw_poll pw_channel_recv_poll(struct pw_cx *cx, struct pw_channel *ch,
 		return PW_READY;
 	}
 	if (ch->len) {
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		take(ch, item);
 		*res = 1;

@@ -454,8 +454,9 @@ void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake)
 	pw__task_unref_steal(t);
 }
 
-static enum pw_poll join_poll_steal(struct pw_cx *cx, struct pw_join *j,
-				    int64_t *result)
+/* Kept out of line: the shard-mode join needs no frame of its size. */
+static __attribute__((noinline)) enum pw_poll
+join_poll_steal(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 {
 	struct pw__task *t = j->task;
 	/* acquire: pairs with the finisher's release of COMPLETE. */
@@ -524,7 +525,7 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 	}
 	struct pw__task *t = j->task;
 	if (t->steal) {
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		enum pw_poll r = join_poll_steal(cx, j, result);
 		if (r == PW_PENDING)
@@ -535,7 +536,7 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 		*result = -EXDEV;
 		return PW_READY;
 	}
-	if (!pw_coop_proceed(cx))
+	if (!pw__coop_proceed(cx))
 		return PW_PENDING;
 	if (t->flags & PW__T_DONE) {
 		*result = t->result;
@@ -721,19 +722,7 @@ enum pw_poll pw_yield(struct pw_cx *cx)
 
 bool pw_coop_proceed(struct pw_cx *cx)
 {
-	if (!cx || !cx->task)
-		return false;
-	if (cx->budget > 0) {
-		cx->budget--;
-		return true;
-	}
-	if (cx->budget == 0) {
-		/* First refusal in this poll: count one forced yield. */
-		PW__STAT_INC(cx->shard, budget_yields);
-		cx->budget = -1;
-	}
-	cx->task->flags |= PW__T_NOTIFIED;
-	return false;
+	return pw__coop_proceed(cx);
 }
 
 uint64_t pw_task_id(const struct pw_cx *cx)

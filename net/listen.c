@@ -287,7 +287,7 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 
 	op->flags &= (uint8_t)~PW__NF_DROPPED;
 	if (a->count || ls->spill_len) {
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		if (a->count) {
 			*res = a->fds[a->head];

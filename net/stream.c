@@ -124,7 +124,7 @@ enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
 	op->flags &= (uint8_t)~PW__NF_DROPPED;
 	op->task = cx->task; /* the starved list wakes this task */
 	if (r->count) {
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		uint16_t bid = r->head;
 		r->head = n->next[bid];
@@ -235,7 +235,7 @@ enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
 		return PW_PENDING;
 	}
 	if ((op->flags & PW__NF_TIMEDOUT) || s->err || s->done >= s->len) {
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		*res = (op->flags & PW__NF_TIMEDOUT) ? -ETIMEDOUT :
 		       s->err			     ? s->err :

@@ -604,7 +604,7 @@ enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result)
 
 	switch (c->state) {
 	case PW_CALL_DONE:
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		*result = c->result;
 		c->state = PW_CALL_IDLE;

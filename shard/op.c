@@ -41,7 +41,7 @@ enum pw_poll pw_op_poll(struct pw_cx *cx, struct pw_op *op, pw_op_prep_fn prep,
 
 	switch (op->state) {
 	case PW_OP_DONE:
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 		*res = op->res;
 		op->state = PW_OP_IDLE;

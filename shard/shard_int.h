@@ -180,6 +180,25 @@ struct pw_runtime {
 	_Atomic unsigned next_any; /* PW_SHARD_ANY spawns, shard mode */
 };
 
+/* pw_coop_proceed(), inline in the library's own leaf operations. */
+static inline __attribute__((always_inline)) bool
+pw__coop_proceed(struct pw_cx *cx)
+{
+	if (!cx || !cx->task)
+		return false;
+	if (__builtin_expect(cx->budget > 0, 1)) {
+		cx->budget--;
+		return true;
+	}
+	if (cx->budget == 0) {
+		/* First refusal in this poll: count one forced yield. */
+		PW__STAT_INC(cx->shard, budget_yields);
+		cx->budget = -1;
+	}
+	cx->task->flags |= PW__T_NOTIFIED;
+	return false;
+}
+
 /*
  * Wake @t on its own shard: queue it unless it is done or queued already;
  * a task being polled is marked NOTIFIED and re-queued after its poll.

@@ -552,7 +552,7 @@ enum pw_poll pw_throttle_poll_next(struct pw_cx *cx, struct pw_throttle *t,
 			return PW_READY;
 		}
 		t->dropped++;
-		if (!pw_coop_proceed(cx))
+		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
 	}
 }

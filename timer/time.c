@@ -248,7 +248,7 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *sl)
 		return PW_READY;
 	struct pw__shard *s = cx->shard;
 
-	if (!pw_coop_proceed(cx))
+	if (!pw__coop_proceed(cx))
 		return PW_PENDING;
 	if (sl->state == PW_SLEEP_FIRED)
 		return PW_READY;
