@@ -24,66 +24,17 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "net_fixtures.h"
 #include "pinwheel/net.h"
 #include "../apps/apps.h"
 #include "../apps/proxy.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static size_t scaled(size_t n, size_t min)
 {
 	size_t v = (size_t)((double)n * pw_test_scale());
 	return v < min ? min : v;
-}
-
-static int dial(const struct pw_net_addr *a)
-{
-	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, &a->u.sa, a->len)) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Wait up to @ms for @fd to become readable; true if it did. */
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { fd, POLLIN, 0 };
-	return poll(&p, 1, ms) == 1;
-}
-
-/* A listening socket on a free loopback port. */
-static int listen_any(struct pw_net_addr *a, int backlog)
-{
-	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
-	cr_assert_eq(listen(fd, backlog), 0);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
-	return fd;
-}
-
-/* An address nobody listens on (connects are refused). */
-static struct pw_net_addr closed_port(void)
-{
-	struct pw_net_addr a;
-	int fd = listen_any(&a, 1);
-	close(fd);
-	return a;
 }
 
 /* ---- an echo upstream (pinwheel tasks) ------------------------------- */
@@ -229,15 +180,16 @@ static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
 }
 
 /* Stats once @pred holds, waiting up to @ms. */
-#define WAIT_STATS(p, st, pred, ms)                                     \
-	do {                                                            \
-		uint64_t t0_ = mono_ms();                               \
-		for (;;) {                                              \
-			pw_proxy_stats((p), &(st));                     \
-			if ((pred) || mono_ms() - t0_ > (uint64_t)(ms)) \
-				break;                                  \
-			usleep(1000);                                   \
-		}                                                       \
+#define WAIT_STATS(p, st, pred, ms)                                   \
+	do {                                                          \
+		uint64_t t0_ = pw_test_mono_ms();                     \
+		for (;;) {                                            \
+			pw_proxy_stats((p), &(st));                   \
+			if ((pred) ||                                 \
+			    pw_test_mono_ms() - t0_ > (uint64_t)(ms)) \
+				break;                                \
+			usleep(1000);                                 \
+		}                                                     \
 	} while (0)
 
 /* ---- byte-exact transfers ---------------------------------------------- */
@@ -290,7 +242,7 @@ static void *xfer_run(void *arg)
 	char buf[65536];
 	pthread_t w;
 
-	x->fd = dial(&x->addr);
+	x->fd = pw_test_dial(&x->addr);
 	if (x->fd < 0) {
 		x->err = -x->fd;
 		return NULL;
@@ -409,7 +361,7 @@ static void *script_main(void *arg)
 static void script_start(struct script *s, void (*fn)(struct script *, int))
 {
 	memset(s, 0, sizeof(*s));
-	s->lfd = listen_any(&s->addr, 16);
+	s->lfd = pw_test_listen_any(&s->addr, 16);
 	s->fn = fn;
 	cr_assert_eq(pthread_create(&s->t, NULL, script_main, s), 0);
 }
@@ -450,7 +402,7 @@ Test(proxy, half_close_both_ways)
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
 
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(send(fd, "hello", 5, 0), 5);
 	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
@@ -459,7 +411,8 @@ Test(proxy, half_close_both_ways)
 	char buf[64];
 	size_t n = 0;
 	for (;;) {
-		cr_assert(readable(fd, 5000), "no answer after half-close");
+		cr_assert(pw_test_readable(fd, 5000),
+			  "no answer after half-close");
 		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
 		cr_assert_geq(r, 0);
 		if (!r)
@@ -519,7 +472,7 @@ Test(proxy, client_reset_resets_upstream)
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
 
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	static char buf[256 << 10];
 	memset(buf, 'x', sizeof(buf));
@@ -563,13 +516,13 @@ Test(proxy, upstream_reset_resets_client)
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
 
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	char buf[64];
 	size_t n = 0;
 	int err = 0;
 	for (;;) {
-		cr_assert(readable(fd, 5000));
+		cr_assert(pw_test_readable(fd, 5000));
 		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
 		if (r < 0) {
 			err = errno;
@@ -594,11 +547,11 @@ Test(proxy, upstream_reset_resets_client)
 
 static void ping(const struct pw_net_addr *pa)
 {
-	int fd = dial(pa);
+	int fd = pw_test_dial(pa);
 	cr_assert_geq(fd, 0);
 	char b[4];
 	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
+	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
 	cr_assert_eq(memcmp(b, "ping", 4), 0);
 	close(fd);
@@ -607,9 +560,9 @@ static void ping(const struct pw_net_addr *pa)
 /* The client is closed without a byte. */
 static void expect_closed(const struct pw_net_addr *pa, int ms)
 {
-	int fd = dial(pa);
+	int fd = pw_test_dial(pa);
 	cr_assert_geq(fd, 0);
-	cr_assert(readable(fd, ms), "not closed in %d ms", ms);
+	cr_assert(pw_test_readable(fd, ms), "not closed in %d ms", ms);
 	char b[4];
 	ssize_t r = recv(fd, b, sizeof(b), 0);
 	cr_assert(r == 0 || (r < 0 && errno == ECONNRESET), "recv %zd", r);
@@ -625,7 +578,7 @@ Test(proxy, failover_and_all_refusing)
 	echo_start(&e);
 	struct pw_proxy_config cfg;
 	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = closed_port();
+	cfg.upstream[0] = pw_test_closed_port();
 	cfg.upstream[1] = e.addr;
 	cfg.nupstreams = 2;
 	struct pw_net_addr pa;
@@ -639,7 +592,7 @@ Test(proxy, failover_and_all_refusing)
 	cr_assert_eq(st.upstream_failed, 0);
 	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
 
-	cfg.upstream[1] = closed_port();
+	cfg.upstream[1] = pw_test_closed_port();
 	p = proxy_up(&cfg, &pa);
 	expect_closed(&pa, 5000);
 	expect_closed(&pa, 5000);
@@ -652,35 +605,13 @@ Test(proxy, failover_and_all_refusing)
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
-/* A listener with backlog 0 whose queue is full drops SYNs: a connect to
- * it hangs. */
-static int blackhole(struct pw_net_addr *a, int *fill, int *nfill)
-{
-	int lfd = listen_any(a, 0);
-	*nfill = 0;
-	for (; *nfill < 16; (*nfill)++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		fill[*nfill] = fd;
-		if (connect(fd, &a->u.sa, a->len) == 0)
-			continue;
-		cr_assert_eq(errno, EINPROGRESS);
-		struct pollfd pf = { fd, POLLOUT, 0 };
-		if (poll(&pf, 1, 200) == 0) {
-			(*nfill)++;
-			break;
-		}
-	}
-	cr_assert_lt(*nfill, 16, "the backlog never filled");
-	return lfd;
-}
-
 Test(proxy, connect_timeout_then_failover)
 {
 	pw_test_time_limit(30);
 	signal(SIGPIPE, SIG_IGN);
 	int fill[16], nfill;
 	struct pw_net_addr hole;
-	int lfd = blackhole(&hole, fill, &nfill);
+	int lfd = pw_test_blackhole(&hole, fill, &nfill);
 	int fds0 = pw_test_open_fds();
 	struct echo_srv e;
 	echo_start(&e);
@@ -691,9 +622,9 @@ Test(proxy, connect_timeout_then_failover)
 	cfg.nupstreams = 1;
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = pw_test_mono_ms();
 	expect_closed(&pa, 5000);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 190, "closed after %llu ms",
 		      (unsigned long long)took);
 	struct pw_proxy_stats st;
@@ -705,18 +636,16 @@ Test(proxy, connect_timeout_then_failover)
 	cfg.upstream[1] = e.addr;
 	cfg.nupstreams = 2;
 	p = proxy_up(&cfg, &pa);
-	t0 = mono_ms();
+	t0 = pw_test_mono_ms();
 	ping(&pa); /* first upstream: times out, fails over */
-	cr_assert_geq(mono_ms() - t0, 190);
+	cr_assert_geq(pw_test_mono_ms() - t0, 190);
 	WAIT_STATS(p, st, st.conns_open == 0, 2000);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 0);
 	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
 	echo_stop(&e);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	close(lfd);
+	pw_test_blackhole_close(lfd, fill, nfill);
 }
 
 /* ---- a client that does not read --------------------------------------- */
@@ -774,7 +703,7 @@ Test(proxy, slow_reader_bounded_memory)
 	cfg.nupstreams = 1;
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	/* The client reads nothing: the upstream must end up blocked. */
 	for (int i = 0; i < 10000 && !s.stage; i++)
@@ -798,8 +727,8 @@ Test(proxy, slow_reader_bounded_memory)
 	uint64_t got = 0, h = PW_TEST_FNV_INIT;
 	static char buf[65536];
 	for (;;) {
-		cr_assert(readable(fd, 5000), "stalled after %llu bytes",
-			  (unsigned long long)got);
+		cr_assert(pw_test_readable(fd, 5000),
+			  "stalled after %llu bytes", (unsigned long long)got);
 		ssize_t r = recv(fd, buf, sizeof(buf), 0);
 		cr_assert_geq(r, 0);
 		if (!r)
@@ -833,20 +762,20 @@ Test(proxy, idle_timeout_closes)
 	cfg.nupstreams = 1;
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	char b[4];
 	/* Activity postpones the timeout. */
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(send(fd, "ping", 4, 0), 4);
-		cr_assert(readable(fd, 5000));
+		cr_assert(pw_test_readable(fd, 5000));
 		cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
 		usleep(150 * 1000);
 	}
-	uint64_t t0 = mono_ms();
-	cr_assert(readable(fd, 5000), "never closed");
+	uint64_t t0 = pw_test_mono_ms();
+	cr_assert(pw_test_readable(fd, 5000), "never closed");
 	cr_assert_eq(recv(fd, b, 4, 0), 0);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 100, "closed after %llu ms",
 		      (unsigned long long)took);
 	close(fd);
@@ -875,10 +804,10 @@ Test(proxy, max_conns_rejects_beyond)
 	int fd[2];
 	char b[4];
 	for (int i = 0; i < 2; i++) {
-		fd[i] = dial(&pa);
+		fd[i] = pw_test_dial(&pa);
 		cr_assert_geq(fd[i], 0);
 		cr_assert_eq(send(fd[i], "ping", 4, 0), 4);
-		cr_assert(readable(fd[i], 5000));
+		cr_assert(pw_test_readable(fd[i], 5000));
 		cr_assert_eq(recv(fd[i], b, 4, MSG_WAITALL), 4);
 	}
 	expect_closed(&pa, 5000);
@@ -910,25 +839,25 @@ Test(proxy, drain_waits_then_closes)
 	cfg.nupstreams = 1;
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
+	int fd = pw_test_dial(&pa);
 	cr_assert_geq(fd, 0);
 	char b[4];
 	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
+	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = pw_test_mono_ms();
 	cr_assert_eq(pw_proxy_drain(p, 300 * PW_NSEC_PER_MSEC), 1);
-	cr_assert_geq(mono_ms() - t0, 290);
+	cr_assert_geq(pw_test_mono_ms() - t0, 290);
 	/* Not accepting any more, still serving. */
-	cr_assert_eq(dial(&pa), -ECONNREFUSED);
+	cr_assert_eq(pw_test_dial(&pa), -ECONNREFUSED);
 	cr_assert_eq(send(fd, "pong", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
+	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
 	cr_assert_eq(memcmp(b, "pong", 4), 0);
 	struct pw_proxy_stats st;
 	cr_assert_eq(pw_proxy_destroy(p, &st), 0);
 	cr_assert_eq(st.drain_closed, 1);
-	cr_assert(readable(fd, 5000));
+	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_leq(recv(fd, b, 4, 0), 0);
 	close(fd);
 	echo_stop(&e);
@@ -937,34 +866,11 @@ Test(proxy, drain_waits_then_closes)
 
 /* ---- descriptor limits (forked children) --------------------------- */
 
-#define EXPECT(c)                                                       \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
-			return 1;                                       \
-		}                                                       \
-	} while (0)
-
-static int run_child(int (*fn)(void))
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(fn());
-	int st = 0;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	return st;
-}
-
 static int fd_exhaustion_scenario(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	struct rlimit old, lim;
-	EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0);
-	lim.rlim_cur = 128;
-	lim.rlim_max = old.rlim_max;
-	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	struct rlimit old;
+	EXPECT(pw_test_nofile_lower(&old, 128) == 0);
 	struct echo_srv e;
 	echo_start(&e);
 	struct pw_proxy_config cfg;
@@ -974,20 +880,9 @@ static int fd_exhaustion_scenario(void)
 	struct pw_net_addr pa;
 	struct pw_proxy *p = proxy_up(&cfg, &pa);
 	enum { N = 4 };
-	int cfd[N];
-	for (int i = 0; i < N; i++) {
-		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		EXPECT(cfd[i] >= 0);
-	}
-	int hog[128], nhog = 0;
-	for (;;) {
-		int fd = dup(0);
-		if (fd < 0)
-			break;
-		EXPECT(nhog < 128);
-		hog[nhog++] = fd;
-	}
-	EXPECT(errno == EMFILE);
+	int cfd[N], hog[128];
+	int nhog = pw_test_fds_exhaust(cfd, N, hog, 128);
+	EXPECT(nhog >= 0);
 	for (int i = 0; i < N; i++)
 		EXPECT(connect(cfd[i], &pa.u.sa, pa.len) == 0);
 	struct pw_proxy_stats st;
@@ -996,9 +891,7 @@ static int fd_exhaustion_scenario(void)
 	/* Everything back: every waiting client is served, or (if its
 	 * upstream socket could not be made while descriptors were short)
 	 * closed and counted. */
-	while (nhog)
-		close(hog[--nhog]);
-	EXPECT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	EXPECT(pw_test_fds_restore(hog, nhog, &old) == 0);
 	int served = 0, closed = 0;
 	for (int i = 0; i < N; i++) {
 		char b[3];
@@ -1021,7 +914,7 @@ static int fd_exhaustion_scenario(void)
 	EXPECT(st.upstream_failed + st.resets == (uint64_t)closed);
 	/* And new clients too. */
 	for (int i = 0; i < 4; i++) {
-		int fd = dial(&pa);
+		int fd = pw_test_dial(&pa);
 		char b[3];
 		EXPECT(fd >= 0);
 		EXPECT(send(fd, "xyz", 3, 0) == 3);
@@ -1038,9 +931,7 @@ static int fd_exhaustion_scenario(void)
 Test(proxy, fd_exhaustion_counted_and_recovers)
 {
 	pw_test_time_limit(60);
-	int st = run_child(fd_exhaustion_scenario);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "the scenario failed (status %#x; see stderr)", st);
+	pw_test_scenario(fd_exhaustion_scenario);
 }
 
 /* Raise the descriptor limit to @want, or to the hard limit when that is
@@ -1178,7 +1069,7 @@ static int many_scenario(void)
 	int *fd = calloc((size_t)n, sizeof(int));
 	EXPECT(fd);
 	for (int i = 0; i < n; i++) {
-		fd[i] = dial(&pa);
+		fd[i] = pw_test_dial(&pa);
 		if (fd[i] < 0)
 			fprintf(stderr, "connect %d: %s\n", i,
 				strerror(-fd[i]));
@@ -1218,9 +1109,7 @@ static int many_scenario(void)
 Test(proxy, ten_thousand_connections)
 {
 	pw_test_time_limit(120);
-	int st = run_child(many_scenario);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "the scenario failed (status %#x; see stderr)", st);
+	pw_test_scenario(many_scenario);
 }
 
 /* ---- the command ------------------------------------------------------- */
