@@ -27,6 +27,7 @@
 #include "net_fixtures.h"
 #include "pinwheel/net.h"
 #include "../apps/apps.h"
+#include "../apps/echo.h"
 #include "../apps/proxy.h"
 
 /* ---- helpers ------------------------------------------------------------ */
@@ -37,100 +38,7 @@ static size_t scaled(size_t n, size_t min)
 	return v < min ? min : v;
 }
 
-/* ---- an echo upstream (pinwheel tasks) ------------------------------- */
-
-enum { E_RECV, E_SEND, E_SHUT, E_CLOSE };
-
-struct echo_conn {
-	int fd, step;
-	struct pw_net_buf buf;
-	struct pw_recv rx;
-	struct pw_send tx;
-	struct pw_close cl;
-};
-
-static enum pw_poll echo_conn_poll(struct pw_cx *cx, void *state)
-{
-	struct echo_conn *c = state;
-	int32_t res;
-
-	for (;;) {
-		switch (c->step) {
-		case E_RECV:
-			if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
-					 &res) == PW_PENDING)
-				return PW_PENDING;
-			if (res < 0) {
-				c->step = E_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-			} else if (res == 0) {
-				c->step = E_SHUT;
-				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
-			} else {
-				c->step = E_SEND;
-			}
-			break;
-		case E_SEND:
-			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
-					 PW_TIME_NEVER, &res) == PW_PENDING)
-				return PW_PENDING;
-			pw_net_buf_release(&c->buf);
-			c->step = res < 0 ? E_CLOSE : E_RECV;
-			if (res < 0)
-				pw_close_init(&c->cl, c->fd);
-			break;
-		case E_SHUT:
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->step = E_CLOSE;
-			pw_close_init(&c->cl, c->fd);
-			break;
-		default:
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			return pw_ready(cx, 0);
-		}
-	}
-}
-
-static void echo_conn_drop(void *state)
-{
-	struct echo_conn *c = state;
-
-	if (c->step == E_SEND)
-		pw_net_buf_release(&c->buf);
-	pw_recv_cancel(&c->rx);
-	pw_send_cancel(&c->tx);
-	if (!pw_close_cancel(&c->cl))
-		close(c->fd);
-}
-
-static enum pw_poll echo_acceptor_poll(struct pw_cx *cx, void *state)
-{
-	struct pw_accept *a = state;
-	int fd;
-
-	for (;;) {
-		if (pw_accept_poll(cx, a, PW_TIME_NEVER, &fd) == PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0)
-			continue;
-		struct echo_conn c;
-		memset(&c, 0, sizeof(c));
-		c.fd = fd;
-		pw_recv_init(&c.rx, fd);
-		pw_send_init(&c.tx, fd);
-		pw_close_init(&c.cl, fd);
-		if (pw_spawn(NULL, echo_conn_poll, &c, sizeof(c),
-			     echo_conn_drop))
-			close(fd);
-	}
-}
-
-static void echo_acceptor_drop(void *state)
-{
-	pw_accept_cancel(state);
-}
+/* ---- an echo upstream (apps/echo.c's service, one shard) ------------ */
 
 struct echo_srv {
 	struct pw_runtime *rt;
@@ -141,16 +49,12 @@ struct echo_srv {
 static void echo_start(struct echo_srv *e)
 {
 	struct pw_net_addr a;
-	struct pw_accept acc;
 
 	e->rt = pw_test_runtime(1);
 	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
 	cr_assert_eq(pw_net_listener_create(&e->l, e->rt, &a, NULL), 0);
 	pw_net_listener_addr(e->l, &e->addr);
-	pw_accept_init(&acc, e->l, 0);
-	cr_assert_eq(pw_runtime_spawn(e->rt, 0, echo_acceptor_poll, &acc,
-				      sizeof(acc), echo_acceptor_drop),
-		     0);
+	cr_assert_eq(pw_echo_serve(e->rt, 0, e->l), 0);
 }
 
 static void echo_stop(struct echo_srv *e)
