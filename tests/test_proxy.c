@@ -96,6 +96,85 @@ static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
 		}                                                     \
 	} while (0)
 
+/* ---- a proxy test's fixture ------------------------------------------- */
+
+struct px {
+	int fds0; /* descriptors open before the test */
+	struct pw_proxy_config cfg;
+	struct pw_net_addr pa; /* where clients connect */
+	struct pw_proxy *p;
+};
+
+/* Begin a proxy test bounded to @seconds: SIGPIPE ignored, the open
+ * descriptors counted. */
+static void px_begin(struct px *x, unsigned seconds)
+{
+	pw_test_time_limit(seconds);
+	signal(SIGPIPE, SIG_IGN);
+	x->fds0 = pw_test_open_fds();
+}
+
+/* Configure @shards shards and the one upstream @up. */
+static void px_config(struct px *x, unsigned shards, struct pw_net_addr up)
+{
+	proxy_cfg(&x->cfg, shards);
+	x->cfg.upstream[0] = up;
+	x->cfg.nupstreams = 1;
+}
+
+/* Start the proxy configured in x->cfg. */
+static void px_up(struct px *x)
+{
+	x->p = proxy_up(&x->cfg, &x->pa);
+}
+
+/* px_config() then px_up(). */
+static void px_start(struct px *x, unsigned shards, struct pw_net_addr up)
+{
+	px_config(x, shards, up);
+	px_up(x);
+}
+
+/* Stats once no connection is open, waiting up to 2 s. */
+static struct pw_proxy_stats px_idle(const struct px *x)
+{
+	struct pw_proxy_stats st;
+	WAIT_STATS(x->p, st, st.conns_open == 0, 2000);
+	return st;
+}
+
+static void px_stop(const struct px *x)
+{
+	cr_assert_eq(pw_proxy_stop(x->p, 0, NULL), 0);
+}
+
+/* End a test whose proxy is gone: stop the echo upstream @e (if any),
+ * and no descriptor may be left open. */
+static void px_end(const struct px *x, struct echo_srv *e)
+{
+	if (e)
+		echo_stop(e);
+	cr_assert_eq(pw_test_open_fds(), x->fds0, "fds leaked");
+}
+
+/* A client connected to @pa. */
+static int dial_ok(const struct pw_net_addr *pa)
+{
+	int fd = pw_test_dial(pa);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* Send the four bytes of @m on @fd and read them back. */
+static void echo4(int fd, const char *m)
+{
+	char b[4];
+	cr_assert_eq(send(fd, m, 4, 0), 4);
+	cr_assert(pw_test_readable(fd, 5000));
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	cr_assert_eq(memcmp(b, m, 4), 0);
+}
+
 /* ---- byte-exact transfers ---------------------------------------------- */
 
 struct xfer {
@@ -178,17 +257,13 @@ static void check_xfer(const struct xfer *x)
 
 static void byte_exact(enum pw_sched sched)
 {
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 120);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
-	cfg.rt.sched = sched;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_config(&px, 2, e.addr);
+	px.cfg.rt.sched = sched;
+	px_up(&px);
 
 	enum { N = 33 };
 	static struct xfer x[N];
@@ -196,7 +271,7 @@ static void byte_exact(enum pw_sched sched)
 	size_t total = 0;
 	for (int i = 0; i < N; i++) {
 		memset(&x[i], 0, sizeof(x[i]));
-		x[i].addr = pa;
+		x[i].addr = px.pa;
 		x[i].seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		x[i].size = i == 0 ? scaled(64u << 20, 1u << 20) :
 				     scaled(1u << 20, 64u << 10);
@@ -209,8 +284,7 @@ static void byte_exact(enum pw_sched sched)
 		pthread_join(t[i], NULL);
 		check_xfer(&x[i]);
 	}
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.conns_total, N);
 	cr_assert_eq(st.bytes_up, total);
@@ -220,21 +294,18 @@ static void byte_exact(enum pw_sched sched)
 		     "buffers released on the wrong "
 		     "shard");
 	cr_assert_geq(st.half_closes, 2 * N);
-	cr_assert_eq(pw_proxy_stop(p, 0, &st), 0);
+	cr_assert_eq(pw_proxy_stop(px.p, 0, &st), 0);
 	cr_assert_eq(st.drain_closed, 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_end(&px, &e);
 }
 
 Test(proxy, byte_exact_large_and_concurrent)
 {
-	pw_test_time_limit(120);
 	byte_exact(PW_SCHED_SHARD);
 }
 
 Test(proxy, byte_exact_under_stealing)
 {
-	pw_test_time_limit(120);
 	byte_exact(PW_SCHED_STEAL);
 }
 
@@ -294,20 +365,13 @@ static void half_close_upstream(struct script *s, int fd)
 
 Test(proxy, half_close_both_ways)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, half_close_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	cr_assert_eq(send(fd, "hello", 5, 0), 5);
 	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
 	/* The upstream sees the end of stream, then answers through the
@@ -329,13 +393,12 @@ Test(proxy, half_close_both_ways)
 	cr_assert_eq(s.result, 1, "the upstream got %llu bytes",
 		     (unsigned long long)s.count);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.half_closes, 2);
 	cr_assert_eq(st.resets, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, NULL);
 }
 
 /* Reads until an error or end of stream; result: -errno or 0. */
@@ -364,20 +427,13 @@ static void set_rst(int fd)
 
 Test(proxy, client_reset_resets_upstream)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, sink_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	static char buf[256 << 10];
 	memset(buf, 'x', sizeof(buf));
 	cr_assert_eq(send(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
@@ -388,12 +444,11 @@ Test(proxy, client_reset_resets_upstream)
 	close(fd);
 	script_join(&s);
 	cr_assert_eq(s.result, -ECONNRESET, "the upstream saw %d", s.result);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.resets, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, NULL);
 }
 
 /* Sends a little, then resets the connection. */
@@ -408,20 +463,13 @@ static void resetting_upstream(struct script *s, int fd)
 
 Test(proxy, upstream_reset_resets_client)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, resetting_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	char buf[64];
 	size_t n = 0;
 	int err = 0;
@@ -440,32 +488,25 @@ Test(proxy, upstream_reset_resets_client)
 	cr_assert_eq(err, ECONNRESET, "the client sees a reset, not %d", err);
 	script_join(&s);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.resets, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, NULL);
 }
 
 /* ---- upstream failures --------------------------------------------- */
 
 static void ping(const struct pw_net_addr *pa)
 {
-	int fd = pw_test_dial(pa);
-	cr_assert_geq(fd, 0);
-	char b[4];
-	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(pw_test_readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	cr_assert_eq(memcmp(b, "ping", 4), 0);
+	int fd = dial_ok(pa);
+	echo4(fd, "ping");
 	close(fd);
 }
 
 /* The client is closed without a byte. */
 static void expect_closed(const struct pw_net_addr *pa, int ms)
 {
-	int fd = pw_test_dial(pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(pa);
 	cr_assert(pw_test_readable(fd, ms), "not closed in %d ms", ms);
 	char b[4];
 	ssize_t r = recv(fd, b, sizeof(b), 0);
@@ -475,38 +516,32 @@ static void expect_closed(const struct pw_net_addr *pa, int ms)
 
 Test(proxy, failover_and_all_refusing)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = pw_test_closed_port();
-	cfg.upstream[1] = e.addr;
-	cfg.nupstreams = 2;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_config(&px, 1, pw_test_closed_port());
+	px.cfg.upstream[1] = e.addr;
+	px.cfg.nupstreams = 2;
+	px_up(&px);
 	for (int i = 0; i < 4; i++)
-		ping(&pa);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+		ping(&px.pa);
+	struct pw_proxy_stats st = px_idle(&px);
 	/* Round robin starts half the connections on the dead upstream. */
 	cr_assert_eq(st.connect_errors, 2);
 	cr_assert_eq(st.upstream_failed, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	px_stop(&px);
 
-	cfg.upstream[1] = pw_test_closed_port();
-	p = proxy_up(&cfg, &pa);
-	expect_closed(&pa, 5000);
-	expect_closed(&pa, 5000);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	px.cfg.upstream[1] = pw_test_closed_port();
+	px_up(&px);
+	expect_closed(&px.pa, 5000);
+	expect_closed(&px.pa, 5000);
+	st = px_idle(&px);
 	cr_assert_eq(st.connect_errors, 4);
 	cr_assert_eq(st.upstream_failed, 2);
 	cr_assert_eq(st.conns_open, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, &e);
 }
 
 Test(proxy, connect_timeout_then_failover)
@@ -516,39 +551,33 @@ Test(proxy, connect_timeout_then_failover)
 	int fill[16], nfill;
 	struct pw_net_addr hole;
 	int lfd = pw_test_blackhole(&hole, fill, &nfill);
-	int fds0 = pw_test_open_fds();
+	struct px px = { .fds0 = pw_test_open_fds() };
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.connect_timeout_ns = 200 * PW_NSEC_PER_MSEC;
-	cfg.upstream[0] = hole;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_config(&px, 1, hole);
+	px.cfg.connect_timeout_ns = 200 * PW_NSEC_PER_MSEC;
+	px_up(&px);
 	uint64_t t0 = pw_test_mono_ms();
-	expect_closed(&pa, 5000);
+	expect_closed(&px.pa, 5000);
 	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 190, "closed after %llu ms",
 		      (unsigned long long)took);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	px_stop(&px);
 
-	cfg.upstream[1] = e.addr;
-	cfg.nupstreams = 2;
-	p = proxy_up(&cfg, &pa);
+	px.cfg.upstream[1] = e.addr;
+	px.cfg.nupstreams = 2;
+	px_up(&px);
 	t0 = pw_test_mono_ms();
-	ping(&pa); /* first upstream: times out, fails over */
+	ping(&px.pa); /* first upstream: times out, fails over */
 	cr_assert_geq(pw_test_mono_ms() - t0, 190);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	st = px_idle(&px);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, &e);
 	pw_test_blackhole_close(lfd, fill, nfill);
 }
 
@@ -593,22 +622,16 @@ static void firehose_upstream(struct script *s, int fd)
 
 Test(proxy, slow_reader_bounded_memory)
 {
-	pw_test_time_limit(60);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 60);
 	static struct script s;
 	script_start(&s, firehose_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.high_water = 64 << 10;
-	cfg.net.buf_count = 256;
-	cfg.net.buf_size = 4096;
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
+	px_config(&px, 1, s.addr);
+	px.cfg.high_water = 64 << 10;
+	px.cfg.net.buf_count = 256;
+	px.cfg.net.buf_size = 4096;
+	px_up(&px);
+	int fd = dial_ok(&px.pa);
 	/* The client reads nothing: the upstream must end up blocked. */
 	for (int i = 0; i < 10000 && !s.stage; i++)
 		usleep(1000);
@@ -616,12 +639,12 @@ Test(proxy, slow_reader_bounded_memory)
 	uint64_t w1 = s.count;
 	usleep(300 * 1000);
 	struct pw_proxy_stats st;
-	pw_proxy_stats(p, &st);
+	pw_proxy_stats(px.p, &st);
 	uint64_t w2 = s.count;
 	/* Held by the proxy: the socket buffers plus at most the ring. */
 	cr_assert_eq(st.bufs_total, 256);
 	cr_assert_leq(st.bufs_borrowed_peak, 256);
-	cr_assert_leq(st.buffered_peak, cfg.high_water + cfg.net.buf_size,
+	cr_assert_leq(st.buffered_peak, px.cfg.high_water + px.cfg.net.buf_size,
 		      "a direction held %llu bytes",
 		      (unsigned long long)st.buffered_peak);
 	cr_assert_lt(w2 - w1, 4u << 20, "the upstream kept writing");
@@ -644,36 +667,28 @@ Test(proxy, slow_reader_bounded_memory)
 	cr_assert_eq(got, s.count);
 	cr_assert_eq((int)(h & 0x7fffffff), s.result, "bytes differ");
 	close(fd);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, NULL);
 }
 
 /* ---- idle timeout, limits, drain ------------------------------------ */
 
 Test(proxy, idle_timeout_closes)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
+	px_config(&px, 1, e.addr);
+	px.cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	px_up(&px);
+	int fd = dial_ok(&px.pa);
 	char b[4];
 	/* Activity postpones the timeout. */
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(send(fd, "ping", 4, 0), 4);
-		cr_assert(pw_test_readable(fd, 5000));
-		cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+		echo4(fd, "ping");
 		usleep(150 * 1000);
 	}
 	uint64_t t0 = pw_test_mono_ms();
@@ -683,89 +698,64 @@ Test(proxy, idle_timeout_closes)
 	cr_assert_geq(took, 100, "closed after %llu ms",
 		      (unsigned long long)took);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.idle_closed, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, &e);
 }
 
 Test(proxy, max_conns_rejects_beyond)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.max_conns = 2;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_config(&px, 1, e.addr);
+	px.cfg.max_conns = 2;
+	px_up(&px);
 	int fd[2];
-	char b[4];
 	for (int i = 0; i < 2; i++) {
-		fd[i] = pw_test_dial(&pa);
-		cr_assert_geq(fd[i], 0);
-		cr_assert_eq(send(fd[i], "ping", 4, 0), 4);
-		cr_assert(pw_test_readable(fd[i], 5000));
-		cr_assert_eq(recv(fd[i], b, 4, MSG_WAITALL), 4);
+		fd[i] = dial_ok(&px.pa);
+		echo4(fd[i], "ping");
 	}
-	expect_closed(&pa, 5000);
+	expect_closed(&px.pa, 5000);
 	struct pw_proxy_stats st;
-	pw_proxy_stats(p, &st);
+	pw_proxy_stats(px.p, &st);
 	cr_assert_eq(st.rejected, 1);
 	cr_assert_eq(st.conns_open, 2);
 	close(fd[0]);
-	WAIT_STATS(p, st, st.conns_open == 1, 2000);
-	ping(&pa); /* room again */
+	WAIT_STATS(px.p, st, st.conns_open == 1, 2000);
+	ping(&px.pa); /* room again */
 	close(fd[1]);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	st = px_idle(&px);
 	cr_assert_eq(st.rejected, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_stop(&px);
+	px_end(&px, &e);
 }
 
 Test(proxy, drain_waits_then_closes)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = pw_test_dial(&pa);
-	cr_assert_geq(fd, 0);
-	char b[4];
-	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(pw_test_readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	px_start(&px, 2, e.addr);
+	int fd = dial_ok(&px.pa);
+	echo4(fd, "ping");
 	uint64_t t0 = pw_test_mono_ms();
-	cr_assert_eq(pw_proxy_drain(p, 300 * PW_NSEC_PER_MSEC), 1);
+	cr_assert_eq(pw_proxy_drain(px.p, 300 * PW_NSEC_PER_MSEC), 1);
 	cr_assert_geq(pw_test_mono_ms() - t0, 290);
 	/* Not accepting any more, still serving. */
-	cr_assert_eq(pw_test_dial(&pa), -ECONNREFUSED);
-	cr_assert_eq(send(fd, "pong", 4, 0), 4);
-	cr_assert(pw_test_readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	cr_assert_eq(memcmp(b, "pong", 4), 0);
+	cr_assert_eq(pw_test_dial(&px.pa), -ECONNREFUSED);
+	echo4(fd, "pong");
 	struct pw_proxy_stats st;
-	cr_assert_eq(pw_proxy_destroy(p, &st), 0);
+	cr_assert_eq(pw_proxy_destroy(px.p, &st), 0);
 	cr_assert_eq(st.drain_closed, 1);
+	char b[4];
 	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_leq(recv(fd, b, 4, 0), 0);
 	close(fd);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_end(&px, &e);
 }
 
 /* ---- descriptor limits (forked children) --------------------------- */
@@ -777,20 +767,16 @@ static int fd_exhaustion_scenario(void)
 	EXPECT(pw_test_nofile_lower(&old, 128) == 0);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct px px;
+	px_start(&px, 1, e.addr);
 	enum { N = 4 };
 	int cfd[N], hog[128];
 	int nhog = pw_test_fds_exhaust(cfd, N, hog, 128);
 	EXPECT(nhog >= 0);
 	for (int i = 0; i < N; i++)
-		EXPECT(connect(cfd[i], &pa.u.sa, pa.len) == 0);
+		EXPECT(connect(cfd[i], &px.pa.u.sa, px.pa.len) == 0);
 	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.accept_errors >= 2, 5000);
+	WAIT_STATS(px.p, st, st.accept_errors >= 2, 5000);
 	EXPECT(st.accept_errors >= 2); /* counted, retried after backoff */
 	/* Everything back: every waiting client is served, or (if its
 	 * upstream socket could not be made while descriptors were short)
@@ -814,20 +800,20 @@ static int fd_exhaustion_scenario(void)
 		close(cfd[i]);
 	}
 	EXPECT(served + closed == N);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 2000);
 	EXPECT(st.upstream_failed + st.resets == (uint64_t)closed);
 	/* And new clients too. */
 	for (int i = 0; i < 4; i++) {
-		int fd = pw_test_dial(&pa);
+		int fd = pw_test_dial(&px.pa);
 		char b[3];
 		EXPECT(fd >= 0);
 		EXPECT(send(fd, "xyz", 3, 0) == 3);
 		EXPECT(recv(fd, b, 3, MSG_WAITALL) == 3);
 		close(fd);
 	}
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 2000);
 	EXPECT(st.conns_open == 0);
-	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	EXPECT(pw_proxy_stop(px.p, 0, NULL) == 0);
 	echo_stop(&e);
 	return 0;
 }
@@ -881,22 +867,18 @@ static int many_echo_child(int ctl, long nofile, int n)
 static int many_proxy_child(int ctl, long nofile, int n,
 			    const struct pw_net_addr *up)
 {
-	struct pw_proxy_config cfg;
 	struct pw_proxy_stats st;
-	struct pw_net_addr pa;
+	struct px px;
 	char c = 1;
 
 	EXPECT(raise_nofile(nofile) > 0);
-	proxy_cfg(&cfg, 2);
-	cfg.upstream[0] = *up;
-	cfg.nupstreams = 1;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	EXPECT(write(ctl, &pa, sizeof(pa)) == sizeof(pa));
+	px_start(&px, 2, *up);
+	EXPECT(write(ctl, &px.pa, sizeof(px.pa)) == sizeof(px.pa));
 	/* The client says when every connection is open and waits for our
 	 * answer before it closes any, then says when every connection is
 	 * closed. */
 	if (read(ctl, &c, 1) != 1) {
-		pw_proxy_stats(p, &st);
+		pw_proxy_stats(px.p, &st);
 		char line[512];
 		pw_proxy_stats_line(&st, line, sizeof(line));
 		fprintf(stderr, "proxy: %s\n", line);
@@ -906,7 +888,7 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	 * the acceptor counts it just after the spawn, so a reader may be
 	 * a moment ahead of that count. Nothing closes before our answer:
 	 * the count can only rise to n. */
-	WAIT_STATS(p, st, st.conns_open == (uint64_t)n, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == (uint64_t)n, 2000);
 	if (st.conns_open != (uint64_t)n) {
 		char line[512];
 		pw_proxy_stats_line(&st, line, sizeof(line));
@@ -916,12 +898,12 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	EXPECT(st.conns_open == (uint64_t)n);
 	EXPECT(write(ctl, &c, 1) == 1);
 	EXPECT(read(ctl, &c, 1) == 1);
-	WAIT_STATS(p, st, st.conns_open == 0, 30000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 30000);
 	EXPECT(st.conns_open == 0);
 	EXPECT(st.conns_total == (uint64_t)n);
 	EXPECT(st.resets + st.connect_errors + st.rejected + st.accept_errors ==
 	       0);
-	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	EXPECT(pw_proxy_stop(px.p, 0, NULL) == 0);
 	c = 0;
 	EXPECT(write(ctl, &c, 1) == 1);
 	return 0;
