@@ -114,6 +114,13 @@ static void px_begin(struct px *x, unsigned seconds)
 	x->fds0 = pw_test_open_fds();
 }
 
+/* px_begin(), then an echo upstream @e. */
+static void px_begin_echo(struct px *x, unsigned seconds, struct echo_srv *e)
+{
+	px_begin(x, seconds);
+	echo_start(e);
+}
+
 /* Configure @shards shards and the one upstream @up. */
 static void px_config(struct px *x, unsigned shards, struct pw_net_addr up)
 {
@@ -155,6 +162,13 @@ static void px_end(const struct px *x, struct echo_srv *e)
 	if (e)
 		echo_stop(e);
 	cr_assert_eq(pw_test_open_fds(), x->fds0, "fds leaked");
+}
+
+/* Stop the proxy, then px_end(). */
+static void px_finish(const struct px *x, struct echo_srv *e)
+{
+	px_stop(x);
+	px_end(x, e);
 }
 
 /* A client connected to @pa. */
@@ -258,9 +272,8 @@ static void check_xfer(const struct xfer *x)
 static void byte_exact(enum pw_sched sched)
 {
 	struct px px;
-	px_begin(&px, 120);
 	struct echo_srv e;
-	echo_start(&e);
+	px_begin_echo(&px, 120, &e);
 	px_config(&px, 2, e.addr);
 	px.cfg.rt.sched = sched;
 	px_up(&px);
@@ -397,8 +410,7 @@ Test(proxy, half_close_both_ways)
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.half_closes, 2);
 	cr_assert_eq(st.resets, 0);
-	px_stop(&px);
-	px_end(&px, NULL);
+	px_finish(&px, NULL);
 }
 
 /* Reads until an error or end of stream; result: -errno or 0. */
@@ -447,8 +459,7 @@ Test(proxy, client_reset_resets_upstream)
 	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.resets, 1);
-	px_stop(&px);
-	px_end(&px, NULL);
+	px_finish(&px, NULL);
 }
 
 /* Sends a little, then resets the connection. */
@@ -490,8 +501,7 @@ Test(proxy, upstream_reset_resets_client)
 	close(fd);
 	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.resets, 1);
-	px_stop(&px);
-	px_end(&px, NULL);
+	px_finish(&px, NULL);
 }
 
 /* ---- upstream failures --------------------------------------------- */
@@ -517,9 +527,8 @@ static void expect_closed(const struct pw_net_addr *pa, int ms)
 Test(proxy, failover_and_all_refusing)
 {
 	struct px px;
-	px_begin(&px, 30);
 	struct echo_srv e;
-	echo_start(&e);
+	px_begin_echo(&px, 30, &e);
 	px_config(&px, 1, pw_test_closed_port());
 	px.cfg.upstream[1] = e.addr;
 	px.cfg.nupstreams = 2;
@@ -540,8 +549,7 @@ Test(proxy, failover_and_all_refusing)
 	cr_assert_eq(st.connect_errors, 4);
 	cr_assert_eq(st.upstream_failed, 2);
 	cr_assert_eq(st.conns_open, 0);
-	px_stop(&px);
-	px_end(&px, &e);
+	px_finish(&px, &e);
 }
 
 Test(proxy, connect_timeout_then_failover)
@@ -576,8 +584,7 @@ Test(proxy, connect_timeout_then_failover)
 	st = px_idle(&px);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 0);
-	px_stop(&px);
-	px_end(&px, &e);
+	px_finish(&px, &e);
 	pw_test_blackhole_close(lfd, fill, nfill);
 }
 
@@ -669,8 +676,7 @@ Test(proxy, slow_reader_bounded_memory)
 	close(fd);
 	st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
-	px_stop(&px);
-	px_end(&px, NULL);
+	px_finish(&px, NULL);
 }
 
 /* ---- idle timeout, limits, drain ------------------------------------ */
@@ -678,9 +684,8 @@ Test(proxy, slow_reader_bounded_memory)
 Test(proxy, idle_timeout_closes)
 {
 	struct px px;
-	px_begin(&px, 30);
 	struct echo_srv e;
-	echo_start(&e);
+	px_begin_echo(&px, 30, &e);
 	px_config(&px, 1, e.addr);
 	px.cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
 	px_up(&px);
@@ -700,16 +705,14 @@ Test(proxy, idle_timeout_closes)
 	close(fd);
 	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.idle_closed, 1);
-	px_stop(&px);
-	px_end(&px, &e);
+	px_finish(&px, &e);
 }
 
 Test(proxy, max_conns_rejects_beyond)
 {
 	struct px px;
-	px_begin(&px, 30);
 	struct echo_srv e;
-	echo_start(&e);
+	px_begin_echo(&px, 30, &e);
 	px_config(&px, 1, e.addr);
 	px.cfg.max_conns = 2;
 	px_up(&px);
@@ -729,16 +732,14 @@ Test(proxy, max_conns_rejects_beyond)
 	close(fd[1]);
 	st = px_idle(&px);
 	cr_assert_eq(st.rejected, 1);
-	px_stop(&px);
-	px_end(&px, &e);
+	px_finish(&px, &e);
 }
 
 Test(proxy, drain_waits_then_closes)
 {
 	struct px px;
-	px_begin(&px, 30);
 	struct echo_srv e;
-	echo_start(&e);
+	px_begin_echo(&px, 30, &e);
 	px_start(&px, 2, e.addr);
 	int fd = dial_ok(&px.pa);
 	echo4(fd, "ping");
