@@ -138,7 +138,8 @@ endif
 # library).
 TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o \
 	$(BUILD)/obj/apps/http.o $(BUILD)/obj/apps/load.o \
-	$(BUILD)/obj/apps/proxy.o $(BUILD)/obj/apps/bench.o
+	$(BUILD)/obj/apps/proxy.o $(BUILD)/obj/apps/bench.o \
+	$(BUILD)/obj/apps/echo.o
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

@@ -23,6 +23,7 @@
 #include "pinwheel/net.h"
 #include "apps.h"
 #include "cli.h"
+#include "echo.h"
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
 
@@ -127,6 +128,16 @@ static void acceptor_drop(void *state)
 	struct acceptor *a = state;
 
 	pw_accept_cancel(&a->acc);
+}
+
+int pw_echo_serve(struct pw_runtime *rt, unsigned shard,
+		  struct pw_net_listener *l)
+{
+	struct acceptor a;
+
+	pw_accept_init(&a.acc, l, 0);
+	return pw_runtime_spawn(rt, shard, acceptor_poll, &a, sizeof(a),
+				acceptor_drop);
 }
 
 static void usage(FILE *f)
@@ -246,12 +257,8 @@ int pw_app_echo(int argc, char **argv)
 		pw_runtime_destroy(rt);
 		return 1;
 	}
-	for (unsigned i = 0; i < cfg.shards && !err; i++) {
-		struct acceptor a;
-		pw_accept_init(&a.acc, l, 0);
-		err = pw_runtime_spawn(rt, i, acceptor_poll, &a, sizeof(a),
-				       acceptor_drop);
-	}
+	for (unsigned i = 0; i < cfg.shards && !err; i++)
+		err = pw_echo_serve(rt, i, l);
 	char text[PW_NET_ADDR_STRLEN];
 	pw_net_listener_addr(l, &addr);
 	pw_net_addr_format(&addr, text, sizeof(text));

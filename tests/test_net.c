@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "net_fixtures.h"
 
 /* ---- checksums and payloads -------------------------------------------- */
 
@@ -28,13 +29,6 @@ static void fill(uint64_t *seed, char *buf, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
 		buf[i] = (char)(pw_test_rng(seed) >> 24);
-}
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* ---- the server: an echo service in tasks ------------------------------ */
@@ -243,19 +237,6 @@ struct client {
 	pthread_t th;
 };
 
-static int client_socket(const struct pw_net_addr *a)
-{
-	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, &a->u.sa, a->len)) {
-		int e = -errno;
-		close(fd);
-		return e;
-	}
-	return fd;
-}
-
 /* Send len pseudo-random bytes while reading the echo, then half-close
  * and read to the end. */
 static void *client_main(void *arg)
@@ -267,7 +248,7 @@ static void *client_main(void *arg)
 	uint64_t seed = c->seed;
 
 	c->sent_sum = c->recv_sum = PW_TEST_FNV_INIT;
-	int fd = client_socket(&c->addr);
+	int fd = pw_test_dial(&c->addr);
 	if (fd < 0) {
 		c->err = fd;
 		return NULL;
@@ -408,7 +389,7 @@ Test(net, accept_burst_loses_nothing)
 	static int c[N];
 	server_init(&s, 1, "127.0.0.1:0", 0);
 	for (int i = 0; i < N; i++)
-		c[i] = client_socket(&s.addr);
+		c[i] = pw_test_dial(&s.addr);
 	server_accept(&s);
 	for (int i = 0; i < N; i++) {
 		char b = (char)i, r = 0;
@@ -543,7 +524,7 @@ Test(net, half_close_propagates)
 	pw_test_time_limit(30);
 	struct server s;
 	server_start(&s, 1, "127.0.0.1:0", 0);
-	int fd = client_socket(&s.addr);
+	int fd = pw_test_dial(&s.addr);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(send(fd, "ping", 4, 0), 4);
 	char buf[8];
@@ -564,7 +545,7 @@ Test(net, peer_reset_mid_stream)
 	int fds0 = pw_test_open_fds();
 	struct server s;
 	server_start(&s, 1, "127.0.0.1:0", 0);
-	int fd = client_socket(&s.addr);
+	int fd = pw_test_dial(&s.addr);
 	cr_assert_geq(fd, 0);
 	/* Send without reading until the echo backs up. */
 	char *blk = calloc(1, 65536);
@@ -679,19 +660,6 @@ Test(net, connect_with_tasks_and_exchange)
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
-/* A port nobody listens on. */
-static struct pw_net_addr closed_port(void)
-{
-	struct pw_net_addr a;
-	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_STREAM, 0);
-	cr_assert_eq(bind(fd, &a.u.sa, a.len), 0);
-	socklen_t len = sizeof(a.u);
-	cr_assert_eq(getsockname(fd, &a.u.sa, &len), 0);
-	close(fd);
-	return a;
-}
-
 Test(net, connect_refused)
 {
 	pw_test_time_limit(30);
@@ -699,7 +667,7 @@ Test(net, connect_refused)
 	struct pw_runtime *rt = pw_test_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
-	d.addr = closed_port();
+	d.addr = pw_test_closed_port();
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ECONNREFUSED);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
@@ -711,44 +679,22 @@ Test(net, connect_timeout)
 {
 	pw_test_time_limit(30);
 	struct pw_net_addr a;
-	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
-	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_eq(bind(lfd, &a.u.sa, a.len), 0);
-	cr_assert_eq(listen(lfd, 0), 0);
-	socklen_t len = sizeof(a.u);
-	cr_assert_eq(getsockname(lfd, &a.u.sa, &len), 0);
-	/* Fill the accept queue until a connect no longer completes. */
-	int fill[16], nfill = 0;
-	for (; nfill < 16; nfill++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		fill[nfill] = fd;
-		int r = connect(fd, &a.u.sa, a.len);
-		if (r == 0)
-			continue;
-		cr_assert_eq(errno, EINPROGRESS);
-		struct pollfd p = { fd, POLLOUT, 0 };
-		if (poll(&p, 1, 200) == 0) {
-			nfill++;
-			break;
-		}
-	}
-	cr_assert_lt(nfill, 16, "the backlog never filled");
+	int fill[16], nfill;
+	int lfd = pw_test_blackhole(&a, fill, &nfill);
 	int fds0 = pw_test_open_fds();
 	struct pw_runtime *rt = pw_test_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
 	d.addr = a;
 	d.timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	uint64_t t0 = mono_ms();
+	uint64_t t0 = pw_test_mono_ms();
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ETIMEDOUT);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 295, "took %llu ms", (unsigned long long)took);
 	cr_assert_lt(took, 3000, "took %llu ms", (unsigned long long)took);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	close(lfd);
+	pw_test_blackhole_close(lfd, fill, nfill);
 }
 
 /* Descriptors run out: accepts fail with EMFILE, are counted and retried
@@ -756,41 +702,19 @@ Test(net, connect_timeout)
  * accepted and served. Runs in a child process of its own: the test
  * runner's threads open and close descriptors, which would leave holes
  * below the limit. */
-#define EXPECT(c)                                                       \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
-			return 1;                                       \
-		}                                                       \
-	} while (0)
-
 static int fd_exhaustion_scenario(void)
 {
 	/* The limit is lowered before the accept is armed: the kernel reads
 	 * RLIMIT_NOFILE when an accept request is submitted. */
-	struct rlimit old, lim;
-	EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0);
-	lim.rlim_cur = 64;
-	lim.rlim_max = old.rlim_max;
-	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	struct rlimit old;
+	EXPECT(pw_test_nofile_lower(&old, 64) == 0);
 	struct server s;
 	server_init(&s, 1, "127.0.0.1:0", 0);
 	enum { N = 4 };
-	int cfd[N];
-	for (int i = 0; i < N; i++) {
-		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		EXPECT(cfd[i] >= 0);
-	}
+	int cfd[N], hog[64];
 	/* Take every descriptor left. */
-	int hog[64], nhog = 0;
-	for (;;) {
-		int fd = dup(0);
-		if (fd < 0)
-			break;
-		EXPECT(nhog < 64);
-		hog[nhog++] = fd;
-	}
-	EXPECT(errno == EMFILE);
+	int nhog = pw_test_fds_exhaust(cfd, N, hog, 64);
+	EXPECT(nhog >= 0);
 	server_accept(&s); /* armed with the table full */
 	for (int i = 0; i < N; i++)
 		EXPECT(connect(cfd[i], &s.addr.u.sa, s.addr.len) == 0);
@@ -801,9 +725,7 @@ static int fd_exhaustion_scenario(void)
 	}
 	EXPECT(ls.accept_errors >= 3); /* counted, retried after backoff */
 	EXPECT(ls.accepted == 0);
-	for (int i = 0; i < nhog; i++)
-		close(hog[i]);
-	EXPECT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	EXPECT(pw_test_fds_restore(hog, nhog, &old) == 0);
 	for (int i = 0; i < N; i++) {
 		char b[4];
 		EXPECT(send(cfd[i], "abc", 3, 0) == 3);
@@ -823,15 +745,7 @@ static int fd_exhaustion_scenario(void)
 Test(net, accept_survives_fd_exhaustion)
 {
 	pw_test_time_limit(60);
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(fd_exhaustion_scenario());
-	int st = 0;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "the scenario failed (status %#x; see stderr)", st);
+	pw_test_scenario(fd_exhaustion_scenario);
 }
 
 /* ---- deadlines ------------------------------------------------------- */
@@ -1069,7 +983,7 @@ Test(net, echo_command)
 	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad4), 2);
 
 	/* Serve on a free port, echo, then stop on SIGTERM with status 0. */
-	struct pw_net_addr a = closed_port();
+	struct pw_net_addr a = pw_test_closed_port();
 	char at[64];
 	pw_net_addr_format(&a, at, sizeof(at));
 	int out[2];
@@ -1086,7 +1000,7 @@ Test(net, echo_command)
 	ssize_t n = read(out[0], line, sizeof(line) - 1);
 	cr_assert_gt(n, 0);
 	cr_assert_not_null(strstr(line, "listening on"), "%s", line);
-	int fd = client_socket(&a);
+	int fd = pw_test_dial(&a);
 	cr_assert_geq(fd, 0);
 	char b[6];
 	cr_assert_eq(send(fd, "pinwhl", 6, 0), 6);

@@ -24,18 +24,13 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "net_fixtures.h"
 #include "pinwheel/net.h"
 #include "../apps/apps.h"
+#include "../apps/echo.h"
 #include "../apps/proxy.h"
 
 /* ---- helpers ------------------------------------------------------------ */
-
-static uint64_t mono_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
 
 static size_t scaled(size_t n, size_t min)
 {
@@ -43,143 +38,7 @@ static size_t scaled(size_t n, size_t min)
 	return v < min ? min : v;
 }
 
-static int dial(const struct pw_net_addr *a)
-{
-	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, &a->u.sa, a->len)) {
-		int err = -errno;
-		close(fd);
-		return err;
-	}
-	return fd;
-}
-
-/* Wait up to @ms for @fd to become readable; true if it did. */
-static bool readable(int fd, int ms)
-{
-	struct pollfd p = { fd, POLLIN, 0 };
-	return poll(&p, 1, ms) == 1;
-}
-
-/* A listening socket on a free loopback port. */
-static int listen_any(struct pw_net_addr *a, int backlog)
-{
-	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
-	cr_assert_eq(listen(fd, backlog), 0);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
-	return fd;
-}
-
-/* An address nobody listens on (connects are refused). */
-static struct pw_net_addr closed_port(void)
-{
-	struct pw_net_addr a;
-	int fd = listen_any(&a, 1);
-	close(fd);
-	return a;
-}
-
-/* ---- an echo upstream (pinwheel tasks) ------------------------------- */
-
-enum { E_RECV, E_SEND, E_SHUT, E_CLOSE };
-
-struct echo_conn {
-	int fd, step;
-	struct pw_net_buf buf;
-	struct pw_recv rx;
-	struct pw_send tx;
-	struct pw_close cl;
-};
-
-static enum pw_poll echo_conn_poll(struct pw_cx *cx, void *state)
-{
-	struct echo_conn *c = state;
-	int32_t res;
-
-	for (;;) {
-		switch (c->step) {
-		case E_RECV:
-			if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
-					 &res) == PW_PENDING)
-				return PW_PENDING;
-			if (res < 0) {
-				c->step = E_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-			} else if (res == 0) {
-				c->step = E_SHUT;
-				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
-			} else {
-				c->step = E_SEND;
-			}
-			break;
-		case E_SEND:
-			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
-					 PW_TIME_NEVER, &res) == PW_PENDING)
-				return PW_PENDING;
-			pw_net_buf_release(&c->buf);
-			c->step = res < 0 ? E_CLOSE : E_RECV;
-			if (res < 0)
-				pw_close_init(&c->cl, c->fd);
-			break;
-		case E_SHUT:
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->step = E_CLOSE;
-			pw_close_init(&c->cl, c->fd);
-			break;
-		default:
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			return pw_ready(cx, 0);
-		}
-	}
-}
-
-static void echo_conn_drop(void *state)
-{
-	struct echo_conn *c = state;
-
-	if (c->step == E_SEND)
-		pw_net_buf_release(&c->buf);
-	pw_recv_cancel(&c->rx);
-	pw_send_cancel(&c->tx);
-	if (!pw_close_cancel(&c->cl))
-		close(c->fd);
-}
-
-static enum pw_poll echo_acceptor_poll(struct pw_cx *cx, void *state)
-{
-	struct pw_accept *a = state;
-	int fd;
-
-	for (;;) {
-		if (pw_accept_poll(cx, a, PW_TIME_NEVER, &fd) == PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0)
-			continue;
-		struct echo_conn c;
-		memset(&c, 0, sizeof(c));
-		c.fd = fd;
-		pw_recv_init(&c.rx, fd);
-		pw_send_init(&c.tx, fd);
-		pw_close_init(&c.cl, fd);
-		if (pw_spawn(NULL, echo_conn_poll, &c, sizeof(c),
-			     echo_conn_drop))
-			close(fd);
-	}
-}
-
-static void echo_acceptor_drop(void *state)
-{
-	pw_accept_cancel(state);
-}
+/* ---- an echo upstream (apps/echo.c's service, one shard) ------------ */
 
 struct echo_srv {
 	struct pw_runtime *rt;
@@ -190,16 +49,12 @@ struct echo_srv {
 static void echo_start(struct echo_srv *e)
 {
 	struct pw_net_addr a;
-	struct pw_accept acc;
 
 	e->rt = pw_test_runtime(1);
 	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
 	cr_assert_eq(pw_net_listener_create(&e->l, e->rt, &a, NULL), 0);
 	pw_net_listener_addr(e->l, &e->addr);
-	pw_accept_init(&acc, e->l, 0);
-	cr_assert_eq(pw_runtime_spawn(e->rt, 0, echo_acceptor_poll, &acc,
-				      sizeof(acc), echo_acceptor_drop),
-		     0);
+	cr_assert_eq(pw_echo_serve(e->rt, 0, e->l), 0);
 }
 
 static void echo_stop(struct echo_srv *e)
@@ -229,16 +84,110 @@ static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
 }
 
 /* Stats once @pred holds, waiting up to @ms. */
-#define WAIT_STATS(p, st, pred, ms)                                     \
-	do {                                                            \
-		uint64_t t0_ = mono_ms();                               \
-		for (;;) {                                              \
-			pw_proxy_stats((p), &(st));                     \
-			if ((pred) || mono_ms() - t0_ > (uint64_t)(ms)) \
-				break;                                  \
-			usleep(1000);                                   \
-		}                                                       \
+#define WAIT_STATS(p, st, pred, ms)                                   \
+	do {                                                          \
+		uint64_t t0_ = pw_test_mono_ms();                     \
+		for (;;) {                                            \
+			pw_proxy_stats((p), &(st));                   \
+			if ((pred) ||                                 \
+			    pw_test_mono_ms() - t0_ > (uint64_t)(ms)) \
+				break;                                \
+			usleep(1000);                                 \
+		}                                                     \
 	} while (0)
+
+/* ---- a proxy test's fixture ------------------------------------------- */
+
+struct px {
+	int fds0; /* descriptors open before the test */
+	struct pw_proxy_config cfg;
+	struct pw_net_addr pa; /* where clients connect */
+	struct pw_proxy *p;
+};
+
+/* Begin a proxy test bounded to @seconds: SIGPIPE ignored, the open
+ * descriptors counted. */
+static void px_begin(struct px *x, unsigned seconds)
+{
+	pw_test_time_limit(seconds);
+	signal(SIGPIPE, SIG_IGN);
+	x->fds0 = pw_test_open_fds();
+}
+
+/* px_begin(), then an echo upstream @e. */
+static void px_begin_echo(struct px *x, unsigned seconds, struct echo_srv *e)
+{
+	px_begin(x, seconds);
+	echo_start(e);
+}
+
+/* Configure @shards shards and the one upstream @up. */
+static void px_config(struct px *x, unsigned shards, struct pw_net_addr up)
+{
+	proxy_cfg(&x->cfg, shards);
+	x->cfg.upstream[0] = up;
+	x->cfg.nupstreams = 1;
+}
+
+/* Start the proxy configured in x->cfg. */
+static void px_up(struct px *x)
+{
+	x->p = proxy_up(&x->cfg, &x->pa);
+}
+
+/* px_config() then px_up(). */
+static void px_start(struct px *x, unsigned shards, struct pw_net_addr up)
+{
+	px_config(x, shards, up);
+	px_up(x);
+}
+
+/* Stats once no connection is open, waiting up to 2 s. */
+static struct pw_proxy_stats px_idle(const struct px *x)
+{
+	struct pw_proxy_stats st;
+	WAIT_STATS(x->p, st, st.conns_open == 0, 2000);
+	return st;
+}
+
+static void px_stop(const struct px *x)
+{
+	cr_assert_eq(pw_proxy_stop(x->p, 0, NULL), 0);
+}
+
+/* End a test whose proxy is gone: stop the echo upstream @e (if any),
+ * and no descriptor may be left open. */
+static void px_end(const struct px *x, struct echo_srv *e)
+{
+	if (e)
+		echo_stop(e);
+	cr_assert_eq(pw_test_open_fds(), x->fds0, "fds leaked");
+}
+
+/* Stop the proxy, then px_end(). */
+static void px_finish(const struct px *x, struct echo_srv *e)
+{
+	px_stop(x);
+	px_end(x, e);
+}
+
+/* A client connected to @pa. */
+static int dial_ok(const struct pw_net_addr *pa)
+{
+	int fd = pw_test_dial(pa);
+	cr_assert_geq(fd, 0);
+	return fd;
+}
+
+/* Send the four bytes of @m on @fd and read them back. */
+static void echo4(int fd, const char *m)
+{
+	char b[4];
+	cr_assert_eq(send(fd, m, 4, 0), 4);
+	cr_assert(pw_test_readable(fd, 5000));
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	cr_assert_eq(memcmp(b, m, 4), 0);
+}
 
 /* ---- byte-exact transfers ---------------------------------------------- */
 
@@ -290,7 +239,7 @@ static void *xfer_run(void *arg)
 	char buf[65536];
 	pthread_t w;
 
-	x->fd = dial(&x->addr);
+	x->fd = pw_test_dial(&x->addr);
 	if (x->fd < 0) {
 		x->err = -x->fd;
 		return NULL;
@@ -322,17 +271,12 @@ static void check_xfer(const struct xfer *x)
 
 static void byte_exact(enum pw_sched sched)
 {
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
 	struct echo_srv e;
-	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
-	cfg.rt.sched = sched;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_begin_echo(&px, 120, &e);
+	px_config(&px, 2, e.addr);
+	px.cfg.rt.sched = sched;
+	px_up(&px);
 
 	enum { N = 33 };
 	static struct xfer x[N];
@@ -340,7 +284,7 @@ static void byte_exact(enum pw_sched sched)
 	size_t total = 0;
 	for (int i = 0; i < N; i++) {
 		memset(&x[i], 0, sizeof(x[i]));
-		x[i].addr = pa;
+		x[i].addr = px.pa;
 		x[i].seed = 0x9e3779b97f4a7c15ull * (uint64_t)(i + 1);
 		x[i].size = i == 0 ? scaled(64u << 20, 1u << 20) :
 				     scaled(1u << 20, 64u << 10);
@@ -353,8 +297,7 @@ static void byte_exact(enum pw_sched sched)
 		pthread_join(t[i], NULL);
 		check_xfer(&x[i]);
 	}
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.conns_total, N);
 	cr_assert_eq(st.bytes_up, total);
@@ -364,21 +307,18 @@ static void byte_exact(enum pw_sched sched)
 		     "buffers released on the wrong "
 		     "shard");
 	cr_assert_geq(st.half_closes, 2 * N);
-	cr_assert_eq(pw_proxy_stop(p, 0, &st), 0);
+	cr_assert_eq(pw_proxy_stop(px.p, 0, &st), 0);
 	cr_assert_eq(st.drain_closed, 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_end(&px, &e);
 }
 
 Test(proxy, byte_exact_large_and_concurrent)
 {
-	pw_test_time_limit(120);
 	byte_exact(PW_SCHED_SHARD);
 }
 
 Test(proxy, byte_exact_under_stealing)
 {
-	pw_test_time_limit(120);
 	byte_exact(PW_SCHED_STEAL);
 }
 
@@ -409,7 +349,7 @@ static void *script_main(void *arg)
 static void script_start(struct script *s, void (*fn)(struct script *, int))
 {
 	memset(s, 0, sizeof(*s));
-	s->lfd = listen_any(&s->addr, 16);
+	s->lfd = pw_test_listen_any(&s->addr, 16);
 	s->fn = fn;
 	cr_assert_eq(pthread_create(&s->t, NULL, script_main, s), 0);
 }
@@ -438,20 +378,13 @@ static void half_close_upstream(struct script *s, int fd)
 
 Test(proxy, half_close_both_ways)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, half_close_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	cr_assert_eq(send(fd, "hello", 5, 0), 5);
 	cr_assert_eq(shutdown(fd, SHUT_WR), 0);
 	/* The upstream sees the end of stream, then answers through the
@@ -459,7 +392,8 @@ Test(proxy, half_close_both_ways)
 	char buf[64];
 	size_t n = 0;
 	for (;;) {
-		cr_assert(readable(fd, 5000), "no answer after half-close");
+		cr_assert(pw_test_readable(fd, 5000),
+			  "no answer after half-close");
 		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
 		cr_assert_geq(r, 0);
 		if (!r)
@@ -472,13 +406,11 @@ Test(proxy, half_close_both_ways)
 	cr_assert_eq(s.result, 1, "the upstream got %llu bytes",
 		     (unsigned long long)s.count);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.half_closes, 2);
 	cr_assert_eq(st.resets, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, NULL);
 }
 
 /* Reads until an error or end of stream; result: -errno or 0. */
@@ -507,20 +439,13 @@ static void set_rst(int fd)
 
 Test(proxy, client_reset_resets_upstream)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, sink_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	static char buf[256 << 10];
 	memset(buf, 'x', sizeof(buf));
 	cr_assert_eq(send(fd, buf, sizeof(buf), 0), (ssize_t)sizeof(buf));
@@ -531,12 +456,10 @@ Test(proxy, client_reset_resets_upstream)
 	close(fd);
 	script_join(&s);
 	cr_assert_eq(s.result, -ECONNRESET, "the upstream saw %d", s.result);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
 	cr_assert_eq(st.resets, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, NULL);
 }
 
 /* Sends a little, then resets the connection. */
@@ -551,25 +474,18 @@ static void resetting_upstream(struct script *s, int fd)
 
 Test(proxy, upstream_reset_resets_client)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 30);
 	static struct script s;
 	script_start(&s, resetting_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_start(&px, 1, s.addr);
 
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
+	int fd = dial_ok(&px.pa);
 	char buf[64];
 	size_t n = 0;
 	int err = 0;
 	for (;;) {
-		cr_assert(readable(fd, 5000));
+		cr_assert(pw_test_readable(fd, 5000));
 		ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
 		if (r < 0) {
 			err = errno;
@@ -583,33 +499,25 @@ Test(proxy, upstream_reset_resets_client)
 	cr_assert_eq(err, ECONNRESET, "the client sees a reset, not %d", err);
 	script_join(&s);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.resets, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, NULL);
 }
 
 /* ---- upstream failures --------------------------------------------- */
 
 static void ping(const struct pw_net_addr *pa)
 {
-	int fd = dial(pa);
-	cr_assert_geq(fd, 0);
-	char b[4];
-	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	cr_assert_eq(memcmp(b, "ping", 4), 0);
+	int fd = dial_ok(pa);
+	echo4(fd, "ping");
 	close(fd);
 }
 
 /* The client is closed without a byte. */
 static void expect_closed(const struct pw_net_addr *pa, int ms)
 {
-	int fd = dial(pa);
-	cr_assert_geq(fd, 0);
-	cr_assert(readable(fd, ms), "not closed in %d ms", ms);
+	int fd = dial_ok(pa);
+	cr_assert(pw_test_readable(fd, ms), "not closed in %d ms", ms);
 	char b[4];
 	ssize_t r = recv(fd, b, sizeof(b), 0);
 	cr_assert(r == 0 || (r < 0 && errno == ECONNRESET), "recv %zd", r);
@@ -618,60 +526,30 @@ static void expect_closed(const struct pw_net_addr *pa, int ms)
 
 Test(proxy, failover_and_all_refusing)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
 	struct echo_srv e;
-	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = closed_port();
-	cfg.upstream[1] = e.addr;
-	cfg.nupstreams = 2;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_begin_echo(&px, 30, &e);
+	px_config(&px, 1, pw_test_closed_port());
+	px.cfg.upstream[1] = e.addr;
+	px.cfg.nupstreams = 2;
+	px_up(&px);
 	for (int i = 0; i < 4; i++)
-		ping(&pa);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+		ping(&px.pa);
+	struct pw_proxy_stats st = px_idle(&px);
 	/* Round robin starts half the connections on the dead upstream. */
 	cr_assert_eq(st.connect_errors, 2);
 	cr_assert_eq(st.upstream_failed, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	px_stop(&px);
 
-	cfg.upstream[1] = closed_port();
-	p = proxy_up(&cfg, &pa);
-	expect_closed(&pa, 5000);
-	expect_closed(&pa, 5000);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	px.cfg.upstream[1] = pw_test_closed_port();
+	px_up(&px);
+	expect_closed(&px.pa, 5000);
+	expect_closed(&px.pa, 5000);
+	st = px_idle(&px);
 	cr_assert_eq(st.connect_errors, 4);
 	cr_assert_eq(st.upstream_failed, 2);
 	cr_assert_eq(st.conns_open, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
-}
-
-/* A listener with backlog 0 whose queue is full drops SYNs: a connect to
- * it hangs. */
-static int blackhole(struct pw_net_addr *a, int *fill, int *nfill)
-{
-	int lfd = listen_any(a, 0);
-	*nfill = 0;
-	for (; *nfill < 16; (*nfill)++) {
-		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		fill[*nfill] = fd;
-		if (connect(fd, &a->u.sa, a->len) == 0)
-			continue;
-		cr_assert_eq(errno, EINPROGRESS);
-		struct pollfd pf = { fd, POLLOUT, 0 };
-		if (poll(&pf, 1, 200) == 0) {
-			(*nfill)++;
-			break;
-		}
-	}
-	cr_assert_lt(*nfill, 16, "the backlog never filled");
-	return lfd;
+	px_finish(&px, &e);
 }
 
 Test(proxy, connect_timeout_then_failover)
@@ -680,43 +558,34 @@ Test(proxy, connect_timeout_then_failover)
 	signal(SIGPIPE, SIG_IGN);
 	int fill[16], nfill;
 	struct pw_net_addr hole;
-	int lfd = blackhole(&hole, fill, &nfill);
-	int fds0 = pw_test_open_fds();
+	int lfd = pw_test_blackhole(&hole, fill, &nfill);
+	struct px px = { .fds0 = pw_test_open_fds() };
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.connect_timeout_ns = 200 * PW_NSEC_PER_MSEC;
-	cfg.upstream[0] = hole;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	uint64_t t0 = mono_ms();
-	expect_closed(&pa, 5000);
-	uint64_t took = mono_ms() - t0;
+	px_config(&px, 1, hole);
+	px.cfg.connect_timeout_ns = 200 * PW_NSEC_PER_MSEC;
+	px_up(&px);
+	uint64_t t0 = pw_test_mono_ms();
+	expect_closed(&px.pa, 5000);
+	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 190, "closed after %llu ms",
 		      (unsigned long long)took);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
+	px_stop(&px);
 
-	cfg.upstream[1] = e.addr;
-	cfg.nupstreams = 2;
-	p = proxy_up(&cfg, &pa);
-	t0 = mono_ms();
-	ping(&pa); /* first upstream: times out, fails over */
-	cr_assert_geq(mono_ms() - t0, 190);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	px.cfg.upstream[1] = e.addr;
+	px.cfg.nupstreams = 2;
+	px_up(&px);
+	t0 = pw_test_mono_ms();
+	ping(&px.pa); /* first upstream: times out, fails over */
+	cr_assert_geq(pw_test_mono_ms() - t0, 190);
+	st = px_idle(&px);
 	cr_assert_eq(st.connect_timeouts, 1);
 	cr_assert_eq(st.upstream_failed, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
-	for (int i = 0; i < nfill; i++)
-		close(fill[i]);
-	close(lfd);
+	px_finish(&px, &e);
+	pw_test_blackhole_close(lfd, fill, nfill);
 }
 
 /* ---- a client that does not read --------------------------------------- */
@@ -760,22 +629,16 @@ static void firehose_upstream(struct script *s, int fd)
 
 Test(proxy, slow_reader_bounded_memory)
 {
-	pw_test_time_limit(60);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
+	px_begin(&px, 60);
 	static struct script s;
 	script_start(&s, firehose_upstream);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.high_water = 64 << 10;
-	cfg.net.buf_count = 256;
-	cfg.net.buf_size = 4096;
-	cfg.upstream[0] = s.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
+	px_config(&px, 1, s.addr);
+	px.cfg.high_water = 64 << 10;
+	px.cfg.net.buf_count = 256;
+	px.cfg.net.buf_size = 4096;
+	px_up(&px);
+	int fd = dial_ok(&px.pa);
 	/* The client reads nothing: the upstream must end up blocked. */
 	for (int i = 0; i < 10000 && !s.stage; i++)
 		usleep(1000);
@@ -783,12 +646,12 @@ Test(proxy, slow_reader_bounded_memory)
 	uint64_t w1 = s.count;
 	usleep(300 * 1000);
 	struct pw_proxy_stats st;
-	pw_proxy_stats(p, &st);
+	pw_proxy_stats(px.p, &st);
 	uint64_t w2 = s.count;
 	/* Held by the proxy: the socket buffers plus at most the ring. */
 	cr_assert_eq(st.bufs_total, 256);
 	cr_assert_leq(st.bufs_borrowed_peak, 256);
-	cr_assert_leq(st.buffered_peak, cfg.high_water + cfg.net.buf_size,
+	cr_assert_leq(st.buffered_peak, px.cfg.high_water + px.cfg.net.buf_size,
 		      "a direction held %llu bytes",
 		      (unsigned long long)st.buffered_peak);
 	cr_assert_lt(w2 - w1, 4u << 20, "the upstream kept writing");
@@ -798,8 +661,8 @@ Test(proxy, slow_reader_bounded_memory)
 	uint64_t got = 0, h = PW_TEST_FNV_INIT;
 	static char buf[65536];
 	for (;;) {
-		cr_assert(readable(fd, 5000), "stalled after %llu bytes",
-			  (unsigned long long)got);
+		cr_assert(pw_test_readable(fd, 5000),
+			  "stalled after %llu bytes", (unsigned long long)got);
 		ssize_t r = recv(fd, buf, sizeof(buf), 0);
 		cr_assert_geq(r, 0);
 		if (!r)
@@ -811,194 +674,115 @@ Test(proxy, slow_reader_bounded_memory)
 	cr_assert_eq(got, s.count);
 	cr_assert_eq((int)(h & 0x7fffffff), s.result, "bytes differ");
 	close(fd);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	st = px_idle(&px);
 	cr_assert_eq(st.conns_open, 0);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, NULL);
 }
 
 /* ---- idle timeout, limits, drain ------------------------------------ */
 
 Test(proxy, idle_timeout_closes)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
 	struct echo_srv e;
-	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
+	px_begin_echo(&px, 30, &e);
+	px_config(&px, 1, e.addr);
+	px.cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	px_up(&px);
+	int fd = dial_ok(&px.pa);
 	char b[4];
 	/* Activity postpones the timeout. */
 	for (int i = 0; i < 4; i++) {
-		cr_assert_eq(send(fd, "ping", 4, 0), 4);
-		cr_assert(readable(fd, 5000));
-		cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+		echo4(fd, "ping");
 		usleep(150 * 1000);
 	}
-	uint64_t t0 = mono_ms();
-	cr_assert(readable(fd, 5000), "never closed");
+	uint64_t t0 = pw_test_mono_ms();
+	cr_assert(pw_test_readable(fd, 5000), "never closed");
 	cr_assert_eq(recv(fd, b, 4, 0), 0);
-	uint64_t took = mono_ms() - t0;
+	uint64_t took = pw_test_mono_ms() - t0;
 	cr_assert_geq(took, 100, "closed after %llu ms",
 		      (unsigned long long)took);
 	close(fd);
-	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	struct pw_proxy_stats st = px_idle(&px);
 	cr_assert_eq(st.idle_closed, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, &e);
 }
 
 Test(proxy, max_conns_rejects_beyond)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
 	struct echo_srv e;
-	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.max_conns = 2;
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	px_begin_echo(&px, 30, &e);
+	px_config(&px, 1, e.addr);
+	px.cfg.max_conns = 2;
+	px_up(&px);
 	int fd[2];
-	char b[4];
 	for (int i = 0; i < 2; i++) {
-		fd[i] = dial(&pa);
-		cr_assert_geq(fd[i], 0);
-		cr_assert_eq(send(fd[i], "ping", 4, 0), 4);
-		cr_assert(readable(fd[i], 5000));
-		cr_assert_eq(recv(fd[i], b, 4, MSG_WAITALL), 4);
+		fd[i] = dial_ok(&px.pa);
+		echo4(fd[i], "ping");
 	}
-	expect_closed(&pa, 5000);
+	expect_closed(&px.pa, 5000);
 	struct pw_proxy_stats st;
-	pw_proxy_stats(p, &st);
+	pw_proxy_stats(px.p, &st);
 	cr_assert_eq(st.rejected, 1);
 	cr_assert_eq(st.conns_open, 2);
 	close(fd[0]);
-	WAIT_STATS(p, st, st.conns_open == 1, 2000);
-	ping(&pa); /* room again */
+	WAIT_STATS(px.p, st, st.conns_open == 1, 2000);
+	ping(&px.pa); /* room again */
 	close(fd[1]);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	st = px_idle(&px);
 	cr_assert_eq(st.rejected, 1);
-	cr_assert_eq(pw_proxy_stop(p, 0, NULL), 0);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_finish(&px, &e);
 }
 
 Test(proxy, drain_waits_then_closes)
 {
-	pw_test_time_limit(30);
-	signal(SIGPIPE, SIG_IGN);
-	int fds0 = pw_test_open_fds();
+	struct px px;
 	struct echo_srv e;
-	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	int fd = dial(&pa);
-	cr_assert_geq(fd, 0);
-	char b[4];
-	cr_assert_eq(send(fd, "ping", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	uint64_t t0 = mono_ms();
-	cr_assert_eq(pw_proxy_drain(p, 300 * PW_NSEC_PER_MSEC), 1);
-	cr_assert_geq(mono_ms() - t0, 290);
+	px_begin_echo(&px, 30, &e);
+	px_start(&px, 2, e.addr);
+	int fd = dial_ok(&px.pa);
+	echo4(fd, "ping");
+	uint64_t t0 = pw_test_mono_ms();
+	cr_assert_eq(pw_proxy_drain(px.p, 300 * PW_NSEC_PER_MSEC), 1);
+	cr_assert_geq(pw_test_mono_ms() - t0, 290);
 	/* Not accepting any more, still serving. */
-	cr_assert_eq(dial(&pa), -ECONNREFUSED);
-	cr_assert_eq(send(fd, "pong", 4, 0), 4);
-	cr_assert(readable(fd, 5000));
-	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
-	cr_assert_eq(memcmp(b, "pong", 4), 0);
+	cr_assert_eq(pw_test_dial(&px.pa), -ECONNREFUSED);
+	echo4(fd, "pong");
 	struct pw_proxy_stats st;
-	cr_assert_eq(pw_proxy_destroy(p, &st), 0);
+	cr_assert_eq(pw_proxy_destroy(px.p, &st), 0);
 	cr_assert_eq(st.drain_closed, 1);
-	cr_assert(readable(fd, 5000));
+	char b[4];
+	cr_assert(pw_test_readable(fd, 5000));
 	cr_assert_leq(recv(fd, b, 4, 0), 0);
 	close(fd);
-	echo_stop(&e);
-	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	px_end(&px, &e);
 }
 
 /* ---- descriptor limits (forked children) --------------------------- */
 
-#define EXPECT(c)                                                       \
-	do {                                                            \
-		if (!(c)) {                                             \
-			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
-			return 1;                                       \
-		}                                                       \
-	} while (0)
-
-static int run_child(int (*fn)(void))
-{
-	fflush(NULL);
-	pid_t pid = fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0)
-		_exit(fn());
-	int st = 0;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	return st;
-}
-
 static int fd_exhaustion_scenario(void)
 {
 	signal(SIGPIPE, SIG_IGN);
-	struct rlimit old, lim;
-	EXPECT(getrlimit(RLIMIT_NOFILE, &old) == 0);
-	lim.rlim_cur = 128;
-	lim.rlim_max = old.rlim_max;
-	EXPECT(setrlimit(RLIMIT_NOFILE, &lim) == 0);
+	struct rlimit old;
+	EXPECT(pw_test_nofile_lower(&old, 128) == 0);
 	struct echo_srv e;
 	echo_start(&e);
-	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
-	cfg.upstream[0] = e.addr;
-	cfg.nupstreams = 1;
-	struct pw_net_addr pa;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct px px;
+	px_start(&px, 1, e.addr);
 	enum { N = 4 };
-	int cfd[N];
-	for (int i = 0; i < N; i++) {
-		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		EXPECT(cfd[i] >= 0);
-	}
-	int hog[128], nhog = 0;
-	for (;;) {
-		int fd = dup(0);
-		if (fd < 0)
-			break;
-		EXPECT(nhog < 128);
-		hog[nhog++] = fd;
-	}
-	EXPECT(errno == EMFILE);
+	int cfd[N], hog[128];
+	int nhog = pw_test_fds_exhaust(cfd, N, hog, 128);
+	EXPECT(nhog >= 0);
 	for (int i = 0; i < N; i++)
-		EXPECT(connect(cfd[i], &pa.u.sa, pa.len) == 0);
+		EXPECT(connect(cfd[i], &px.pa.u.sa, px.pa.len) == 0);
 	struct pw_proxy_stats st;
-	WAIT_STATS(p, st, st.accept_errors >= 2, 5000);
+	WAIT_STATS(px.p, st, st.accept_errors >= 2, 5000);
 	EXPECT(st.accept_errors >= 2); /* counted, retried after backoff */
 	/* Everything back: every waiting client is served, or (if its
 	 * upstream socket could not be made while descriptors were short)
 	 * closed and counted. */
-	while (nhog)
-		close(hog[--nhog]);
-	EXPECT(setrlimit(RLIMIT_NOFILE, &old) == 0);
+	EXPECT(pw_test_fds_restore(hog, nhog, &old) == 0);
 	int served = 0, closed = 0;
 	for (int i = 0; i < N; i++) {
 		char b[3];
@@ -1017,20 +801,20 @@ static int fd_exhaustion_scenario(void)
 		close(cfd[i]);
 	}
 	EXPECT(served + closed == N);
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 2000);
 	EXPECT(st.upstream_failed + st.resets == (uint64_t)closed);
 	/* And new clients too. */
 	for (int i = 0; i < 4; i++) {
-		int fd = dial(&pa);
+		int fd = pw_test_dial(&px.pa);
 		char b[3];
 		EXPECT(fd >= 0);
 		EXPECT(send(fd, "xyz", 3, 0) == 3);
 		EXPECT(recv(fd, b, 3, MSG_WAITALL) == 3);
 		close(fd);
 	}
-	WAIT_STATS(p, st, st.conns_open == 0, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 2000);
 	EXPECT(st.conns_open == 0);
-	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	EXPECT(pw_proxy_stop(px.p, 0, NULL) == 0);
 	echo_stop(&e);
 	return 0;
 }
@@ -1038,9 +822,7 @@ static int fd_exhaustion_scenario(void)
 Test(proxy, fd_exhaustion_counted_and_recovers)
 {
 	pw_test_time_limit(60);
-	int st = run_child(fd_exhaustion_scenario);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "the scenario failed (status %#x; see stderr)", st);
+	pw_test_scenario(fd_exhaustion_scenario);
 }
 
 /* Raise the descriptor limit to @want, or to the hard limit when that is
@@ -1086,22 +868,18 @@ static int many_echo_child(int ctl, long nofile, int n)
 static int many_proxy_child(int ctl, long nofile, int n,
 			    const struct pw_net_addr *up)
 {
-	struct pw_proxy_config cfg;
 	struct pw_proxy_stats st;
-	struct pw_net_addr pa;
+	struct px px;
 	char c = 1;
 
 	EXPECT(raise_nofile(nofile) > 0);
-	proxy_cfg(&cfg, 2);
-	cfg.upstream[0] = *up;
-	cfg.nupstreams = 1;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
-	EXPECT(write(ctl, &pa, sizeof(pa)) == sizeof(pa));
+	px_start(&px, 2, *up);
+	EXPECT(write(ctl, &px.pa, sizeof(px.pa)) == sizeof(px.pa));
 	/* The client says when every connection is open and waits for our
 	 * answer before it closes any, then says when every connection is
 	 * closed. */
 	if (read(ctl, &c, 1) != 1) {
-		pw_proxy_stats(p, &st);
+		pw_proxy_stats(px.p, &st);
 		char line[512];
 		pw_proxy_stats_line(&st, line, sizeof(line));
 		fprintf(stderr, "proxy: %s\n", line);
@@ -1111,7 +889,7 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	 * the acceptor counts it just after the spawn, so a reader may be
 	 * a moment ahead of that count. Nothing closes before our answer:
 	 * the count can only rise to n. */
-	WAIT_STATS(p, st, st.conns_open == (uint64_t)n, 2000);
+	WAIT_STATS(px.p, st, st.conns_open == (uint64_t)n, 2000);
 	if (st.conns_open != (uint64_t)n) {
 		char line[512];
 		pw_proxy_stats_line(&st, line, sizeof(line));
@@ -1121,12 +899,12 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	EXPECT(st.conns_open == (uint64_t)n);
 	EXPECT(write(ctl, &c, 1) == 1);
 	EXPECT(read(ctl, &c, 1) == 1);
-	WAIT_STATS(p, st, st.conns_open == 0, 30000);
+	WAIT_STATS(px.p, st, st.conns_open == 0, 30000);
 	EXPECT(st.conns_open == 0);
 	EXPECT(st.conns_total == (uint64_t)n);
 	EXPECT(st.resets + st.connect_errors + st.rejected + st.accept_errors ==
 	       0);
-	EXPECT(pw_proxy_stop(p, 0, NULL) == 0);
+	EXPECT(pw_proxy_stop(px.p, 0, NULL) == 0);
 	c = 0;
 	EXPECT(write(ctl, &c, 1) == 1);
 	return 0;
@@ -1178,7 +956,7 @@ static int many_scenario(void)
 	int *fd = calloc((size_t)n, sizeof(int));
 	EXPECT(fd);
 	for (int i = 0; i < n; i++) {
-		fd[i] = dial(&pa);
+		fd[i] = pw_test_dial(&pa);
 		if (fd[i] < 0)
 			fprintf(stderr, "connect %d: %s\n", i,
 				strerror(-fd[i]));
@@ -1218,9 +996,7 @@ static int many_scenario(void)
 Test(proxy, ten_thousand_connections)
 {
 	pw_test_time_limit(120);
-	int st = run_child(many_scenario);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-		  "the scenario failed (status %#x; see stderr)", st);
+	pw_test_scenario(many_scenario);
 }
 
 /* ---- the command ------------------------------------------------------- */

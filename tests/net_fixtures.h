@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * net_fixtures.h - helpers shared by the socket tests (test_net.c,
+ * test_proxy.c): blocking client sockets, loopback listeners, ports that
+ * refuse or never answer, descriptor exhaustion and forked scenarios.
+ */
+#ifndef PW_TESTS_NET_FIXTURES_H
+#define PW_TESTS_NET_FIXTURES_H
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "pinwheel/net.h"
+
+static inline uint64_t pw_test_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* A blocking socket connected to @a, or -errno. */
+static inline int pw_test_dial(const struct pw_net_addr *a)
+{
+	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, &a->u.sa, a->len)) {
+		int err = -errno;
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+/* Wait up to @ms for @fd to become readable; true if it did. */
+static inline bool pw_test_readable(int fd, int ms)
+{
+	struct pollfd p = { fd, POLLIN, 0 };
+	return poll(&p, 1, ms) == 1;
+}
+
+/* A listening socket on a free loopback port, whose address goes to *@a. */
+static inline int pw_test_listen_any(struct pw_net_addr *a, int backlog)
+{
+	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
+	cr_assert_eq(listen(fd, backlog), 0);
+	socklen_t len = sizeof(a->u);
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+	return fd;
+}
+
+/* An address nobody listens on (connects are refused). */
+static inline struct pw_net_addr pw_test_closed_port(void)
+{
+	struct pw_net_addr a;
+	int fd = pw_test_listen_any(&a, 1);
+	close(fd);
+	return a;
+}
+
+/*
+ * A listener on *@a with backlog 0 whose accept queue is full drops SYNs,
+ * so a connect to it hangs. Returns the listener; the connections that
+ * fill its queue go to @fill (room for 16), their number to *@nfill.
+ */
+static inline int pw_test_blackhole(struct pw_net_addr *a, int *fill,
+				    int *nfill)
+{
+	int lfd = pw_test_listen_any(a, 0);
+	*nfill = 0;
+	for (; *nfill < 16; (*nfill)++) {
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		fill[*nfill] = fd;
+		if (connect(fd, &a->u.sa, a->len) == 0)
+			continue;
+		cr_assert_eq(errno, EINPROGRESS);
+		struct pollfd pf = { fd, POLLOUT, 0 };
+		if (poll(&pf, 1, 200) == 0) {
+			(*nfill)++;
+			break;
+		}
+	}
+	cr_assert_lt(*nfill, 16, "the backlog never filled");
+	return lfd;
+}
+
+/* Close the blackhole @lfd and the @nfill connections of @fill. */
+static inline void pw_test_blackhole_close(int lfd, const int *fill, int nfill)
+{
+	for (int i = 0; i < nfill; i++)
+		close(fill[i]);
+	close(lfd);
+}
+
+/*
+ * In a forked scenario (pw_test_run_child()), where Criterion's asserts
+ * do not reach the runner: fail the scenario, naming the line.
+ */
+#define EXPECT(c)                                                       \
+	do {                                                            \
+		if (!(c)) {                                             \
+			fprintf(stderr, "line %d: %s\n", __LINE__, #c); \
+			return 1;                                       \
+		}                                                       \
+	} while (0)
+
+/* Run @fn in a child process of its own and return its wait status. */
+static inline int pw_test_run_child(int (*fn)(void))
+{
+	fflush(NULL);
+	pid_t pid = fork();
+	cr_assert_geq(pid, 0);
+	if (pid == 0)
+		_exit(fn());
+	int st = 0;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	return st;
+}
+
+/* Run the scenario @fn in a child (a test of its own process's
+ * descriptors or limits) and expect it to exit with status 0. */
+static inline void pw_test_scenario(int (*fn)(void))
+{
+	int st = pw_test_run_child(fn);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+		  "the scenario failed (status %#x; see stderr)", st);
+}
+
+/* Lower the soft descriptor limit to @cur; the old limits go to *@old.
+ * 0 on success. */
+static inline int pw_test_nofile_lower(struct rlimit *old, rlim_t cur)
+{
+	struct rlimit lim;
+
+	if (getrlimit(RLIMIT_NOFILE, old))
+		return -1;
+	lim.rlim_cur = cur;
+	lim.rlim_max = old->rlim_max;
+	return setrlimit(RLIMIT_NOFILE, &lim);
+}
+
+/*
+ * Open @n unconnected TCP sockets into @cfd, then take every descriptor
+ * left (at most @max, into @hog). Returns how many were taken, or -1 if
+ * a socket failed, more than @max were free, or the table did not end
+ * with EMFILE.
+ */
+static inline int pw_test_fds_exhaust(int *cfd, int n, int *hog, int max)
+{
+	int nhog = 0;
+
+	for (int i = 0; i < n; i++) {
+		cfd[i] = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (cfd[i] < 0) {
+			fprintf(stderr, "socket %d: %s\n", i, strerror(errno));
+			return -1;
+		}
+	}
+	for (;;) {
+		int fd = dup(0);
+		if (fd < 0)
+			break;
+		if (nhog >= max) {
+			fprintf(stderr, "more than %d descriptors free\n", max);
+			return -1;
+		}
+		hog[nhog++] = fd;
+	}
+	if (errno != EMFILE) {
+		fprintf(stderr, "dup: %s\n", strerror(errno));
+		return -1;
+	}
+	return nhog;
+}
+
+/* Give back the @nhog descriptors of @hog and the limits *@old. 0 on
+ * success. */
+static inline int pw_test_fds_restore(int *hog, int nhog,
+				      const struct rlimit *old)
+{
+	while (nhog)
+		close(hog[--nhog]);
+	return setrlimit(RLIMIT_NOFILE, old);
+}
+
+#endif /* PW_TESTS_NET_FIXTURES_H */
