@@ -308,20 +308,20 @@ static inline void pw__task_wake_local(struct pw__shard *s, struct pw__task *t)
 		pw__task_schedule(s, t);
 }
 
-static inline void pw__pin_drop(struct pw__task *t)
+/* Drop one pin; returns the pins left. */
+static inline uint32_t pw__pin_drop(struct pw__task *t)
 {
 	uint32_t p = atomic_load_explicit(&t->pins, memory_order_relaxed);
 
 	/* release: pairs with pw__pins(); see task_int.h. */
 	atomic_store_explicit(&t->pins, p - 1, memory_order_release);
+	return p - 1;
 }
 
 /* Shard mode: drop a pin and keep PW__T_PINNED in step. */
 static inline void pw__pin_drop_shard(struct pw__task *t)
 {
-	pw__pin_drop(t);
-	/* relaxed: only this shard writes pins. */
-	if (!atomic_load_explicit(&t->pins, memory_order_relaxed))
+	if (!pw__pin_drop(t))
 		t->flags &= (uint16_t)~PW__T_PINNED;
 }
 
