@@ -261,7 +261,7 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 
 /* The common flags, as options writing into a scratch place. */
 struct common_vals {
-	uint64_t shards;
+	uint64_t shards, idle_poll_ns;
 	const char *sched, *cpus, *metrics_format;
 	bool metrics;
 };
@@ -280,6 +280,17 @@ static unsigned common_opts(uint32_t mask, struct common_vals *v,
 			PW_MAX_SHARDS,
 			"N",
 			"number of shards (default: one per core)"
+		};
+	if (mask & PW_CLI_SHARDS)
+		out[n++] = (struct pw_cli_opt){
+			"--idle-poll",
+			PW_CLI_DURATION,
+			&v->idle_poll_ns,
+			0,
+			PW_IDLE_POLL_MAX_NS,
+			"DURATION",
+			"an idle shard polls this long before it sleeps "
+			"(default 0)"
 		};
 	if (mask & PW_CLI_SCHED)
 		out[n++] = (struct pw_cli_opt){
@@ -339,7 +350,7 @@ static void usage_opt(FILE *f, const struct pw_cli_opt *o)
 void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 {
 	struct common_vals v;
-	struct pw_cli_opt common[5];
+	struct pw_cli_opt common[6];
 	unsigned nc = common_opts(cmd->common, &v, common);
 	bool units = false;
 
@@ -352,10 +363,14 @@ void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 	for (unsigned i = 0; i < nc; i++)
 		usage_opt(f, &common[i]);
 	fprintf(f, "  %-18s %s\n", "--help", "this text");
-	for (unsigned i = 0; i < cmd->nopts; i++)
-		if (cmd->opts[i].type == PW_CLI_DURATION ||
-		    cmd->opts[i].type == PW_CLI_SIZE)
+	for (unsigned i = 0; i < cmd->nopts + nc; i++) {
+		const struct pw_cli_opt *o = i < cmd->nopts ?
+						     &cmd->opts[i] :
+						     &common[i - cmd->nopts];
+
+		if (o->type == PW_CLI_DURATION || o->type == PW_CLI_SIZE)
 			units = true;
+	}
 	if (units)
 		fprintf(f, "\nDurations take ns, us, ms, s, m or h; sizes k, "
 			   "M, G (1024-based).\n");
@@ -407,7 +422,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 		 char **argv)
 {
 	struct common_vals v = { 0 };
-	struct pw_cli_opt common[5];
+	struct pw_cli_opt common[6];
 	unsigned nc;
 	int err;
 
@@ -458,6 +473,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 	}
 
 	c->shards = (unsigned)v.shards;
+	c->idle_poll_ns = v.idle_poll_ns;
 	c->metrics = v.metrics;
 	if (v.sched) {
 		if (!strcmp(v.sched, "shard"))
@@ -526,6 +542,7 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 		cfg->shards = shards;
 		cfg->cpus = c->shard_cpu;
 	}
+	cfg->idle_poll_ns = c->idle_poll_ns;
 	if (pw_cli_sched_apply(cfg, c->sched))
 		return fail(c, -EINVAL, "--sched: unknown scheduler");
 	return 0;

@@ -75,7 +75,7 @@ void pw_bench_call_roundtrips(struct pw_bench *b, struct pw_runtime *rt,
 	atomic_store(&spinning, false);
 }
 
-static void run_calls(struct pw_bench *b, bool busy)
+static void run_calls(struct pw_bench *b, bool busy, uint64_t idle_poll_ns)
 {
 	static const int cpus[2] = { 0, 1 };
 	struct pw_config cfg;
@@ -88,6 +88,7 @@ static void run_calls(struct pw_bench *b, bool busy)
 	pw_config_init(&cfg);
 	cfg.shards = 2;
 	cfg.cpus = cpus;
+	cfg.idle_poll_ns = idle_poll_ns;
 	int err = pw_runtime_create(&rt, &cfg);
 	if (err) {
 		pw_bench_skip(b, pw_strerror_setup(err));
@@ -102,12 +103,27 @@ static void run_calls(struct pw_bench *b, bool busy)
 
 static void bm_call_roundtrip_busy(struct pw_bench *b)
 {
-	run_calls(b, true);
+	run_calls(b, true, 0);
 }
 PW_BENCH(bm_call_roundtrip_busy);
 
+/* The same with the caller polling 200 us before it sleeps (Seastar's
+ * default idle-poll time): it sees the reply without a kernel wake-up. */
+static void bm_call_roundtrip_busy_idle_poll(struct pw_bench *b)
+{
+	run_calls(b, true, 200000);
+}
+PW_BENCH(bm_call_roundtrip_busy_idle_poll);
+
+/* Both shards idle and polling: the target answers from its poll loop. */
+static void bm_call_roundtrip_polling(struct pw_bench *b)
+{
+	run_calls(b, false, 200000);
+}
+PW_BENCH(bm_call_roundtrip_polling);
+
 static void bm_call_roundtrip_asleep(struct pw_bench *b)
 {
-	run_calls(b, false);
+	run_calls(b, false, 0);
 }
 PW_BENCH(bm_call_roundtrip_asleep);

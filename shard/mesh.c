@@ -260,6 +260,14 @@ void pw__mesh_drain(struct pw__shard *s)
 	s->received += got;
 }
 
+bool pw__mesh_empty(struct pw__shard *s)
+{
+	for (unsigned src = 0; src < s->rt->nshards; src++)
+		if (!pw__spsc_empty_consumer(s->in[src]))
+			return false;
+	return true;
+}
+
 bool pw__mesh_idle(struct pw__shard *s)
 {
 	/* seq_cst fence: orders our store of asleep (the caller's, before
@@ -267,10 +275,7 @@ bool pw__mesh_idle(struct pw__shard *s)
 	 * pw__spsc_empty_consumer(); pairs with the fence in
 	 * pw__mesh_flush(). */
 	atomic_thread_fence(memory_order_seq_cst);
-	for (unsigned src = 0; src < s->rt->nshards; src++)
-		if (!pw__spsc_empty_consumer(s->in[src]))
-			return false;
-	return true;
+	return pw__mesh_empty(s);
 }
 
 uint64_t pw__mesh_wait_cap(struct pw__shard *s)

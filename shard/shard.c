@@ -302,6 +302,63 @@ static void poke(struct pw__shard *s)
 	}
 }
 
+/*
+ * Work that reaches an awake shard without a system call: an inbox push,
+ * a mesh message, a completion the kernel posted or flagged, a stop or an
+ * unpark. Plain loads: a miss is caught by the check after "asleep" goes
+ * up, or by the next call.
+ */
+static bool work_arrived(struct pw__shard *s)
+{
+	/* relaxed: a hint, as in poke(). */
+	unsigned kflags = __atomic_load_n(s->ring.sq.kflags, __ATOMIC_RELAXED);
+
+	return !pw__mpsc_empty(&s->inbox) || !pw__mesh_empty(s) ||
+	       io_uring_cq_ready(&s->ring) || (kflags & IORING_SQ_TASKRUN) ||
+	       /* relaxed: stop and unpark are read again, seq_cst, before
+		* the shard sleeps; here they only end the poll early. */
+	       (!s->stopping &&
+		atomic_load_explicit(&s->stop, memory_order_relaxed)) ||
+	       (s->w &&
+		atomic_load_explicit(&s->w->unpark, memory_order_relaxed));
+}
+
+/*
+ * Idle poll (cfg.idle_poll_ns, as Seastar's idle-poll time): before it
+ * sleeps, an idle shard watches for work_arrived() for up to that long,
+ * or until its next timer. It stays "awake" meanwhile, so a peer that
+ * sends it a message or a reply makes no MSG_RING and the shard pays no
+ * kernel wake-up: a pw_call to a busy shard then costs the two ring
+ * crossings, not two scheduler wake-ups. The price is a CPU kept busy
+ * for that long after the last work. Not under the paused clock, whose
+ * jump waits for every shard to sleep.
+ * Return: true if work arrived (the loop turns again without sleeping).
+ */
+static bool idle_poll(struct pw__shard *s)
+{
+	uint64_t budget = s->rt->cfg.idle_poll_ns, wait_ns, end;
+
+	if (!budget || s->rt->paused)
+		return false;
+	if (!pw__time_may_sleep(s, &wait_ns))
+		return true; /* a timer is due */
+	if (wait_ns < budget)
+		budget = wait_ns;
+	if (s->sq_dirty) {
+		/* What the sleep would submit must not wait for the poll. */
+		note_submitted(s);
+		io_uring_submit(&s->ring);
+	}
+	end = pw__clock_ns() + budget;
+	for (unsigned i = 1;; i++) {
+		if (work_arrived(s))
+			return true;
+		if (!(i & 31) && pw__clock_ns() >= end)
+			return false;
+		pw__cpu_relax();
+	}
+}
+
 /* Idle path: sleep in the kernel until a CQE, a rouse or the deadline. */
 static void sleep_in_kernel(struct pw__shard *s)
 {
@@ -309,6 +366,10 @@ static void sleep_in_kernel(struct pw__shard *s)
 	struct __kernel_timespec ts, *tsp = NULL;
 	uint64_t wait_ns;
 
+	if (idle_poll(s)) {
+		poke(s);
+		return;
+	}
 	pw__time_prepare_sleep(s);
 	/* seq_cst store, then seq_cst loads of the inbox and stop flag:
 	 * pairs with the producers' push and rouse (top of file). */
@@ -571,6 +632,8 @@ static int config_check(const struct pw_config *c, int ncpu)
 			      (c->mesh_slots & (c->mesh_slots - 1))))
 		return -EINVAL;
 	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
+		return -EINVAL;
+	if (c->idle_poll_ns > PW_IDLE_POLL_MAX_NS)
 		return -EINVAL;
 	if (c->flags &
 	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK |

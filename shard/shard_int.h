@@ -26,6 +26,16 @@
 #include "task_int.h"
 #include "wheel.h"
 
+/* A spin-wait hint to the CPU (yields the core to an SMT sibling). */
+static inline void pw__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /* user_data tags: an op pointer (8-aligned) has tag 0. */
 #define PW__UD_TAG_MASK	 7ull
 #define PW__UD_EVENTFD	 1ull /* the inbox eventfd read */
@@ -366,6 +376,9 @@ void pw__mesh_destroy(struct pw_runtime *rt);
 int pw__mesh_send(struct pw__shard *s, unsigned dst, const struct pw__msg *m);
 void pw__mesh_drain(struct pw__shard *s);
 void pw__mesh_flush(struct pw__shard *s);
+/* No message waits in any inbound ring (no fence: for polling). */
+bool pw__mesh_empty(struct pw__shard *s);
+/* The same after a seq_cst fence: for the check after "asleep" is up. */
 bool pw__mesh_idle(struct pw__shard *s);
 bool pw__mesh_stop_done(struct pw__shard *s);
 uint64_t pw__mesh_wait_cap(struct pw__shard *s);

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -142,6 +143,15 @@ pw_test_wait_live(struct pw_runtime *rt, unsigned shard, uint64_t live)
 }
 
 /* Run @fn(@state) on shard 0 and return its result. */
+/* CLOCK_MONOTONIC in nanoseconds. */
+static inline uint64_t pw_test_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 				       void *state)
 {

@@ -209,6 +209,7 @@ Test(cli, help)
 		"--connections N",
 		"--duration D",
 		"--shards N",
+		"--idle-poll DURATION",
 		"--sched shard|steal",
 		"--cpus LIST",
 		"--metrics",
@@ -247,9 +248,17 @@ Test(cli, config)
 	pw_config_init(&cfg);
 	expect_error(pw_cli_config(&cli, &cfg), "more than the 1 CPU");
 
+	/* --idle-poll, up to the runtime's bound; 0 by default. */
+	cr_assert_eq(PARSE("--idle-poll", "200us"), 0);
+	pw_config_init(&cfg);
+	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.idle_poll_ns, 200000);
+	expect_error(PARSE("--idle-poll", "2s"), "out of range 0ns..1s");
+
 	cr_assert_eq(PARSE("--sched", "steal"), 0);
 	pw_config_init(&cfg);
 	cr_expect_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.idle_poll_ns, 0);
 	cr_expect_eq(cfg.sched, PW_SCHED_STEAL);
 	cr_expect_eq(pw_cli_sched_apply(&cfg, PW_CLI_SCHED_SHARD), 0);
 	cr_expect_eq(cfg.sched, PW_SCHED_SHARD);

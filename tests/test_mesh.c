@@ -652,3 +652,124 @@ Test(mesh, flooded_shard_timers_stay_on_time_real_clock)
 	cr_assert_gt(atomic_load(&flood_got), 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
+
+/* ---- idle poll --------------------------------------------------------- */
+
+static enum pw_poll one_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	return pw_ready(cx, 1);
+}
+
+/* 200 calls one after another from shard 0 to shard 1; counts what the
+ * two shards did meanwhile. */
+struct pinger {
+	struct pw_runtime *rt;
+	int left;
+	bool sent;
+	int64_t sum;
+	struct pw_call call;
+	struct pw_shard_stats before[2], after[2];
+};
+
+static enum pw_poll pinger_poll(struct pw_cx *cx, void *state)
+{
+	struct pinger *p = state;
+	int64_t v;
+
+	if (p->left == 200 && !p->sent)
+		for (unsigned i = 0; i < 2; i++)
+			cr_assert_eq(pw_runtime_stats(p->rt, i, &p->before[i]),
+				     0);
+	for (;;) {
+		if (p->sent) {
+			if (pw_call_poll(cx, &p->call, &v) == PW_PENDING)
+				return PW_PENDING;
+			p->sent = false;
+			p->sum += v;
+		}
+		if (p->left == 0)
+			break;
+		p->left--;
+		pw_call_init(&p->call, 1, one_poll, NULL, 0, NULL);
+		p->sent = true;
+	}
+	for (unsigned i = 0; i < 2; i++)
+		cr_assert_eq(pw_runtime_stats(p->rt, i, &p->after[i]), 0);
+	return pw_ready(cx, p->sum);
+}
+
+static void ping_200(uint64_t idle_poll_ns, struct pinger *p)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+
+	pw_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
+	cfg.idle_poll_ns = idle_poll_ns;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	*p = (struct pinger){ .rt = rt, .left = 200 };
+	cr_assert_eq(pw_test_block_on(rt, pinger_poll, p), 200);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+#define DELTA(p, i, f) ((p)->after[i].f - (p)->before[i].f)
+
+Test(mesh, idle_poll_answers_calls_without_sleeping_or_rousing)
+{
+	struct pinger p;
+
+	/* Polling for up to 1 s: neither shard sleeps between the calls, so
+	 * neither has to rouse the other. */
+	ping_200(PW_IDLE_POLL_MAX_NS, &p);
+	for (unsigned i = 0; i < 2; i++) {
+		cr_assert_eq(DELTA(&p, i, kernel_waits), 0, "shard %u slept",
+			     i);
+		cr_assert_eq(DELTA(&p, i, msg_rings), 0, "shard %u roused", i);
+	}
+	/* Without it the caller sleeps while it waits for an answer. */
+	ping_200(0, &p);
+	cr_assert_gt(DELTA(&p, 0, kernel_waits), 0);
+}
+
+static enum pw_poll sleeper_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_sleep *sl = state;
+
+	return pw_sleep_poll(cx, sl);
+}
+
+Test(mesh, idle_poll_ends_at_the_next_timer)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	struct pw_sleep sl;
+
+	pw_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	/* A 5 ms sleep on a shard that would poll for 1 s: the poll stops at
+	 * the timer, which fires long before the poll would have ended. */
+	pw_sleep_init(&sl, 5 * MS);
+	uint64_t t0 = pw_test_now_ns();
+	pw_test_block_on(rt, sleeper_poll, &sl);
+	uint64_t took = pw_test_now_ns() - t0;
+	cr_assert_geq(took, 5 * MS);
+	cr_assert_lt(took, 500 * MS, "the 5 ms sleep took %llu ns",
+		     (unsigned long long)took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+Test(mesh, idle_poll_out_of_range_is_refused)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt = NULL;
+
+	pw_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS + 1;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cr_assert_null(rt);
+}

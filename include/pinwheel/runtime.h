@@ -27,6 +27,7 @@ struct pw_runtime;
 #define PW_MAX_SHARDS	    1024
 #define PW_RING_ENTRIES_MIN 8
 #define PW_RING_ENTRIES_MAX 32768
+#define PW_IDLE_POLL_MAX_NS 1000000000ull /* struct pw_config.idle_poll_ns */
 
 /* Flags for struct pw_config.flags. */
 #define PW_CONFIG_NO_PIN	0x1u /* do not pin shard threads */
@@ -67,6 +68,10 @@ struct pw_config {
 	unsigned mesh_batch;   /* messages taken per ring per turn, >= 1 */
 	unsigned max_calls;    /* pw_calls in flight per destination shard;
 				0: unbounded */
+	uint64_t idle_poll_ns; /* idle shard: poll this long for messages,
+				  wakes and completions before it sleeps in
+				  the kernel, 0..1 s; 0 (the default): sleep
+				  at once. Ignored under the paused clock. */
 	unsigned max_blocking_threads;	 /* blocking pool cap, >= 1 (512) */
 	uint64_t blocking_keep_alive_ns; /* idle pool thread lifetime (10 s) */
 	enum pw_sched sched;		 /* PW_SCHED_SHARD (the default) */
@@ -81,7 +86,8 @@ struct pw_config {
  * pw_config_init - fill @cfg with the defaults: one shard per physical
  * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ
  * entries, CQ 8x, batch 64, tick 1 ms, pinning on, no oversubscription,
- * mesh rings of 256 slots drained 256 at a time, unbounded calls, the
+ * mesh rings of 256 slots drained 256 at a time, unbounded calls, no
+ * idle poll, the
  * shard scheduler (or PW_SCHED=steal from the environment); for stealing
  * mode an event interval of 61 and a self-tuning global queue interval.
  * Context: any thread.
