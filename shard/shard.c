@@ -336,20 +336,22 @@ static bool work_arrived(struct pw__shard *s)
  */
 static bool idle_poll(struct pw__shard *s)
 {
-	uint64_t budget = s->rt->cfg.idle_poll_ns, wait_ns, end;
+	uint64_t budget = s->rt->cfg.idle_poll_ns, next, end;
 
 	if (!budget || s->rt->paused)
 		return false;
-	if (!pw__time_may_sleep(s, &wait_ns))
+	/* From the turn's cached now, not a fresh clock read: the poll may
+	 * end early, never after the timer. */
+	next = pw__time_next_ns(s);
+	if (next <= s->now_ns)
 		return true; /* a timer is due */
-	if (wait_ns < budget)
-		budget = wait_ns;
+	end = next - s->now_ns < budget ? next : s->now_ns + budget;
+	end += s->rt->start_ns; /* as pw__clock_ns() counts */
 	if (s->sq_dirty) {
 		/* What the sleep would submit must not wait for the poll. */
 		note_submitted(s);
 		io_uring_submit(&s->ring);
 	}
-	end = pw__clock_ns() + budget;
 	for (unsigned i = 1;; i++) {
 		if (work_arrived(s))
 			return true;

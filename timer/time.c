@@ -79,8 +79,7 @@ void pw__time_fire(struct pw__shard *s)
 		PW__STAT_ADD(s, timers_fired, n);
 }
 
-/* Next wheel expiry in ns, UINT64_MAX for none. */
-static uint64_t next_expiry_ns(struct pw__shard *s)
+uint64_t pw__time_next_ns(struct pw__shard *s)
 {
 	uint64_t next = pw__wheel_next(&s->wheel);
 
@@ -94,7 +93,7 @@ void pw__time_prepare_sleep(struct pw__shard *s)
 	if (s->rt->paused)
 		/* seq_cst: published before the asleep flag (also seq_cst),
 		 * so whoever sees this shard asleep sees its expiry. */
-		atomic_store(&s->next_ns, next_expiry_ns(s));
+		atomic_store(&s->next_ns, pw__time_next_ns(s));
 }
 
 /* Move the paused clock forward to @to (never back). */
@@ -113,7 +112,7 @@ static void vnow_raise(struct pw_runtime *rt, uint64_t to)
 bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 {
 	struct pw_runtime *rt = s->rt;
-	uint64_t next = next_expiry_ns(s);
+	uint64_t next = pw__time_next_ns(s);
 
 	*wait_ns = UINT64_MAX;
 	if (!rt->paused) {

@@ -32,6 +32,9 @@ void pw__time_fire(struct pw__shard *s);
  */
 bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns);
 
+/* The next wheel expiry in ns since runtime start, UINT64_MAX for none. */
+uint64_t pw__time_next_ns(struct pw__shard *s);
+
 /* CLOCK_MONOTONIC in nanoseconds. */
 uint64_t pw__clock_ns(void);
 
