@@ -206,6 +206,59 @@ Test(wheel, fifo_within_slot)
 	expect_log((int[]){ 1, 0 }, NULL, 2);
 }
 
+/*
+ * Hundreds of timers of one slot fire in arming order after two
+ * cascades, with cancelled ones gone and re-armed ones at the back, while
+ * a second slot's timers interleaved with them keep their own order.
+ */
+Test(wheel, fifo_within_slot_many)
+{
+	enum { N = 480 };
+	static struct pw__wheel w;
+	static struct ut u[N];
+	static int want[N];
+	int nwant = 0;
+
+	ut_setup(&w, 0, u, N);
+	/* Arm in a scrambled order. */
+	int order[N];
+	for (int i = 0; i < N; i++)
+		order[i] = (int)((i * 187 + 31) % N); /* gcd(187, 480) = 1 */
+	for (int i = 0; i < N; i++)
+		pw__wheel_insert(&w, &u[order[i]].t,
+				 order[i] % 3 ? 5000 : 6000);
+	cr_assert_eq(u[order[0]].t.level, 2);
+	/* Cancel every 7th armed; re-arm every 11th (to the back). */
+	for (int i = 0; i < N; i += 7)
+		cr_assert(pw__wheel_cancel(&w, &u[order[i]].t));
+	for (int i = 5; i < N; i += 11)
+		pw__wheel_insert(&w, &u[order[i]].t,
+				 order[i] % 3 ? 5000 : 6000);
+	ut_check(&w);
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < N; i++) {
+			int id = order[i];
+			bool in = pass == 0 ? id % 3 != 0 : id % 3 == 0;
+
+			if (!in || i % 7 == 0 || (i >= 5 && (i - 5) % 11 == 0))
+				continue;
+			want[nwant++] = id;
+		}
+		for (int i = 5; i < N; i += 11) {
+			int id = order[i];
+			bool in = pass == 0 ? id % 3 != 0 : id % 3 == 0;
+
+			if (in)
+				want[nwant++] = id;
+		}
+	}
+	cr_assert_eq(pw__wheel_advance(&w, 6000), (size_t)nwant);
+	expect_log(want, NULL, nwant);
+	/* Each went level 2 -> 1 -> 0 before it fired. */
+	cr_assert_eq(w.refiled, (uint64_t)2 * nwant);
+	ut_check(&w);
+}
+
 Test(wheel, order_across_slots)
 {
 	static struct pw__wheel w;
