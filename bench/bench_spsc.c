@@ -5,7 +5,7 @@
  *   bm_spsc_throughput/B     messages/s through a 1024-slot ring, B-message
  *                            batches on both sides (push_batch, pop_batch)
  *   bm_ck_ring_throughput/B  the same through Concurrency Kit's ck_ring
- *                            (spsc, 32-byte records, 1024 slots): B single
+ *                            (spsc, 48-byte records, 1024 slots): B single
  *                            enqueues, then up to B single dequeues
  *   bm_spsc_roundtrip        CPU0 -> CPU1 -> CPU0 over two rings
  *   bm_pingpong_floor        one cache line flipped between the same cores
@@ -182,11 +182,9 @@ static void duo_bench(struct pw_bench *b, struct duo *d, uint32_t per)
 	pw_bench_items(b, (int64_t)total);
 }
 
-static void bench_msg_fn(void *a0, uint64_t a1, uint64_t a2)
+static void bench_msg_fn(const struct pw__msg *m)
 {
-	(void)a0;
-	(void)a1;
-	(void)a2;
+	(void)m;
 }
 
 /* ---- throughput: pinwheel's ring ---- */
@@ -217,6 +215,8 @@ static void spsc_producer(struct duo *d, uint64_t n)
 			batch[i].a0 = t;
 			batch[i].a1 = seq + i;
 			batch[i].a2 = 0;
+			batch[i].a3 = 0;
+			batch[i].a4 = 0;
 		}
 		while (done < k) {
 			uint32_t got = pw__spsc_push_batch(

@@ -47,13 +47,15 @@
 /* Longest kernel wait while an overflow backlog remains. */
 #define PW__OVF_POLL_NS 100000u
 
-/* An overflow block: a slab block of messages waiting for ring room. */
-#define PW__OVF_MSGS 15
+/* An overflow block: a slab block of messages waiting for ring room;
+ * 16 + 10 * 48 = 496 bytes, one 512-byte slab block. */
+#define PW__OVF_MSGS 10
 struct pw__ovf {
 	struct pw__ovf *next;
 	uint32_t first, n; /* messages [first, n) still to publish */
 	struct pw__msg msgs[PW__OVF_MSGS];
 };
+_Static_assert(sizeof(struct pw__ovf) <= 512, "an overflow block fits 512");
 
 #define OVF_CLASS pw__slab_class(sizeof(struct pw__ovf))
 
@@ -249,8 +251,8 @@ void pw__mesh_drain(struct pw__shard *s)
 
 		while (left && (n = pw__spsc_peek(r, &sl, left))) {
 			for (uint32_t i = 0; i < n; i++) {
-				struct pw__msg *m = &sl[i].msg;
-				m->fn(m->a0, m->a1, m->a2);
+				const struct pw__msg *m = &sl[i].msg;
+				m->fn(m);
 			}
 			pw__spsc_release(r, n);
 			left -= n;
@@ -365,10 +367,10 @@ int pw_shard_count(void)
 	return s ? (int)s->rt->nshards : -EPERM;
 }
 
-static void submit_handler(void *a0, uint64_t a1, uint64_t a2)
+/* a0: the argument; a1: the function. */
+static void submit_handler(const struct pw__msg *m)
 {
-	(void)a2;
-	((void (*)(void *))(uintptr_t)a1)(a0);
+	((void (*)(void *))(uintptr_t)m->a1)(m->a0);
 }
 
 int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg)
@@ -380,7 +382,11 @@ int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg)
 	int err = check_target(&s, shard);
 	if (err)
 		return err;
-	struct pw__msg m = { submit_handler, arg, (uint64_t)(uintptr_t)fn, 0 };
+	struct pw__msg m = {
+		.fn = submit_handler,
+		.a0 = arg,
+		.a1 = (uint64_t)(uintptr_t)fn,
+	};
 	return pw__mesh_send(s, shard, &m);
 }
 
@@ -394,20 +400,21 @@ struct spawn_stage {
 	_Alignas(16) unsigned char data[];
 };
 
-static void stage_free_handler(void *a0, uint64_t a1, uint64_t a2)
+/* a0: the stage block, back at the shard that allocated it. */
+static void stage_free_handler(const struct pw__msg *m)
 {
-	struct spawn_stage *st = a0;
-	(void)a1;
-	(void)a2;
+	struct spawn_stage *st = m->a0;
+
 	pw__slab_free(&pw__cur_shard->aux, st, st->cls);
 }
 
-static void spawn_handler(void *a0, uint64_t src, uint64_t a2)
+/* a0: the stage block; a1: the sender, which frees it. */
+static void spawn_handler(const struct pw__msg *m)
 {
 	struct pw__shard *s = pw__cur_shard;
-	struct spawn_stage *st = a0;
+	struct spawn_stage *st = m->a0;
+	unsigned src = (unsigned)m->a1;
 	struct pw__task *t;
-	(void)a2;
 
 	int err = s->stopping ? -ESHUTDOWN :
 				pw__task_new(s, &t, st->fn, st->data, st->size,
@@ -419,23 +426,25 @@ static void spawn_handler(void *a0, uint64_t src, uint64_t a2)
 		pw__task_fix(t, s);
 		pw__task_start(t);
 	}
-	struct pw__msg m = { stage_free_handler, st, 0, 0 };
-	if (pw__mesh_send(s, (unsigned)src, &m) < 0)
+	struct pw__msg back = { .fn = stage_free_handler, .a0 = st };
+	if (pw__mesh_send(s, src, &back) < 0)
 		/* Kept by the sender's slab until shutdown: not lost. */
 		PW__STAT_INC(s, mesh_overflowed);
 }
 
-static void spawn_ptr_handler(void *a0, uint64_t fn, uint64_t drop)
+/* a0: the state pointer; a1: the poll function; a2: the drop hook. */
+static void spawn_ptr_handler(const struct pw__msg *m)
 {
 	struct pw__shard *s = pw__cur_shard;
-	pw_drop_fn d = (pw_drop_fn)(uintptr_t)drop;
+	pw_poll_fn fn = (pw_poll_fn)(uintptr_t)m->a1;
+	pw_drop_fn d = (pw_drop_fn)(uintptr_t)m->a2;
+	void *state = m->a0;
 	struct pw__task *t;
 
 	int err = s->stopping ? -ESHUTDOWN :
-				pw__task_new(s, &t, (pw_poll_fn)(uintptr_t)fn,
-					     a0, 0, d);
+				pw__task_new(s, &t, fn, state, 0, d);
 	if (err && d)
-		d(a0);
+		d(state);
 	if (!err) {
 		/* Placed by the program: it stays here in stealing mode. */
 		pw__task_fix(t, s);
@@ -454,9 +463,12 @@ int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
 	if (err)
 		return err;
 	if (!size) {
-		struct pw__msg m = { spawn_ptr_handler, (void *)state,
-				     (uint64_t)(uintptr_t)fn,
-				     (uint64_t)(uintptr_t)drop };
+		struct pw__msg m = {
+			.fn = spawn_ptr_handler,
+			.a0 = (void *)state,
+			.a1 = (uint64_t)(uintptr_t)fn,
+			.a2 = (uint64_t)(uintptr_t)drop,
+		};
 		return pw__mesh_send(s, shard, &m);
 	}
 	int cls = pw__slab_class(sizeof(struct spawn_stage) + size);
@@ -468,7 +480,7 @@ int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
 	st->size = size;
 	st->cls = cls;
 	memcpy(st->data, state, size);
-	struct pw__msg m = { spawn_handler, st, s->id, 0 };
+	struct pw__msg m = { .fn = spawn_handler, .a0 = st, .a1 = s->id };
 	err = pw__mesh_send(s, shard, &m);
 	if (err)
 		pw__slab_free(&s->aux, st, cls);
@@ -476,6 +488,20 @@ int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
 }
 
 /* ---- calls --------------------------------------------------------- */
+
+/*
+ * A call request carries everything the target needs: a0 the caller's
+ * struct pw_call (only handed back in the reply), a1 the poll function,
+ * a2 the drop hook, a3 the state pointer, and a4 the caller's shard id
+ * (low 32 bits) with the state size (high 32), all taken from the
+ * struct pw_call when the request is sent. The target never reads that
+ * struct, whose line the caller's core owns: had it to, every call would
+ * wait for one more line to come over after the slot. Besides the slot
+ * it reads only the state it copies (size > 0), which no message could
+ * carry. The reply is a0 the struct pw_call, a1 the result and a2 the
+ * replying shard.
+ */
+_Static_assert(PW_TASK_STATE_MAX <= UINT32_MAX, "a call's size fits 32 bits");
 
 /* The task that runs a call on the target shard. */
 struct call_task {
@@ -488,13 +514,17 @@ struct call_task {
 	_Alignas(16) unsigned char data[];
 };
 
-static void call_reply_handler(void *a0, uint64_t result, uint64_t a2);
+static void call_reply_handler(const struct pw__msg *m);
 
 static void call_reply(struct pw__shard *s, struct call_task *ct,
 		       int64_t result)
 {
-	struct pw__msg m = { call_reply_handler, ct->call, (uint64_t)result,
-			     s->id };
+	struct pw__msg m = {
+		.fn = call_reply_handler,
+		.a0 = ct->call,
+		.a1 = (uint64_t)result,
+		.a2 = s->id,
+	};
 
 	ct->replied = true;
 	if (pw__mesh_send(s, ct->caller, &m) < 0)
@@ -523,27 +553,36 @@ static void call_task_drop(void *state)
 		call_reply(pw__cur_shard, ct, -ECANCELED);
 }
 
-static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
+/* The request (see above): built from the message alone. */
+static void call_request_handler(const struct pw__msg *m)
 {
 	struct pw__shard *s = pw__cur_shard;
-	struct pw_call *c = a0;
-	struct call_task head = { c,	c->fn, c->drop, NULL, (unsigned)caller,
-				  false };
+	const void *arg = (const void *)(uintptr_t)m->a3;
+	size_t size = (size_t)(m->a4 >> 32);
+	struct call_task head = {
+		.call = m->a0,
+		.fn = (pw_poll_fn)(uintptr_t)m->a1,
+		.drop = (pw_drop_fn)(uintptr_t)m->a2,
+		.caller = (uint32_t)m->a4,
+	};
 	struct pw__task *t;
-	(void)a2;
 
 	int err = s->stopping ?
 			  -ESHUTDOWN :
 			  pw__task_new(s, &t, call_task_poll, NULL,
-				       sizeof(head) + c->size, call_task_drop);
+				       sizeof(head) + size, call_task_drop);
 	if (err) {
 		call_reply(s, &head, err);
 		return;
 	}
 	struct call_task *ct = t->state;
 	*ct = head;
-	memcpy(ct->data, c->arg, c->size);
-	ct->user = c->size ? (void *)ct->data : (void *)c->arg;
+	if (size) {
+		memcpy(ct->data, arg, size);
+		ct->user = ct->data;
+	} else {
+		ct->user = (void *)arg;
+	}
 	/* A call runs on the shard it was made to, in both modes. */
 	pw__task_fix(t, s);
 	pw__task_start(t);
@@ -551,7 +590,15 @@ static void call_request_handler(void *a0, uint64_t caller, uint64_t a2)
 
 static void call_send(struct pw__shard *s, struct pw_call *c)
 {
-	struct pw__msg m = { call_request_handler, c, s->id, 0 };
+	/* c->size <= PW_TASK_STATE_MAX: checked by pw_call_poll(). */
+	struct pw__msg m = {
+		.fn = call_request_handler,
+		.a0 = c,
+		.a1 = (uint64_t)(uintptr_t)c->fn,
+		.a2 = (uint64_t)(uintptr_t)c->drop,
+		.a3 = (uint64_t)(uintptr_t)c->arg,
+		.a4 = (uint64_t)s->id | (uint64_t)c->size << 32,
+	};
 
 	s->out[c->shard].calls++;
 	c->state = PW_CALL_SENT;
@@ -564,11 +611,12 @@ static void call_send(struct pw__shard *s, struct pw_call *c)
 	}
 }
 
-static void call_reply_handler(void *a0, uint64_t result, uint64_t from)
+static void call_reply_handler(const struct pw__msg *m)
 {
 	struct pw__shard *s = pw__cur_shard;
-	struct pw_call *c = a0;
-	struct pw__outq *q = &s->out[from];
+	struct pw_call *c = m->a0;
+	int64_t result = (int64_t)m->a1;
+	struct pw__outq *q = &s->out[m->a2];
 	struct pw__task *t = c->task;
 
 	q->calls--;
@@ -578,7 +626,7 @@ static void call_reply_handler(void *a0, uint64_t result, uint64_t from)
 		pw_list_del_init(&w->wait);
 		call_send(s, w);
 	}
-	c->result = (int64_t)result;
+	c->result = result;
 	c->state = PW_CALL_DONE;
 	c->task = NULL;
 	pw__task_unpin_wake(s, t);
@@ -659,12 +707,12 @@ int pw_call_cancel(struct pw_call *c)
 
 /* ---- cross-shard wakes ---------------------------------------------- */
 
-/* a1: 1 wake, 2 drop the reference the message carries. */
-static void wake_handler(void *a0, uint64_t flags, uint64_t a2)
+/* a0: the task; a1: 1 wake, 2 drop the reference the message carries. */
+static void wake_handler(const struct pw__msg *m)
 {
 	struct pw__shard *s = pw__cur_shard;
-	struct pw__task *t = a0;
-	(void)a2;
+	struct pw__task *t = m->a0;
+	uint64_t flags = m->a1;
 
 	if (flags & 1) {
 		PW__STAT_INC(s, remote_wakes);
@@ -676,7 +724,11 @@ static void wake_handler(void *a0, uint64_t flags, uint64_t a2)
 
 bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake)
 {
-	struct pw__msg m = { wake_handler, t, wake ? 3u : 2u, 0 };
+	struct pw__msg m = {
+		.fn = wake_handler,
+		.a0 = t,
+		.a1 = wake ? 3u : 2u,
+	};
 
 	return pw__mesh_send(s, t->shard->id, &m) == 0;
 }

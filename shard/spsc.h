@@ -4,9 +4,9 @@
  *
  * Shards talk to each other through these rings: one ring per ordered pair
  * of shards, written by exactly one thread and read by exactly one other.
- * A message is a 32-byte record (a function and three arguments) copied
- * into caller-provided slot memory, so the runtime can place that memory
- * on the consumer's NUMA node.
+ * A message is a 48-byte record (a function and five argument words)
+ * copied into caller-provided slot memory, so the runtime can place that
+ * memory on the consumer's NUMA node.
  *
  * One line per hop. Each slot is one 64-byte cache line holding a message
  * and a 32-bit sequence word. Positions are free-running 32-bit counters
@@ -50,17 +50,22 @@
 #define PW__SPSC_LINE	      64
 #define PW__SPSC_MAX_CAPACITY ((size_t)1 << 31)
 
-/* One message. Ownership of whatever it points to moves with it. */
+/*
+ * One message. Ownership of whatever it points to moves with it. The
+ * consumer runs fn(m) with m pointing at the message where it lies (in
+ * its slot, or in a copy), valid only during the call: a handler that
+ * needs a word later copies it out.
+ */
 struct pw__msg {
-	void (*fn)(void *a0, uint64_t a1, uint64_t a2); /* run by consumer */
-	void *a0;					/* first argument */
-	uint64_t a1, a2;				/* two more */
+	void (*fn)(const struct pw__msg *m); /* run by the consumer */
+	void *a0;			     /* first argument */
+	uint64_t a1, a2, a3, a4;	     /* four more */
 };
 
 /*
- * One slot, one cache line: a 40-byte slot would straddle two lines for
- * every other position. seq is the position whose message the slot holds,
- * plus one, once that message is published.
+ * One slot, one cache line: a 56-byte slot (the 48-byte message, the
+ * 4-byte seq, padding) would straddle two lines for most positions. seq is the position whose
+ * message the slot holds, plus one, once that message is published.
  *
  * Why the consumer at position p cannot mistake an old word for p + 1:
  * the producer writes position p only after the consumer released
@@ -79,6 +84,8 @@ struct pw__spsc_slot {
 	_Alignas(PW__SPSC_LINE) struct pw__msg msg;
 	_Atomic uint32_t seq;
 };
+_Static_assert(sizeof(struct pw__spsc_slot) == PW__SPSC_LINE,
+	       "a slot is exactly one cache line");
 
 /* The consumer's private line; the producer never touches it. */
 struct pw__spsc_cons {

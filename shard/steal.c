@@ -467,11 +467,10 @@ static struct pw__task *bound_pop(struct pw__worker *w)
 	return t;
 }
 
-static void forward_handler(void *a0, uint64_t a1, uint64_t a2)
+/* a0: the task, for this worker's bound queue. */
+static void forward_handler(const struct pw__msg *m)
 {
-	(void)a1;
-	(void)a2;
-	bound_push(pw__cur_shard->w, a0);
+	bound_push(pw__cur_shard->w, m->a0);
 }
 
 /* Hand @t to the worker its pins bind it to. */
@@ -484,7 +483,7 @@ static void forward(struct pw__task *t, struct pw__shard *to)
 		return;
 	}
 	if (cur && cur->rt == to->rt) {
-		struct pw__msg m = { forward_handler, t, 0, 0 };
+		struct pw__msg m = { .fn = forward_handler, .a0 = t };
 		cur->w->forwarded++;
 		if (pw__mesh_send(cur, to->id, &m) == 0)
 			return;
@@ -541,11 +540,11 @@ void pw__steal_inbox(struct pw__shard *s, struct pw__task *t)
 		bound_push(s->w, t);
 }
 
-static void free_handler(void *a0, uint64_t a1, uint64_t a2)
+/* a0: the task, back at its home shard's slab. */
+static void free_handler(const struct pw__msg *m)
 {
-	struct pw__task *t = a0;
-	(void)a1;
-	(void)a2;
+	struct pw__task *t = m->a0;
+
 	pw__slab_free(&pw__cur_shard->slab, t, t->cls);
 }
 
@@ -565,7 +564,7 @@ void pw__steal_free(struct pw__task *t)
 		return;
 	}
 	if (cur && cur->rt == home->rt) {
-		struct pw__msg m = { free_handler, t, 0, 0 };
+		struct pw__msg m = { .fn = free_handler, .a0 = t };
 		if (pw__mesh_send(cur, home->id, &m) == 0)
 			return;
 	}

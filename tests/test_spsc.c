@@ -22,11 +22,9 @@
 
 #include "spsc.h"
 
-static void spsc_mark(void *a0, uint64_t a1, uint64_t a2)
+static void spsc_mark(const struct pw__msg *m)
 {
-	(void)a0;
-	(void)a1;
-	(void)a2;
+	(void)m;
 }
 
 /* Message number @seq: every field derived from it, so a torn or stale
@@ -38,6 +36,8 @@ static struct pw__msg spsc_msg(uint64_t seq)
 		.a0 = (void *)(uintptr_t)(seq * 8 + 8),
 		.a1 = seq,
 		.a2 = ~seq,
+		.a3 = seq * 3 + 1,
+		.a4 = seq ^ 0x5555555555555555ull,
 	};
 	return m;
 }
@@ -46,7 +46,8 @@ static bool spsc_msg_ok(const struct pw__msg *m, uint64_t seq)
 {
 	return m->fn == spsc_mark &&
 	       m->a0 == (void *)(uintptr_t)(seq * 8 + 8) && m->a1 == seq &&
-	       m->a2 == ~seq;
+	       m->a2 == ~seq && m->a3 == seq * 3 + 1 &&
+	       m->a4 == (seq ^ 0x5555555555555555ull);
 }
 
 static void spsc_expect(const struct pw__msg *m, uint64_t seq)
@@ -80,7 +81,7 @@ Test(spsc, layout_one_line_per_slot_and_separate_sides)
 {
 	static struct pw__spsc_slot slots[4];
 
-	cr_assert_eq(sizeof(struct pw__msg), 32);
+	cr_assert_eq(sizeof(struct pw__msg), 48);
 	/* A slot is one whole line: message and sequence word together,
 	 * every slot starting on a line boundary. */
 	cr_assert_eq(sizeof(struct pw__spsc_slot), 64);
