@@ -762,6 +762,48 @@ Test(mesh, idle_poll_ends_at_the_next_timer)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
+/* Five one-hour sleeps, one after another; returns the virtual end time. */
+struct hours {
+	int done;
+	struct pw_sleep sl;
+};
+
+static enum pw_poll hours_poll(struct pw_cx *cx, void *state)
+{
+	struct hours *h = state;
+
+	while (h->done < 5) {
+		if (pw_sleep_poll(cx, &h->sl) == PW_PENDING)
+			return PW_PENDING;
+		if (++h->done < 5)
+			pw_sleep_init(&h->sl, 3600 * PW_NSEC_PER_SEC);
+	}
+	return pw_ready(cx, pw_time_now());
+}
+
+Test(mesh, idle_poll_does_not_hold_the_paused_clock)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	static struct hours h;
+
+	pw_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_OVERSUBSCRIBE;
+	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	/* The paused clock jumps only once every shard sleeps: a 1 s idle
+	 * poll before each jump would make this take over 5 s. */
+	pw_sleep_init(&h.sl, 3600 * PW_NSEC_PER_SEC);
+	uint64_t t0 = pw_test_now_ns();
+	cr_assert_eq(pw_test_block_on(rt, hours_poll, &h),
+		     5 * 3600 * PW_NSEC_PER_SEC);
+	uint64_t took = pw_test_now_ns() - t0;
+	cr_assert_lt(took, 2500 * MS, "five jumps took %llu ns",
+		     (unsigned long long)took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 Test(mesh, idle_poll_out_of_range_is_refused)
 {
 	struct pw_config cfg;
