@@ -28,6 +28,9 @@
  * Receiving. Every turn the shard drains each incoming ring, at most
  * cfg.mesh_batch messages per ring, in place (peek, run, release), so a
  * flooding peer cannot starve the other rings or the shard's own tasks.
+ * It probes a ring's slots at most once per turn, and not at all when an
+ * earlier check already saw messages there: a probe past the last
+ * published message loads a line the producer owns.
  *
  * Stopping. After every shard dropped its tasks, messages may still fly
  * (call replies, wakes, frees). A stopping shard with nothing left to do
@@ -245,11 +248,21 @@ void pw__mesh_drain(struct pw__shard *s)
 
 	for (unsigned src = 0; src < rt->nshards; src++) {
 		struct pw__spsc *r = s->in[src];
-		uint32_t left = bound;
+		uint32_t left = bound, known, n;
 		struct pw__spsc_slot *sl;
-		uint32_t n;
 
-		while (left && (n = pw__spsc_peek(r, &sl, left))) {
+		for (;;) {
+			/* Messages seen published already (by the idle poll
+			 * or the sleep check) are taken without a probe: the
+			 * slot after them is one the producer is about to
+			 * write and has fetched for writing, and loading it
+			 * would cost a cross-core transfer before these
+			 * messages run. */
+			known = pw__spsc_known(r);
+			n = pw__spsc_peek(r, &sl,
+					  known && known < left ? known : left);
+			if (!n)
+				break;
 			for (uint32_t i = 0; i < n; i++) {
 				const struct pw__msg *m = &sl[i].msg;
 				m->fn(m);
@@ -257,6 +270,12 @@ void pw__mesh_drain(struct pw__shard *s)
 			pw__spsc_release(r, n);
 			left -= n;
 			got += n;
+			/* Probe on only across the end of the slot array (the
+			 * run stopped there), or while more are known; what
+			 * arrives meanwhile waits for the next turn. */
+			if (!left || (!pw__spsc_known(r) &&
+				      (r->cons.pos & r->cons.mask)))
+				break;
 		}
 	}
 	s->received += got;

@@ -363,6 +363,17 @@ static inline bool pw__spsc_push(struct pw__spsc *r, const struct pw__msg *m)
 }
 
 /**
+ * pw__spsc_known - messages the consumer has already seen published and
+ * not yet released: what pw__spsc_peek() can return without loading a
+ * slot it has not read before.
+ * Context: consumer only.
+ */
+static inline uint32_t pw__spsc_known(const struct pw__spsc *r)
+{
+	return r->cons.ready - r->cons.pos;
+}
+
+/**
  * pw__spsc_peek - published messages the consumer may read in place.
  * @first: set to the oldest message's slot, or NULL when 0 is returned.
  * @max: the most messages wanted.
