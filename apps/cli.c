@@ -261,7 +261,7 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 
 /* The common flags, as options writing into a scratch place. */
 struct common_vals {
-	uint64_t shards, idle_poll_ns;
+	uint64_t shards, idle_poll_ns, batch_wait_ns;
 	const char *sched, *cpus, *metrics_format;
 	bool metrics;
 };
@@ -290,6 +290,17 @@ static unsigned common_opts(uint32_t mask, struct common_vals *v,
 			PW_IDLE_POLL_MAX_NS,
 			"DURATION",
 			"an idle shard polls this long before it sleeps "
+			"(default 0)"
+		};
+	if (mask & PW_CLI_SHARDS)
+		out[n++] = (struct pw_cli_opt){
+			"--batch-wait",
+			PW_CLI_DURATION,
+			&v->batch_wait_ns,
+			0,
+			PW_BATCH_WAIT_MAX_NS,
+			"DURATION",
+			"a sleeping shard gathers completions this long "
 			"(default 0)"
 		};
 	if (mask & PW_CLI_SCHED)
@@ -350,7 +361,7 @@ static void usage_opt(FILE *f, const struct pw_cli_opt *o)
 void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 {
 	struct common_vals v;
-	struct pw_cli_opt common[6];
+	struct pw_cli_opt common[7];
 	unsigned nc = common_opts(cmd->common, &v, common);
 	bool units = false;
 
@@ -422,7 +433,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 		 char **argv)
 {
 	struct common_vals v = { 0 };
-	struct pw_cli_opt common[6];
+	struct pw_cli_opt common[7];
 	unsigned nc;
 	int err;
 
@@ -474,6 +485,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 
 	c->shards = (unsigned)v.shards;
 	c->idle_poll_ns = v.idle_poll_ns;
+	c->batch_wait_ns = v.batch_wait_ns;
 	c->metrics = v.metrics;
 	if (v.sched) {
 		if (!strcmp(v.sched, "shard"))
@@ -543,6 +555,7 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 		cfg->cpus = c->shard_cpu;
 	}
 	cfg->idle_poll_ns = c->idle_poll_ns;
+	cfg->batch_wait_ns = c->batch_wait_ns;
 	if (pw_cli_sched_apply(cfg, c->sched))
 		return fail(c, -EINVAL, "--sched: unknown scheduler");
 	return 0;

@@ -5,8 +5,9 @@
  * strings and the acceptor loop of the servers.
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
- * and picks the common ones it takes (--shards, --idle-poll, --sched, --cpus,
- * --metrics; --help always). pw_cli_parse() checks every value (numbers,
+ * and picks the common ones it takes (--shards, --idle-poll,
+ * --batch-wait, --sched, --cpus, --metrics; --help always).
+ * pw_cli_parse() checks every value (numbers,
  * durations such as 10s or 500ms, sizes such as 64k or 1M, ranges) and
  * on a bad flag prints one line naming it, so the command exits with
  * status 2. pw_cli_config() turns the common flags into a struct
@@ -35,7 +36,7 @@ enum pw_cli_sched {
 };
 
 /* Common flags, for struct pw_cli_cmd.common. */
-#define PW_CLI_SHARDS  0x1u /* --shards N, --idle-poll DURATION */
+#define PW_CLI_SHARDS  0x1u /* --shards, --idle-poll, --batch-wait */
 #define PW_CLI_SCHED   0x2u /* --sched shard|steal */
 #define PW_CLI_CPUS    0x4u /* --cpus LIST */
 #define PW_CLI_METRICS 0x8u /* --metrics */
@@ -81,6 +82,7 @@ struct pw_cli {
 	const struct pw_cli_cmd *cmd;
 	unsigned shards;	 /* --shards, or 0 */
 	uint64_t idle_poll_ns;	 /* --idle-poll, or 0 */
+	uint64_t batch_wait_ns;	 /* --batch-wait, or 0 */
 	enum pw_cli_sched sched; /* --sched, PW_CLI_SCHED_SHARD by default */
 	const char *cpus_arg;	 /* --cpus as given, or NULL */
 	unsigned ncpus;		 /* CPUs in --cpus */
@@ -121,7 +123,8 @@ void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f);
 /**
  * pw_cli_config - apply the common flags to @cfg (set up by the caller
  * with pw_config_init()): --shards, --cpus (shard i on the i-th CPU of
- * the list; with --cpus alone, one shard per CPU), --idle-poll, --sched.
+ * the list; with --cpus alone, one shard per CPU), --idle-poll,
+ * --batch-wait, --sched.
  * @c must stay alive while @cfg is used (cfg->cpus points into it).
  * Return: 0; -EINVAL when --shards asks for more shards than --cpus
  * lists; then a one-line message was printed (exit 2).

@@ -30,6 +30,8 @@
 # Usage: bench/http.sh [OUT.json]
 #   environment: DURATION=10s ROUNDS=3 CONNS=64 WARMUP=1s SERVER_CPU=0
 #                CLIENT_CPU=1 PORT=18480 PINWHEEL=build/pinwheel
+#                PINWHEEL_FLAGS= (more flags for `pinwheel http`, e.g.
+#                "--batch-wait 50us")
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -41,6 +43,7 @@ SERVER_CPU=${SERVER_CPU:-0}
 CLIENT_CPU=${CLIENT_CPU:-1}
 PORT=${PORT:-18480}
 PINWHEEL=${PINWHEEL:-$here/build/pinwheel}
+PINWHEEL_FLAGS=${PINWHEEL_FLAGS:-}
 OUT=${1:-$here/bench/results/http.json}
 BODY="Hello, world!"
 
@@ -133,8 +136,10 @@ start_server() {
 			-c "$tmp/nginx.conf" >"$tmp/server.log" 2>&1 &
 		;;
 	pinwheel)
+		# shellcheck disable=SC2086 # PINWHEEL_FLAGS: words on purpose
 		"$PINWHEEL" http --listen "127.0.0.1:$PORT" --shards 1 \
-			--cpus "$SERVER_CPU" --body "$BODY" >"$tmp/server.log" 2>&1 &
+			--cpus "$SERVER_CPU" --body "$BODY" $PINWHEEL_FLAGS \
+			>"$tmp/server.log" 2>&1 &
 		;;
 	esac
 	server_pid=$!

@@ -11,7 +11,8 @@
 # medians and writes JSON.
 #
 # Environment: DURATION (10s), ROUNDS (3), CONNS (64), PINWHEEL
-# (build/pinwheel), OUT (build/bench-proxy.json), PORT_BASE (18080).
+# (build/pinwheel), PINWHEEL_FLAGS (more flags for `pinwheel proxy`, e.g.
+# "--batch-wait 50us"), OUT (build/bench-proxy.json), PORT_BASE (18080).
 # Needs nginx, haproxy and wrk (Debian packages of those names).
 set -euo pipefail
 
@@ -19,6 +20,7 @@ DURATION=${DURATION:-10s}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 PINWHEEL=${PINWHEEL:-build/pinwheel}
+PINWHEEL_FLAGS=${PINWHEEL_FLAGS:-}
 OUT=${OUT:-build/bench-proxy.json}
 PORT_BASE=${PORT_BASE:-18080}
 NGX_PORT=$PORT_BASE
@@ -123,9 +125,11 @@ RESULTS="$TMP/results"
 run_one() { # name port
 	local name=$1 port=$2 pid
 	if [ "$name" = pinwheel ]; then
+		# shellcheck disable=SC2086 # PINWHEEL_FLAGS: words on purpose
 		setsid "$PINWHEEL" proxy --shards 1 --cpus 0 \
 			--listen "127.0.0.1:$port" \
-			--upstream "127.0.0.1:$NGX_PORT" >"$TMP/$name.log" 2>&1 &
+			--upstream "127.0.0.1:$NGX_PORT" $PINWHEEL_FLAGS \
+			>"$TMP/$name.log" 2>&1 &
 	else
 		# Its own session: HAProxy signals its process group.
 		setsid taskset -c 0 "$HAPROXY" -db -f "$TMP/haproxy.cfg" \

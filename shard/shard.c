@@ -361,6 +361,58 @@ static bool idle_poll(struct pw__shard *s)
 	}
 }
 
+/*
+ * The batch wait (cfg.batch_wait_ns, Linux 6.12's min_wait_usec): the
+ * kernel returns within the first batch_wait_ns of the wait only once
+ * PW__BATCH_WAIT_NR completions are there, after it with any, and with
+ * none by then it waits on for the first. So a loaded shard gathers
+ * completions into fewer wake-ups, and one that woke for a lone event
+ * lost at most batch_wait_ns. The window never outlasts @wait_ns, the
+ * next timer, so no timer fires late. Without an overall timeout the
+ * kernel would end the wait at the end of the window, so an idle shard
+ * passes one of a day. liburing 2.3 has no call for this: publish the SQ
+ * tail as io_uring_submit() does, then enter with the extended argument.
+ */
+#define PW__FEAT_MIN_TIMEOUT (1u << 15) /* IORING_FEAT_MIN_TIMEOUT */
+#define PW__BATCH_WAIT_NR    32
+
+/* struct io_uring_getevents_arg as of Linux 6.12 (pad became
+ * min_wait_usec). */
+struct pw__getevents_arg {
+	uint64_t sigmask;
+	uint32_t sigmask_sz;
+	uint32_t min_wait_usec;
+	uint64_t ts;
+};
+
+static void batch_wait(struct pw__shard *s, struct __kernel_timespec *tsp,
+		       uint64_t wait_ns)
+{
+	struct io_uring_sq *sq = &s->ring.sq;
+	struct __kernel_timespec day = { .tv_sec = 86400 };
+	uint64_t win = s->rt->cfg.batch_wait_ns;
+	struct pw__getevents_arg arg = {
+		.ts = (uint64_t)(uintptr_t)(tsp ? tsp : &day),
+	};
+	unsigned tail = sq->sqe_tail, submit;
+
+	if (win > wait_ns)
+		win = wait_ns;
+	/* In whole microseconds, at least one (0 would turn it off). */
+	arg.min_wait_usec = (uint32_t)((win + 999) / 1000);
+	if (sq->sqe_head != tail) {
+		sq->sqe_head = tail;
+		/* release: the SQEs' contents before the tail the kernel
+		 * reads (as liburing publishes it without SQPOLL). */
+		__atomic_store_n(sq->ktail, tail, __ATOMIC_RELEASE);
+	}
+	/* acquire: pairs with the kernel's store of the SQ head. */
+	submit = tail - __atomic_load_n(sq->khead, __ATOMIC_ACQUIRE);
+	io_uring_enter2((unsigned)s->ring.ring_fd, submit, PW__BATCH_WAIT_NR,
+			IORING_ENTER_GETEVENTS | IORING_ENTER_EXT_ARG,
+			(sigset_t *)(void *)&arg, sizeof(arg));
+}
+
 /* Idle path: sleep in the kernel until a CQE, a rouse or the deadline. */
 static void sleep_in_kernel(struct pw__shard *s)
 {
@@ -394,7 +446,10 @@ static void sleep_in_kernel(struct pw__shard *s)
 	}
 	PW__STAT_INC(s, kernel_waits);
 	note_submitted(s);
-	io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, tsp, NULL);
+	if (s->rt->cfg.batch_wait_ns && s->min_wait)
+		batch_wait(s, tsp, wait_ns);
+	else
+		io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, tsp, NULL);
 	/* relaxed: only the shard reads it as cleared; rousers that raced
 	 * with the wake merely write the eventfd once more. */
 	atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
@@ -512,6 +567,7 @@ static int ring_setup(struct pw__shard *s)
 		err = io_uring_queue_init_params(c->ring_entries, &s->ring, &p);
 		if (!err) {
 			s->defer = i == 0;
+			s->min_wait = p.features & PW__FEAT_MIN_TIMEOUT;
 			return 0;
 		}
 		if (err != -EINVAL)
@@ -635,7 +691,8 @@ static int config_check(const struct pw_config *c, int ncpu)
 		return -EINVAL;
 	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
 		return -EINVAL;
-	if (c->idle_poll_ns > PW_IDLE_POLL_MAX_NS)
+	if (c->idle_poll_ns > PW_IDLE_POLL_MAX_NS ||
+	    c->batch_wait_ns > PW_BATCH_WAIT_MAX_NS)
 		return -EINVAL;
 	if (c->flags &
 	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK |
@@ -968,6 +1025,7 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
 	out->mesh_overflowed = LOAD(mesh_overflowed);
 	out->msg_rings = LOAD(msg_rings);
 	out->defer_taskrun = s->defer;
+	out->batch_wait = s->min_wait && rt->cfg.batch_wait_ns;
 	out->cpu = (rt->cfg.flags & PW_CONFIG_NO_PIN) ? -1 : s->cpu;
 	rt_leave(rt);
 	return 0;

@@ -96,6 +96,7 @@ struct pw__shard {
 	struct io_uring ring;
 	bool ring_ok;	   /* ring set up */
 	bool defer;	   /* DEFER_TASKRUN in use */
+	bool min_wait;	   /* the kernel takes a batch wait (min_wait_usec) */
 	bool stopping;	   /* shutdown begun: no new work */
 	bool exiting;	   /* every shard is done: leaving the loop */
 	bool efd_armed;	   /* eventfd read in flight */

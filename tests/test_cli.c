@@ -210,6 +210,7 @@ Test(cli, help)
 		"--duration D",
 		"--shards N",
 		"--idle-poll DURATION",
+		"--batch-wait DURATION",
 		"--sched shard|steal",
 		"--cpus LIST",
 		"--metrics",
@@ -254,11 +255,17 @@ Test(cli, config)
 	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
 	cr_expect_eq(cfg.idle_poll_ns, 200000);
 	expect_error(PARSE("--idle-poll", "2s"), "out of range 0ns..1s");
+	cr_assert_eq(PARSE("--batch-wait", "50us"), 0);
+	pw_config_init(&cfg);
+	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.batch_wait_ns, 50000);
+	expect_error(PARSE("--batch-wait", "1h"), "out of range 0ns..1s");
 
 	cr_assert_eq(PARSE("--sched", "steal"), 0);
 	pw_config_init(&cfg);
 	cr_expect_eq(pw_cli_config(&cli, &cfg), 0);
 	cr_expect_eq(cfg.idle_poll_ns, 0);
+	cr_expect_eq(cfg.batch_wait_ns, 0);
 	cr_expect_eq(cfg.sched, PW_SCHED_STEAL);
 	cr_expect_eq(pw_cli_sched_apply(&cfg, PW_CLI_SCHED_SHARD), 0);
 	cr_expect_eq(cfg.sched, PW_SCHED_SHARD);

@@ -7,6 +7,8 @@
 #include <poll.h>
 #include <fcntl.h>
 #include <liburing.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -378,4 +380,154 @@ Test(op, bad_arguments)
 	struct pw_runtime *rt = pw_test_runtime(1);
 	cr_assert_eq(pw_test_block_on(rt, bad_poll, NULL), 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- the batch wait ------------------------------------------------ */
+
+#define GATHER_PIPES 16
+
+/* Reads one byte from each of GATHER_PIPES pipes, which a thread fills
+ * one every millisecond once the reads are armed; counts the shard's
+ * kernel waits meanwhile. */
+struct gather {
+	struct pw_runtime *rt;
+	int fds[GATHER_PIPES][2];
+	char in[GATHER_PIPES];
+	struct pw_op op[GATHER_PIPES];
+	bool done[GATHER_PIPES];
+	bool started;
+	_Atomic bool armed;
+	struct pw_shard_stats before, after;
+};
+
+static enum pw_poll gather_poll(struct pw_cx *cx, void *state)
+{
+	struct gather *g = state;
+	int left = 0;
+
+	if (!g->started) {
+		g->started = true;
+		cr_assert_eq(pw_runtime_stats(g->rt, 0, &g->before), 0);
+	}
+	for (int i = 0; i < GATHER_PIPES; i++) {
+		struct rw a = { g->fds[i][0], &g->in[i], 1, 0 };
+		int32_t res;
+
+		if (g->done[i])
+			continue;
+		if (pw_op_poll(cx, &g->op[i], prep_read, &a, &res) ==
+		    PW_PENDING) {
+			left++;
+			continue;
+		}
+		cr_assert_eq(res, 1);
+		g->done[i] = true;
+	}
+	atomic_store(&g->armed, true);
+	if (left)
+		return PW_PENDING;
+	cr_assert_eq(pw_runtime_stats(g->rt, 0, &g->after), 0);
+	return pw_ready(cx, 0);
+}
+
+static void *gather_writer(void *arg)
+{
+	struct gather *g = arg;
+
+	while (!atomic_load(&g->armed))
+		usleep(100);
+	for (int i = 0; i < GATHER_PIPES; i++) {
+		usleep(1000);
+		cr_assert_eq(write(g->fds[i][1], "x", 1), 1);
+	}
+	return NULL;
+}
+
+/* Kernel waits while GATHER_PIPES completions arrive 1 ms apart. */
+static uint64_t gather_waits(uint64_t batch_wait_ns, bool *in_effect)
+{
+	static struct gather g;
+	struct pw_config cfg;
+	pthread_t th;
+
+	memset(&g, 0, sizeof(g));
+	pw_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.batch_wait_ns = batch_wait_ns;
+	cr_assert_eq(pw_runtime_create(&g.rt, &cfg), 0);
+	for (int i = 0; i < GATHER_PIPES; i++) {
+		cr_assert_eq(pipe(g.fds[i]), 0);
+		pw_op_init(&g.op[i]);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, gather_writer, &g), 0);
+	cr_assert_eq(pw_test_block_on(g.rt, gather_poll, &g), 0);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	for (int i = 0; i < GATHER_PIPES; i++) {
+		cr_assert_eq(g.in[i], 'x');
+		close(g.fds[i][0]);
+		close(g.fds[i][1]);
+	}
+	*in_effect = g.after.batch_wait;
+	cr_assert_eq(pw_runtime_destroy(g.rt), 0);
+	return g.after.kernel_waits - g.before.kernel_waits;
+}
+
+Test(op, batch_wait_gathers_completions_into_one_wake_up)
+{
+	bool on;
+	uint64_t plain = gather_waits(0, &on), batched;
+
+	cr_assert(!on);
+	/* Each completion, 1 ms after the last, wakes the shard. */
+	cr_assert_geq(plain, GATHER_PIPES / 2, "%llu kernel waits",
+		      (unsigned long long)plain);
+	/* A 500 ms window takes all sixteen in one wait (a scheduling
+	 * hiccup may split it). */
+	batched = gather_waits(500 * 1000 * 1000ull, &on);
+	if (!on)
+		cr_skip_test("the kernel has no batch wait (Linux < 6.12)");
+	cr_assert_leq(batched, 3, "%llu kernel waits",
+		      (unsigned long long)batched);
+}
+
+/* A 5 ms sleep; returns the time it took from its first poll. */
+struct nap {
+	struct pw_sleep sl;
+	int64_t t0;
+};
+
+static enum pw_poll nap_poll(struct pw_cx *cx, void *state)
+{
+	struct nap *n = state;
+
+	if (!n->t0)
+		n->t0 = pw_time_now();
+	if (pw_sleep_poll(cx, &n->sl) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, pw_time_now() - n->t0);
+}
+
+Test(op, batch_wait_never_delays_a_timer)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	struct nap n = { .t0 = 0 };
+
+	pw_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.batch_wait_ns = PW_BATCH_WAIT_MAX_NS;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	/* The task itself may wait for the window (its spawn woke a shard
+	 * that had just gone to sleep), but once it sleeps 5 ms the window
+	 * ends at that timer: the sleep is not held for the 1 s window. */
+	pw_sleep_init(&n.sl, 5 * PW_NSEC_PER_MSEC);
+	int64_t took = pw_test_block_on(rt, nap_poll, &n);
+	cr_assert_geq(took, 5 * PW_NSEC_PER_MSEC);
+	cr_assert_lt(took, 500 * PW_NSEC_PER_MSEC, "took %lld ns",
+		     (long long)took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cfg.batch_wait_ns = PW_BATCH_WAIT_MAX_NS + 1;
+	rt = NULL;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
+	cr_assert_null(rt);
 }

@@ -24,10 +24,11 @@ extern "C" {
 struct pw_runtime;
 
 /* Bounds the runtime accepts. */
-#define PW_MAX_SHARDS	    1024
-#define PW_RING_ENTRIES_MIN 8
-#define PW_RING_ENTRIES_MAX 32768
-#define PW_IDLE_POLL_MAX_NS 1000000000ull /* struct pw_config.idle_poll_ns */
+#define PW_MAX_SHARDS	     1024
+#define PW_RING_ENTRIES_MIN  8
+#define PW_RING_ENTRIES_MAX  32768
+#define PW_IDLE_POLL_MAX_NS  1000000000ull /* struct pw_config.idle_poll_ns */
+#define PW_BATCH_WAIT_MAX_NS 1000000000ull /* struct pw_config.batch_wait_ns */
 
 /* Flags for struct pw_config.flags. */
 #define PW_CONFIG_NO_PIN	0x1u /* do not pin shard threads */
@@ -58,20 +59,27 @@ struct pw_config {
 				  placement policy (its shards 0 or equal to
 				  ours); NULL: one shard per physical core,
 				  compact */
-	unsigned ring_entries; /* SQ entries per shard ring, a power of two */
-	unsigned cq_factor;    /* CQ size = ring_entries * cq_factor, 1..64 */
-	unsigned batch;	       /* tasks polled per loop turn before I/O */
-	uint64_t tick_ns;      /* timer wheel tick, 1000..1000000000 ns */
-	uint32_t flags;	       /* PW_CONFIG_* */
-	unsigned mesh_slots;   /* slots per shard-to-shard ring: a power of
+	unsigned ring_entries;	/* SQ entries per shard ring, a power of two */
+	unsigned cq_factor;	/* CQ size = ring_entries * cq_factor, 1..64 */
+	unsigned batch;		/* tasks polled per loop turn before I/O */
+	uint64_t tick_ns;	/* timer wheel tick, 1000..1000000000 ns */
+	uint32_t flags;		/* PW_CONFIG_* */
+	unsigned mesh_slots;	/* slots per shard-to-shard ring: a power of
 				two 2..65536; 0: 256 (64 beyond 16 shards) */
-	unsigned mesh_batch;   /* messages taken per ring per turn, >= 1 */
-	unsigned max_calls;    /* pw_calls in flight per destination shard;
+	unsigned mesh_batch;	/* messages taken per ring per turn, >= 1 */
+	unsigned max_calls;	/* pw_calls in flight per destination shard;
 				0: unbounded */
-	uint64_t idle_poll_ns; /* idle shard: poll this long for messages,
+	uint64_t idle_poll_ns;	/* idle shard: poll this long for messages,
 				  wakes and completions before it sleeps in
 				  the kernel, 0..1 s; 0 (the default): sleep
 				  at once. Ignored under the paused clock. */
+	uint64_t batch_wait_ns; /* a shard asleep in the kernel returns in
+				  this much of its wait only with 32
+				  completions, after it with any: fewer
+				  wake-ups under load, up to this much more
+				  latency; 0..1 s, 0 (the default): off.
+				  Linux 6.12 and later (else ignored: see
+				  pw_shard_stats.batch_wait). */
 	unsigned max_blocking_threads;	 /* blocking pool cap, >= 1 (512) */
 	uint64_t blocking_keep_alive_ns; /* idle pool thread lifetime (10 s) */
 	enum pw_sched sched;		 /* PW_SCHED_SHARD (the default) */
@@ -87,7 +95,7 @@ struct pw_config {
  * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ
  * entries, CQ 8x, batch 64, tick 1 ms, pinning on, no oversubscription,
  * mesh rings of 256 slots drained 256 at a time, unbounded calls, no
- * idle poll, the
+ * idle poll and no batch wait, the
  * shard scheduler (or PW_SCHED=steal from the environment); for stealing
  * mode an event interval of 61 and a self-tuning global queue interval.
  * Context: any thread.
@@ -201,6 +209,7 @@ struct pw_shard_stats {
 	uint64_t msg_rings;	  /* MSG_RING wake-ups sent */
 	uint64_t inflight_ops;	  /* kernel operations in flight */
 	bool defer_taskrun;	  /* ring uses DEFER_TASKRUN */
+	bool batch_wait;	  /* kernel waits use batch_wait_ns */
 	int cpu;		  /* CPU the shard is pinned to, or -1 */
 };
 
