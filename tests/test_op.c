@@ -479,14 +479,14 @@ Test(op, batch_wait_gathers_completions_into_one_wake_up)
 
 	cr_assert(!on);
 	/* Each completion, 1 ms after the last, wakes the shard. */
-	cr_assert_geq(plain, GATHER_PIPES / 2, "%llu kernel waits",
+	cr_assert_geq(plain, (uint64_t)GATHER_PIPES / 2, "%llu kernel waits",
 		      (unsigned long long)plain);
 	/* A 500 ms window takes all sixteen in one wait (a scheduling
 	 * hiccup may split it). */
 	batched = gather_waits(500 * 1000 * 1000ull, &on);
 	if (!on)
 		cr_skip_test("the kernel has no batch wait (Linux < 6.12)");
-	cr_assert_leq(batched, 3, "%llu kernel waits",
+	cr_assert_leq(batched, (uint64_t)3, "%llu kernel waits",
 		      (unsigned long long)batched);
 }
 
@@ -522,8 +522,8 @@ Test(op, batch_wait_never_delays_a_timer)
 	 * ends at that timer: the sleep is not held for the 1 s window. */
 	pw_sleep_init(&n.sl, 5 * PW_NSEC_PER_MSEC);
 	int64_t took = pw_test_block_on(rt, nap_poll, &n);
-	cr_assert_geq(took, 5 * PW_NSEC_PER_MSEC);
-	cr_assert_lt(took, 500 * PW_NSEC_PER_MSEC, "took %lld ns",
+	cr_assert_geq(took, (int64_t)(5 * PW_NSEC_PER_MSEC));
+	cr_assert_lt(took, (int64_t)(500 * PW_NSEC_PER_MSEC), "took %lld ns",
 		     (long long)took);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cfg.batch_wait_ns = PW_BATCH_WAIT_MAX_NS + 1;
