@@ -43,15 +43,6 @@
 #define TPUT_BATCH (1u << 18)
 #define RTT_BATCH  (1u << 15)
 
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* ---- two pinned workers driven by the benchmark thread ---- */
 
 struct duo;
@@ -222,7 +213,7 @@ static void spsc_producer(struct duo *d, uint64_t n)
 			uint32_t got = pw__spsc_push_batch(
 				&t->ring, batch + done, k - done);
 			if (!got)
-				cpu_relax();
+				pw__cpu_relax();
 			done += got;
 		}
 		seq += k;
@@ -240,7 +231,7 @@ static void spsc_consumer(struct duo *d, uint64_t n)
 		uint32_t got = pw__spsc_pop_batch(&t->ring, out, t->batch);
 
 		if (!got)
-			cpu_relax();
+			pw__cpu_relax();
 		for (uint32_t i = 0; i < got; i++)
 			sum += out[i].a1;
 		left -= got;
@@ -300,7 +291,7 @@ static void ck_producer(struct duo *d, uint64_t n)
 			m.a1 = seq + i;
 			while (!ck_ring_enqueue_spsc_pw__msg(&c->ring, ck_slots,
 							     &m))
-				cpu_relax();
+				pw__cpu_relax();
 		}
 		seq += k;
 	}
@@ -322,7 +313,7 @@ static void ck_consumer(struct duo *d, uint64_t n)
 					    &c->ring, ck_slots, &out[got]))
 			got++;
 		if (!got)
-			cpu_relax();
+			pw__cpu_relax();
 		for (uint32_t i = 0; i < got; i++)
 			sum += out[i].a1;
 		left -= got;
@@ -368,7 +359,7 @@ static void rtt_pinger(struct duo *d, uint64_t n)
 		/* The ring is never full: one message in flight. */
 		pw__spsc_push(&r->ping, &m);
 		while (!pw__spsc_pop(&r->pong, &back))
-			cpu_relax();
+			pw__cpu_relax();
 		bad += back.a1 != i;
 	}
 	r->bad += bad;
@@ -381,7 +372,7 @@ static void rtt_ponger(struct duo *d, uint64_t n)
 
 	for (uint64_t i = 0; i < n; i++) {
 		while (!pw__spsc_pop(&r->ping, &m))
-			cpu_relax();
+			pw__cpu_relax();
 		pw__spsc_push(&r->pong, &m);
 	}
 }
@@ -422,7 +413,7 @@ static void floor_side(struct duo *d, uint64_t n, uint64_t parity)
 		/* acquire: pairs with the other side's release store. */
 		while (atomic_load_explicit(&f->turn, memory_order_acquire) !=
 		       v)
-			cpu_relax();
+			pw__cpu_relax();
 		/* release: hands the turn over; pairs with the acquire
 		 * load above on the other side. */
 		atomic_store_explicit(&f->turn, v + 1, memory_order_release);
@@ -474,7 +465,7 @@ static void two_lines_side(struct floor_line *in, struct floor_line *out,
 		/* acquire: pairs with the other side's release store. */
 		while (atomic_load_explicit(&in->turn, memory_order_acquire) !=
 		       v + 1)
-			cpu_relax();
+			pw__cpu_relax();
 		if (!first)
 			/* release: as above. */
 			atomic_store_explicit(&out->turn, v + 1,

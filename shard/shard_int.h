@@ -26,16 +26,6 @@
 #include "task_int.h"
 #include "wheel.h"
 
-/* A spin-wait hint to the CPU (yields the core to an SMT sibling). */
-static inline void pw__cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield");
-#endif
-}
-
 /* user_data tags: an op pointer (8-aligned) has tag 0. */
 #define PW__UD_TAG_MASK	 7ull
 #define PW__UD_EVENTFD	 1ull /* the inbox eventfd read */

@@ -50,6 +50,16 @@
 #define PW__SPSC_LINE	      64
 #define PW__SPSC_MAX_CAPACITY ((size_t)1 << 31)
 
+/* A spin-wait hint to the CPU (yields the core to an SMT sibling). */
+static inline void pw__cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield");
+#endif
+}
+
 /*
  * One message. Ownership of whatever it points to moves with it. The
  * consumer runs fn(m) with m pointing at the message where it lies (in

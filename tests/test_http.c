@@ -610,10 +610,7 @@ Test(http, fanout_calls_every_shard_per_request)
 
 static double mono_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)pw_test_now_ns() / 1e9;
 }
 
 Test(http, idle_timeout_closes_idle_and_spares_active)

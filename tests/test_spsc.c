@@ -399,9 +399,7 @@ static struct stress stress;
 
 static void spsc_relax(unsigned *spins)
 {
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#endif
+	pw__cpu_relax();
 	/* Let a descheduled peer run if the CPUs are oversubscribed. */
 	if (++*spins % 4096 == 0)
 		sched_yield();
