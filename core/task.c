@@ -90,16 +90,33 @@ static void fold_remote(struct pw__task *t)
 	t->refs += (int32_t)((int64_t)old >> 2);
 }
 
-static inline void unref(struct pw__shard *s, struct pw__task *t)
+void pw__task_unref_last(struct pw__shard *s, struct pw__task *t)
 {
-	if (--t->refs > 0)
-		return;
 	/* acquire: as in pw__task_maybe_free(). With no owner-side
 	 * reference left, a zero here means no thread holds one at all,
 	 * so nothing can change it: no read-modify-write needed. */
 	if (atomic_load_explicit(&t->remote, memory_order_acquire))
 		fold_remote(t);
 	pw__task_maybe_free(s, t);
+}
+
+static inline void unref(struct pw__shard *s, struct pw__task *t)
+{
+	if (--t->refs > 0)
+		return;
+	/* The common last reference: a finished shard-mode task, not
+	 * queued, running, pinned or a pw_block_on() task, that no other
+	 * thread references (acquire: as in pw__task_maybe_free()). */
+	if (__builtin_expect((t->flags &
+			      (PW__T_DONE | PW__T_SCHEDULED | PW__T_RUNNING |
+			       PW__T_PINNED | PW__T_BLOCKON)) == PW__T_DONE &&
+				     !t->steal,
+			     1) &&
+	    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
+		pw__slab_free(&s->slab, t, t->cls);
+		return;
+	}
+	pw__task_unref_last(s, t);
 }
 
 void pw__task_unref(struct pw__shard *s, struct pw__task *t)

@@ -131,6 +131,9 @@ static inline struct pw__task *pw__runq_pop(struct pw__runq *q)
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t);
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t);
 void pw__task_unref(struct pw__shard *s, struct pw__task *t);
+/* @t's owner-side count has just reached zero: fold in the remote
+ * delta and free @t if nothing else keeps it. */
+void pw__task_unref_last(struct pw__shard *s, struct pw__task *t);
 void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		     bool cancelled);
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,

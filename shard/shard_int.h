@@ -219,6 +219,33 @@ static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
 }
 
 /*
+ * Finish @t, which returned ready with nothing to drop, no pin, not a
+ * pw_block_on() task, a joiner waiting and more references than the
+ * scheduler's (the join handle's): wake the joiner and drop the
+ * scheduler's reference, which cannot be the last. The short form of
+ * pw__task_finish(). Shard thread only.
+ */
+static inline void pw__task_finish_joined(struct pw__shard *s,
+					  struct pw__task *t, int64_t res)
+{
+	struct pw__task *j = t->joiner;
+
+	t->flags = (uint16_t)((t->flags | PW__T_DONE) &
+			      ~(PW__T_NOTIFIED | PW__T_ABORT));
+	t->result = res;
+	t->joiner = NULL;
+	t->refs--;
+	PW__STAT_INC(s, finished);
+	PW__STAT_INC(s, local_wakes);
+	pw__task_schedule(s, j);
+	/* The joiner's reference that t->joiner held; the joiner is now
+	 * queued (or running), so the scheduler's keeps it alive unless it
+	 * is done already. */
+	if (--j->refs == 0)
+		pw__task_unref_last(s, j);
+}
+
+/*
  * Poll @t once (shard mode): the shard loop's inner step, inline there.
  * A detached task that finishes with nothing to wake, drop or keep goes
  * straight back to the slab; any other end goes through
@@ -256,6 +283,15 @@ static inline unsigned pw__task_run(struct pw__shard *s, struct pw__task *t)
 		    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
 			PW__STAT_INC(s, finished);
 			pw__slab_free(&s->slab, t, t->cls);
+			return 1;
+		}
+		/* The common end of an awaited task: its join handle keeps
+		 * it, so only the awaiting task is woken. */
+		if (__builtin_expect(!(t->flags & (PW__T_DROP | PW__T_PINNED |
+						   PW__T_BLOCKON)) &&
+					     t->joiner && t->refs > 1,
+				     1)) {
+			pw__task_finish_joined(s, t, cx.result);
 			return 1;
 		}
 		pw__task_finish(s, t, cx.result, false);
