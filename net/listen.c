@@ -308,7 +308,7 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 	if (op->flags & PW__NF_BACKOFF) {
 		op->flags &= (uint8_t)~PW__NF_BACKOFF;
 		op->flags |= PW__NF_WAITING;
-		pw_sleep_reset(&a->backoff, s->now_ns + a->backoff_ns);
+		pw_sleep_reset(&a->backoff, pw__now(s) + a->backoff_ns);
 	}
 	if (op->flags & PW__NF_WAITING) {
 		if (pw_sleep_poll(cx, &a->backoff) == PW_READY)

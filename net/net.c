@@ -292,7 +292,7 @@ bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
 		pw_sleep_cancel(timer);
 		return false;
 	}
-	if (deadline <= cx->shard->now_ns) {
+	if (deadline <= pw__now(cx->shard)) {
 		pw_sleep_cancel(timer);
 		return true;
 	}

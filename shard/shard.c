@@ -336,16 +336,17 @@ static bool work_arrived(struct pw__shard *s)
  */
 static bool idle_poll(struct pw__shard *s)
 {
-	uint64_t budget = s->rt->cfg.idle_poll_ns, next, end;
+	uint64_t budget = s->rt->cfg.idle_poll_ns, next, end, now;
 
 	if (!budget || s->rt->paused)
 		return false;
-	/* From the turn's cached now, not a fresh clock read: the poll may
-	 * end early, never after the timer. */
+	/* From the turn's now, not a fresh clock read: the poll may end
+	 * early, never after the timer. */
+	now = pw__now(s);
 	next = pw__time_next_ns(s);
-	if (next <= s->now_ns)
+	if (next <= now)
 		return true; /* a timer is due */
-	end = next - s->now_ns < budget ? next : s->now_ns + budget;
+	end = next - now < budget ? next : now + budget;
 	end += s->rt->start_ns; /* as pw__clock_ns() counts */
 	if (s->sq_dirty) {
 		/* What the sleep would submit must not wait for the poll. */
@@ -501,7 +502,7 @@ void pw__shard_events(struct pw__shard *s, bool sleep)
 	else
 		poke(s);
 	reap(s);
-	pw__time_update(s);
+	pw__time_turn(s);
 	pw__time_fire(s);
 	drain_inbox(s, 4096);
 	pw__mesh_drain(s);
@@ -517,7 +518,7 @@ static void shard_loop(struct pw__shard *s)
 	unsigned batch = s->rt->cfg.batch;
 
 	for (;;) {
-		pw__time_update(s);
+		pw__time_turn(s);
 		drain_inbox(s, 4096);
 		pw__mesh_drain(s);
 		/* seq_cst: pairs with the store in pw_runtime_destroy(). */
@@ -1024,6 +1025,7 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
 	out->mesh_received = LOAD(mesh_received);
 	out->mesh_overflowed = LOAD(mesh_overflowed);
 	out->msg_rings = LOAD(msg_rings);
+	out->clock_reads = LOAD(clock_reads);
 	out->defer_taskrun = s->defer;
 	out->batch_wait = s->min_wait && rt->cfg.batch_wait_ns;
 	out->cpu = (rt->cfg.flags & PW_CONFIG_NO_PIN) ? -1 : s->cpu;

@@ -24,6 +24,7 @@
 #include "spsc.h"
 #include "steal.h"
 #include "task_int.h"
+#include "time_int.h"
 #include "wheel.h"
 
 /* user_data tags: an op pointer (8-aligned) has tag 0. */
@@ -61,7 +62,7 @@ struct pw__stats {
 		budget_yields, kernel_waits, wakeups_sent, sqes_submitted,
 		cqes_reaped, live_tasks, timers_fired, slab_chunks,
 		inflight_ops, mesh_sent, mesh_received, mesh_overflowed,
-		msg_rings, finished;
+		msg_rings, finished, clock_reads;
 };
 
 #define PW__STAT_ADD(s, f, n)                                              \
@@ -100,6 +101,7 @@ struct pw__shard {
 
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
+	bool now_stale;		/* real clock: now_ns not read this turn */
 	uint64_t tick_ns;	/* the runtime's tick */
 	/* Paused clock: this shard's next wheel expiry in ns, published
 	 * (seq_cst) before its asleep flag; read by the shard that finds
@@ -180,6 +182,18 @@ struct pw_runtime {
 	struct pw__steal *steal;   /* stealing mode, or NULL */
 	_Atomic unsigned next_any; /* PW_SHARD_ANY spawns, shard mode */
 };
+
+/*
+ * The shard's time in ns since the runtime started, as read once per loop
+ * turn: the real clock on the turn's first call (see pw__time_turn()),
+ * the same value for the rest of the turn. Shard thread only.
+ */
+static inline uint64_t pw__now(struct pw__shard *s)
+{
+	if (s->now_stale)
+		pw__time_update(s);
+	return s->now_ns;
+}
 
 /* pw_coop_proceed(), inline in the library's own leaf operations. */
 static inline __attribute__((always_inline)) bool

@@ -314,6 +314,81 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/*
+ * The real clock is read at most once per loop turn, at its first use:
+ * 1000 turns (batch 1, one task yielding) read it 0 times with no timer
+ * and no task asking the time, exactly 1000 times when the task asks
+ * twice per poll, and exactly 1000 times when a timer is armed (the turn
+ * reads it to fire timers).
+ */
+struct turner {
+	struct pw_runtime *rt;
+	int phase, n;
+	uint64_t mark;
+	uint64_t reads[3];
+	struct pw_sleep sl;
+};
+
+static uint64_t clock_reads(struct pw_runtime *rt)
+{
+	struct pw_shard_stats st;
+
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	return st.clock_reads;
+}
+
+static enum pw_poll turner_poll(struct pw_cx *cx, void *state)
+{
+	struct turner *t = state;
+
+	if (t->n == 0)
+		t->mark = clock_reads(t->rt);
+	if (t->n == 1000) {
+		t->reads[t->phase] = clock_reads(t->rt) - t->mark;
+		t->n = 0;
+		if (t->phase == 2) {
+			pw_sleep_cancel(&t->sl);
+			return pw_ready(cx, 0);
+		}
+		t->phase++;
+		t->mark = clock_reads(t->rt);
+		if (t->phase == 2) {
+			/* Arm an hour-long timer; the reads of this turn are
+			 * counted from the next one on. */
+			pw_sleep_init(&t->sl, 3600 * PW_NSEC_PER_SEC);
+			cr_assert_eq(pw_sleep_poll(cx, &t->sl), PW_PENDING);
+			return pw_yield(cx);
+		}
+	}
+	if (t->phase == 1) {
+		int64_t a = pw_time_now(), b = pw_time_now();
+		cr_assert_eq(a, b, "one turn, one now");
+	}
+	t->n++;
+	return pw_yield(cx);
+}
+
+Test(time, real_clock_is_read_once_per_turn_and_only_when_used)
+{
+	PW_TEST_SHARD_ONLY(); /* stealing mode turns once per 61 polls */
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+
+	pw_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.batch = 1; /* one poll per loop turn */
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	struct turner t = { .rt = rt };
+	cr_assert_eq(pw_test_block_on(rt, turner_poll, &t), 0);
+	cr_assert_eq(t.reads[0], 0, "no timer, no asking: %llu reads",
+		     (unsigned long long)t.reads[0]);
+	cr_assert_eq(t.reads[1], 1000, "asking twice a turn: %llu reads",
+		     (unsigned long long)t.reads[1]);
+	cr_assert_eq(t.reads[2], 1000, "a timer armed: %llu reads",
+		     (unsigned long long)t.reads[2]);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 Test(time, real_clock_sleep_is_never_early)
 {
 	struct pw_runtime *rt = pw_test_runtime(1);

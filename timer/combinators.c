@@ -30,7 +30,7 @@ static inline uint64_t sat_add(uint64_t a, uint64_t b)
 /* The calling shard's cached time (the caller is a poll on a shard). */
 static inline uint64_t now_ns(struct pw_cx *cx)
 {
-	return cx->shard->now_ns;
+	return pw__now(cx->shard);
 }
 
 static inline bool poll_ok(struct pw_cx *cx)

@@ -2,8 +2,10 @@
 /*
  * time.c - the shard's clock, sleeps, deadlines, and the paused clock.
  *
- * Real clock: each shard reads CLOCK_MONOTONIC once per loop turn and
- * caches it as ns since the runtime started. The wheel counts ticks of
+ * Real clock: each shard reads CLOCK_MONOTONIC at most once per loop
+ * turn and caches it as ns since the runtime started. The read is lazy
+ * (pw__now()): a turn that fires no timer and whose tasks never ask the
+ * time pays for none. The wheel counts ticks of
  * tick_ns from the same origin; deadlines round up to a tick and now
  * rounds down, so nothing fires early. The loop's kernel wait is bounded
  * by the wheel's next expiry, recomputed each time the shard goes to
@@ -60,19 +62,33 @@ void pw__time_init(struct pw__shard *s)
 
 void pw__time_update(struct pw__shard *s)
 {
+	s->now_stale = false;
 	if (s->rt->paused)
 		/* acquire: pairs with the release CAS that moved it. */
 		s->now_ns = atomic_load_explicit(&s->rt->vnow,
 						 memory_order_acquire);
-	else
+	else {
 		s->now_ns = pw__clock_ns() - s->rt->start_ns;
+		PW__STAT_INC(s, clock_reads);
+	}
+}
+
+void pw__time_turn(struct pw__shard *s)
+{
+	if (s->rt->paused)
+		pw__time_update(s);
+	else
+		s->now_stale = true;
 }
 
 void pw__time_fire(struct pw__shard *s)
 {
-	uint64_t now = pw__ns_to_tick_floor(s->now_ns, s->tick_ns);
+	uint64_t next = pw__wheel_next(&s->wheel);
 
-	if (pw__wheel_next(&s->wheel) > now)
+	if (next == UINT64_MAX)
+		return; /* no timer: no need to read the clock */
+	uint64_t now = pw__ns_to_tick_floor(pw__now(s), s->tick_ns);
+	if (next > now)
 		return;
 	size_t n = pw__wheel_advance(&s->wheel, now);
 	if (n)
@@ -119,13 +135,13 @@ bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 		if (next == UINT64_MAX)
 			return true;
 		pw__time_update(s);
-		if (next <= s->now_ns)
+		if (next <= pw__now(s))
 			return false;
-		*wait_ns = next - s->now_ns;
+		*wait_ns = next - pw__now(s);
 		return true;
 	}
 	pw__time_update(s);
-	if (next <= s->now_ns)
+	if (next <= pw__now(s))
 		return false;
 	/* seq_cst: pairs with the increment in pw_block_on(), which is
 	 * followed by a rouse of every shard. */
@@ -153,14 +169,14 @@ bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 			pw__shard_rouse(o);
 	}
 	pw__time_update(s);
-	return next > s->now_ns;
+	return next > pw__now(s);
 }
 
 int64_t pw_time_now(void)
 {
 	struct pw__shard *s = pw__cur_shard;
 
-	return s ? (int64_t)s->now_ns : -EPERM;
+	return s ? (int64_t)pw__now(s) : -EPERM;
 }
 
 int pw_time_advance(uint64_t ns)
@@ -234,7 +250,7 @@ void pw_sleep_init(struct pw_sleep *sl, uint64_t ns)
 
 	if (!sl)
 		return;
-	pw_sleep_init_at(sl, s ? sat_add(s->now_ns, ns) : PW_TIME_NEVER);
+	pw_sleep_init_at(sl, s ? sat_add(pw__now(s), ns) : PW_TIME_NEVER);
 	if (!s) {
 		sl->relative = true;
 		sl->duration = ns;
@@ -252,10 +268,10 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *sl)
 	if (sl->state == PW_SLEEP_FIRED)
 		return PW_READY;
 	if (sl->relative) {
-		sl->deadline = sat_add(s->now_ns, sl->duration);
+		sl->deadline = sat_add(pw__now(s), sl->duration);
 		sl->relative = false;
 	}
-	if (sl->deadline <= s->now_ns) {
+	if (sl->deadline <= pw__now(s)) {
 		if (sl->state == PW_SLEEP_ARMED)
 			sleep_disarm(sl);
 		sl->state = PW_SLEEP_FIRED;
@@ -298,7 +314,7 @@ void pw_sleep_reset_after(struct pw_sleep *sl, uint64_t ns)
 {
 	struct pw__shard *s = pw__cur_shard;
 
-	pw_sleep_reset(sl, s ? sat_add(s->now_ns, ns) : PW_TIME_NEVER);
+	pw_sleep_reset(sl, s ? sat_add(pw__now(s), ns) : PW_TIME_NEVER);
 }
 
 int pw_sleep_cancel(struct pw_sleep *sl)
@@ -326,7 +342,7 @@ bool pw_sleep_is_elapsed(const struct pw_sleep *sl)
 struct pw_deadline pw_deadline_after(uint64_t ns)
 {
 	struct pw__shard *s = pw__cur_shard;
-	struct pw_deadline d = { s ? sat_add(s->now_ns, ns) : PW_TIME_NEVER };
+	struct pw_deadline d = { s ? sat_add(pw__now(s), ns) : PW_TIME_NEVER };
 
 	return d;
 }
@@ -335,7 +351,7 @@ bool pw_deadline_expired(struct pw_deadline d)
 {
 	struct pw__shard *s = pw__cur_shard;
 
-	return s && d.at <= s->now_ns;
+	return s && d.at <= pw__now(s);
 }
 
 uint64_t pw_deadline_remaining(struct pw_deadline d)
@@ -344,5 +360,5 @@ uint64_t pw_deadline_remaining(struct pw_deadline d)
 
 	if (!s)
 		return d.at;
-	return d.at <= s->now_ns ? 0 : d.at - s->now_ns;
+	return d.at <= pw__now(s) ? 0 : d.at - pw__now(s);
 }

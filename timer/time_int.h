@@ -17,8 +17,16 @@ void pw__time_prepare_sleep(struct pw__shard *s);
 /* Set up the shard's wheel at the runtime's current time. */
 void pw__time_init(struct pw__shard *s);
 
-/* Read the clock once for this loop turn and cache it. */
+/* Read the clock now and cache it for the rest of this loop turn. */
 void pw__time_update(struct pw__shard *s);
+
+/*
+ * Start a loop turn's clock. The real clock is only marked stale: it is
+ * read by the turn's first pw__now() (most turns of a shard with timers
+ * read it to fire them; a turn with no timer armed and no task asking
+ * the time reads none). The paused clock is read at once.
+ */
+void pw__time_turn(struct pw__shard *s);
 
 /* Fire every timer due at the cached time. */
 void pw__time_fire(struct pw__shard *s);

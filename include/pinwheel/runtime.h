@@ -208,6 +208,7 @@ struct pw_shard_stats {
 	uint64_t mesh_overflowed; /* messages that waited in overflow */
 	uint64_t msg_rings;	  /* MSG_RING wake-ups sent */
 	uint64_t inflight_ops;	  /* kernel operations in flight */
+	uint64_t clock_reads;	  /* real-clock reads (at most one a turn) */
 	bool defer_taskrun;	  /* ring uses DEFER_TASKRUN */
 	bool batch_wait;	  /* kernel waits use batch_wait_ns */
 	int cpu;		  /* CPU the shard is pinned to, or -1 */

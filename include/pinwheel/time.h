@@ -3,8 +3,8 @@
  * pinwheel/time.h - time on a shard: the clock, sleeps, deadlines.
  *
  * Time is counted in nanoseconds since the runtime started. Each shard
- * reads its clock once per loop turn, so every task polled in one turn
- * sees the same now. Timers live in the shard's hierarchical wheel, in
+ * reads its clock at most once per loop turn (at the turn's first use),
+ * so every task polled in one turn sees the same now. Timers live in the shard's hierarchical wheel, in
  * ticks of pw_config.tick_ns (1 ms by default): deadlines round up to a
  * tick and now rounds down, so a sleep never ends early and ends at most
  * one tick late.
