@@ -146,10 +146,13 @@ $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A) \
 		$(TEST_LIBS) $(LDLIBS_ALL) $(JEMALLOC) -ldl
 
-$(BENCHES): $(BENCH_OBJS) $(LIB_A)
+# The app modules the benchmarks time directly.
+BENCH_APP_OBJS := $(BUILD)/obj/apps/http_parse.o
+
+$(BENCHES): $(BENCH_OBJS) $(BENCH_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
-	$(Q)$(CXX) $(SANLD) -o $@ $(BENCH_OBJS) $(LIB_A) -lbenchmark \
-		$(LDLIBS_ALL) $(JEMALLOC)
+	$(Q)$(CXX) $(SANLD) -o $@ $(BENCH_OBJS) $(BENCH_APP_OBJS) $(LIB_A) \
+		-lbenchmark $(LDLIBS_ALL) $(JEMALLOC)
 
 # The tests find the sources (install test, README example) from here.
 $(BUILD)/obj/tests/%.o: CPPFLAGS += -DPW_SRCDIR='"$(CURDIR)"' \
