@@ -11,6 +11,22 @@
  * Transfer-Encoding); their values are gathered into a small buffer and
  * interpreted at the end of the line, every other value is only checked
  * for control characters.
+ *
+ * The fast path. Most requests arrive whole, head and all, in one read.
+ * When a call starts a fresh request (nothing of it consumed yet),
+ * fast_head() first tries to parse the head in one go: the method and
+ * field names through a tchar table, the target up to its space and each
+ * field line up to its LF with memchr() (SIMD in glibc), target and
+ * values checked eight bytes at a time, the four interpreted names
+ * compared a word at a time. It interprets values with
+ * the same header_done() and head_done() as the state machine, so a head
+ * it accepts leaves the parser exactly as step() would after the head's
+ * last byte. It takes only what it fully understands: empty lines before
+ * the request, a head not all in the buffer or over the cap, and every
+ * error make it give up (new_request() wipes what it wrote), and the
+ * state machine parses the same bytes from the start of the request, so
+ * errors, their codes and *used, and every edge case stay those of
+ * step(). A Content-Length body is skipped by the byte loop, as before.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -51,6 +67,18 @@ static char lower(char c)
 {
 	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 }
+
+/* is_tchar() as a table, for the fast path; 0x80 and above: none. */
+static const unsigned char tchar_tab[256] = {
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
+	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
+	0, 1, 0, 1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 1, 0, /* 0x20 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, /* 0x30 */
+	0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x40 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 1, 1, /* 0x50 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, /* 0x60 */
+	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0, /* 0x70 */
+};
 
 int pw_http_parser_init(struct pw_http_parser *p, size_t head_max)
 {
@@ -181,6 +209,222 @@ static int head_done(struct pw_http_parser *p)
 	p->body_left = r->content_length;
 	p->state = p->body_left ? S_BODY : S_DONE;
 	return 0;
+}
+
+#define ONES  UINT64_C(0x0101010101010101)
+#define HIGHS (ONES * 0x80)
+
+/* Eight bytes from @s, which need not be aligned. */
+static inline uint64_t load64(const unsigned char *s)
+{
+	uint64_t v;
+
+	memcpy(&v, s, sizeof(v));
+	return v;
+}
+
+/*
+ * Nonzero when a byte of @v may be below 0x20 or 0x7f and above: it
+ * never misses one (a byte below 0x20 minus 0x20, less a borrow, still
+ * has its top bit set; 0x7f plus 1, plus a carry, has it too), but a
+ * borrow or carry may flag a good byte beside a bad one, so a flagged
+ * word is looked at again byte by byte.
+ */
+static inline uint64_t maybe_ctl(uint64_t v)
+{
+	return ((v - ONES * 0x20) | (v + ONES) | v) & HIGHS;
+}
+
+/* Whether every byte of @s[0..@n) is one step() takes in a target
+ * (space aside: the caller's span holds none). */
+static bool target_bytes_ok(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (s[i] <= ' ' || s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+/* The same a word at a time, the last word overlapping the one before:
+ * a word of printable bytes is never flagged, so a flag is a refusal. */
+static bool target_ok(const unsigned char *s, size_t n)
+{
+	if (n < 8)
+		return target_bytes_ok(s, n);
+	for (size_t i = 0; i + 8 < n; i += 8)
+		if (maybe_ctl(load64(s + i)))
+			return false;
+	return !maybe_ctl(load64(s + n - 8));
+}
+
+/* Whether every byte of @s[0..@n) is one step() takes in a field value:
+ * not a control character other than HT, not DEL. */
+static bool value_bytes_ok(const unsigned char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((s[i] < ' ' && s[i] != '\t') || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* The same a word at a time (a flagged word looked at byte by byte),
+ * the last word overlapping the one before. */
+static bool value_ok(const unsigned char *s, size_t n)
+{
+	if (n < 8)
+		return value_bytes_ok(s, n);
+	for (size_t i = 0; i + 8 < n; i += 8)
+		if (maybe_ctl(load64(s + i)) && !value_bytes_ok(s + i, 8))
+			return false;
+	s += n - 8;
+	return !maybe_ctl(load64(s)) || value_bytes_ok(s, 8);
+}
+
+/*
+ * Whether the field name @s[0..@n), all tchars, is @want (lower case
+ * letters and '-', at least 8 bytes) in any case, eight bytes at a time.
+ * OR-ing 0x20 into a byte maps it to a lower-case letter only from that
+ * letter or its capital, and to '-' only from '-' or CR, no tchar: the
+ * same answer as token_eq().
+ */
+static bool name_is(const unsigned char *s, const char *want, size_t n)
+{
+	const unsigned char *w = (const unsigned char *)want;
+	uint64_t diff = 0;
+
+	for (size_t i = 0; i + 8 < n; i += 8)
+		diff |= (load64(s + i) | ONES * 0x20) ^ load64(w + i);
+	diff |= (load64(s + n - 8) | ONES * 0x20) ^ load64(w + n - 8);
+	return !diff;
+}
+
+/* header_kind() of a field name of tchars as written (any case). */
+static unsigned fast_kind(const unsigned char *s, size_t n)
+{
+	uint32_t v, host;
+
+	switch (n) {
+	case 4:
+		/* All letters: see name_is(). */
+		memcpy(&v, s, sizeof(v));
+		memcpy(&host, "host", sizeof(host));
+		return (v | 0x20202020u) == host ? H_HOST : H_OTHER;
+	case 10:
+		return name_is(s, "connection", n) ? H_CONNECTION : H_OTHER;
+	case 14:
+		return name_is(s, "content-length", n) ? H_LENGTH : H_OTHER;
+	case 17:
+		return name_is(s, "transfer-encoding", n) ? H_TE : H_OTHER;
+	}
+	return H_OTHER;
+}
+
+/*
+ * fast_head - parse a whole request head from the start of @buf at once.
+ * @p: a parser at the start of a request, none of it consumed (state
+ *     S_START, head 0, as new_request() leaves it).
+ *
+ * Return: the head's length (blank line included) when all of it is in
+ * the first min(@len, head_max) bytes and step() would accept it; @p is
+ * then as step() leaves it after the head's last byte (S_BODY or S_DONE,
+ * the request filled in). 0 otherwise: the head is incomplete, over the
+ * cap, malformed, or of a shape left to step(); @p may be half written
+ * and must go through new_request() before step() parses the same bytes.
+ * Context: the connection's shard.
+ */
+static size_t fast_head(struct pw_http_parser *p, const char *buf, size_t len)
+{
+	struct pw_http_req *r = &p->req;
+	const unsigned char *s = (const unsigned char *)buf;
+	const unsigned char *end = s + (len < p->head_max ? len : p->head_max);
+	const unsigned char *lf, *e, *t;
+	size_t n;
+
+	/* The request line: METHOD SP target SP HTTP/1.DIGIT, CRLF or LF.
+	 * The method: 1 to 15 tchars (none for an empty line first). */
+	n = (size_t)(end - s);
+	e = s + (n < PW_HTTP_METHOD_MAX ? n : PW_HTTP_METHOD_MAX);
+	for (t = s; t < e && tchar_tab[*t]; t++)
+		;
+	if (t == s || t == e || *t != ' ')
+		return 0;
+	n = (size_t)(t - s);
+	memcpy(r->method, s, n);
+	r->method[n] = '\0';
+	r->method_len = n;
+	/* The target: up to the next space, within PW_HTTP_TARGET_MAX - 1
+	 * bytes; target_ok() refuses a CR or LF, so it stays on the line. */
+	s = t + 1;
+	n = (size_t)(end - s);
+	t = memchr(s, ' ', n < PW_HTTP_TARGET_MAX ? n : PW_HTTP_TARGET_MAX);
+	if (!t)
+		return 0;
+	n = (size_t)(t - s);
+	if (!n || n >= PW_HTTP_TARGET_MAX || !target_ok(s, n))
+		return 0;
+	memcpy(r->target, s, n);
+	r->target[n] = '\0';
+	r->target_len = n;
+	s = t + 1;
+	if (end - s < 9 || memcmp(s, "HTTP/1.", 7) || s[7] < '0' || s[7] > '9')
+		return 0;
+	r->minor = s[7] == '0' ? 0 : 1;
+	if (s[8] == '\n')
+		lf = s + 8;
+	else if (s[8] == '\r' && end - s >= 10 && s[9] == '\n')
+		lf = s + 9;
+	else
+		return 0;
+
+	/* Field lines up to the blank line. */
+	for (s = lf + 1;; s = lf + 1) {
+		unsigned which;
+
+		if (s < end && *s == '\n') {
+			lf = s;
+			break;
+		}
+		if (end - s >= 2 && s[0] == '\r' && s[1] == '\n') {
+			lf = s + 1;
+			break;
+		}
+		/* The name: tchars up to a colon (a CR or LF stops it). */
+		for (t = s; t < end && tchar_tab[*t]; t++)
+			;
+		if (t == s || t == end || *t != ':')
+			return 0;
+		r->headers++;
+		which = fast_kind(s, (size_t)(t - s));
+		/* The value: to the line's end, less OWS before it, CR after
+		 * it (lf[-1] is at worst the colon). */
+		lf = memchr(t + 1, '\n', (size_t)(end - t - 1));
+		if (!lf)
+			return 0;
+		e = lf[-1] == '\r' ? lf - 1 : lf;
+		for (t++; t < e && (*t == ' ' || *t == '\t'); t++)
+			;
+		n = (size_t)(e - t);
+		if (!value_ok(t, n))
+			return 0;
+		if (which == H_OTHER)
+			continue;
+		if (which == H_CONNECTION || which == H_LENGTH) {
+			if (n > sizeof(p->value))
+				return 0;
+			memcpy(p->value, t, n);
+			while (n && (p->value[n - 1] == ' ' ||
+				     p->value[n - 1] == '\t'))
+				n--;
+			p->vlen = n;
+		}
+		p->which = which;
+		if (header_done(p))
+			return 0;
+	}
+	p->head = (size_t)(lf + 1 - (const unsigned char *)buf);
+	if (head_done(p))
+		return 0;
+	return p->head;
 }
 
 /* One head byte. Returns 0, or a negative error. */
@@ -329,6 +573,18 @@ int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
 		return p->err;
 	if (p->state == S_DONE)
 		new_request(p);
+	if (p->state == S_START && !p->head && len) {
+		i = fast_head(p, buf, len);
+		if (!i) {
+			new_request(p); /* step() takes it from the start */
+		} else {
+			p->fast_heads++;
+			if (p->state == S_DONE) {
+				*used = i;
+				return 1;
+			}
+		}
+	}
 	while (i < len) {
 		if (p->state == S_BODY) {
 			size_t n = len - i;

@@ -7,7 +7,9 @@
  * needs in struct pw_http_parser itself: a connection can hand it each
  * received buffer as it comes (a request may arrive a byte at a time, or
  * many pipelined requests in one read) and give the buffer back at once;
- * nothing is allocated per request or per connection. The method and the
+ * nothing is allocated per request or per connection. A request head
+ * that arrives whole is parsed in one go by a faster path that reaches
+ * exactly the same results (see http_parse.c). The method and the
  * request target are copied into the parser; Connection, Content-Length,
  * Transfer-Encoding and Host are interpreted; every other header is
  * checked for syntax and skipped.
@@ -61,6 +63,7 @@ struct pw_http_parser {
 	char name[24];
 	char value[PW_HTTP_VALUE_MAX];
 	struct pw_http_req req;
+	uint64_t fast_heads; /* heads parsed whole by the fast path */
 };
 
 /**
