@@ -3,6 +3,9 @@
  * test_http_parse.c - the HTTP/1.1 request parser of `pinwheel http`:
  * pipelining, arrival a byte at a time and split at every offset, bodies
  * across reads, keep-alive rules, caps, malformed input; the responses.
+ * The fast path for whole heads is checked against the byte state
+ * machine on generated requests and on every byte value at each place
+ * the grammar has a rule for.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -441,4 +444,671 @@ Test(http_parse, responses)
 	cr_expect_eq(pw_http_canned_tick(&c, 784111778), 0);
 	static char big[300];
 	cr_expect_eq(pw_http_canned_init(&c, big, sizeof(big), 0), -EMSGSIZE);
+}
+
+/* ---- the fast path against the state machine ---- */
+
+/*
+ * A whole buffer given at once goes through the fast path wherever it
+ * can; the same buffer given a byte at a time never can (a head does not
+ * fit in one byte), so it is parsed by the state machine alone. Both
+ * must see the same requests, errors and byte counts.
+ */
+
+#define MAXEV  64
+#define GENMAX 65536
+
+/* One call outcome: a request (1), the end of the input (0), an error. */
+struct event {
+	int ret;
+	size_t used; /* bytes since the previous event */
+	struct pw_http_req req;
+};
+
+struct drive {
+	struct pw_http_parser p;
+	struct event ev[MAXEV];
+	unsigned n;
+};
+
+static struct drive whole, bytes;
+
+static void drive_push(struct drive *d, int ret, size_t used)
+{
+	cr_assert_lt(d->n, MAXEV);
+	d->ev[d->n].ret = ret;
+	d->ev[d->n].used = used;
+	d->ev[d->n].req = d->p.req;
+	d->n++;
+}
+
+/* Parse @buf as one read, then each rest after a request, to the end. */
+static void drive_whole(struct drive *d, size_t head_max, const char *buf,
+			size_t len)
+{
+	size_t off = 0;
+
+	d->n = 0;
+	cr_assert_eq(pw_http_parser_init(&d->p, head_max), 0);
+	for (;;) {
+		size_t used = 99999;
+		int ret = pw_http_parse(&d->p, buf + off, len - off, &used);
+
+		cr_assert_leq(used, len - off);
+		drive_push(d, ret, used);
+		off += used;
+		if (ret != 1)
+			break;
+	}
+}
+
+/* Parse @buf a byte per call. */
+static void drive_bytes(struct drive *d, size_t head_max, const char *buf,
+			size_t len)
+{
+	size_t acc = 0;
+
+	d->n = 0;
+	cr_assert_eq(pw_http_parser_init(&d->p, head_max), 0);
+	for (size_t k = 0; k < len; k++) {
+		size_t used = 99999;
+		int ret = pw_http_parse(&d->p, buf + k, 1, &used);
+
+		if (ret < 0) {
+			cr_assert_eq(used, 0);
+			drive_push(d, ret, acc);
+			return;
+		}
+		cr_assert_eq(used, 1);
+		acc++;
+		if (ret == 1) {
+			drive_push(d, 1, acc);
+			acc = 0;
+		}
+	}
+	drive_push(d, 0, acc);
+}
+
+/* Compare the two runs; on a difference, say which into @why. */
+static bool same_events(char *why, size_t n)
+{
+	if (whole.n != bytes.n) {
+		snprintf(why, n, "%u events whole, %u a byte at a time",
+			 whole.n, bytes.n);
+		return false;
+	}
+	for (unsigned i = 0; i < whole.n; i++) {
+		const struct event *a = &whole.ev[i], *b = &bytes.ev[i];
+		const struct pw_http_req *x = &a->req, *y = &b->req;
+
+		if (a->ret != b->ret || a->used != b->used) {
+			snprintf(why, n,
+				 "event %u: returned %d after %zu bytes whole, "
+				 "%d after %zu a byte at a time",
+				 i, a->ret, a->used, b->ret, b->used);
+			return false;
+		}
+		if (a->ret != 1)
+			continue;
+		if (x->method_len != y->method_len ||
+		    x->target_len != y->target_len ||
+		    memcmp(x->method, y->method, x->method_len + 1) ||
+		    memcmp(x->target, y->target, x->target_len + 1) ||
+		    x->minor != y->minor || x->keep_alive != y->keep_alive ||
+		    x->content_length != y->content_length ||
+		    x->head_len != y->head_len || x->headers != y->headers) {
+			snprintf(why, n,
+				 "request %u: whole \"%s\" \"%.40s\" %zu/%zu "
+				 "1.%d keep %d len %llu head %zu headers %u; "
+				 "bytes \"%s\" \"%.40s\" %zu/%zu 1.%d keep %d "
+				 "len %llu head %zu headers %u",
+				 i, x->method, x->target, x->method_len,
+				 x->target_len, x->minor, x->keep_alive,
+				 (unsigned long long)x->content_length,
+				 x->head_len, x->headers, y->method, y->target,
+				 y->method_len, y->target_len, y->minor,
+				 y->keep_alive,
+				 (unsigned long long)y->content_length,
+				 y->head_len, y->headers);
+			return false;
+		}
+	}
+	return true;
+}
+
+/* @buf[0..@len) as a C literal (cut at 400 bytes), for failure reports. */
+static const char *escaped(const char *buf, size_t len)
+{
+	static char out[4 * 400 + 16];
+	size_t o = 0;
+
+	for (size_t i = 0; i < len && i < 400; i++) {
+		unsigned char c = (unsigned char)buf[i];
+
+		if (c == '\r')
+			o += (size_t)sprintf(out + o, "\\r");
+		else if (c == '\n')
+			o += (size_t)sprintf(out + o, "\\n");
+		else if (c < ' ' || c >= 0x7f || c == '\\' || c == '"')
+			o += (size_t)sprintf(out + o, "\\x%02x", c);
+		else
+			out[o++] = (char)c;
+	}
+	strcpy(out + o, len > 400 ? "..." : "");
+	return out;
+}
+
+/* Parse @buf both ways and require the same outcome. */
+static void differ(const char *buf, size_t len, size_t head_max,
+		   const char *what)
+{
+	char why[1024];
+
+	drive_whole(&whole, head_max, buf, len);
+	drive_bytes(&bytes, head_max, buf, len);
+	cr_assert(same_events(why, sizeof(why)),
+		  "%s (head cap %zu): %s\nrequest (%zu bytes): \"%s\"", what,
+		  head_max, why, len, escaped(buf, len));
+	cr_assert_eq(bytes.p.fast_heads, 0, "%s: a byte took the fast path",
+		     what);
+}
+
+/* ---- the request generator ---- */
+
+struct gen {
+	uint64_t s;
+	char buf[GENMAX];
+	size_t len;
+	size_t head_max;
+};
+
+static uint64_t pick(struct gen *g, uint64_t n)
+{
+	return pw_test_rng(&g->s) % n;
+}
+
+static bool chance(struct gen *g, unsigned pct)
+{
+	return pick(g, 100) < pct;
+}
+
+static void put(struct gen *g, const char *s, size_t n)
+{
+	if (g->len + n > sizeof(g->buf))
+		n = sizeof(g->buf) - g->len;
+	memcpy(g->buf + g->len, s, n);
+	g->len += n;
+}
+
+static void puts_(struct gen *g, const char *s)
+{
+	put(g, s, strlen(s));
+}
+
+static void putc_(struct gen *g, int c)
+{
+	char b = (char)c;
+
+	put(g, &b, 1);
+}
+
+static const char *one_of(struct gen *g, const char *const *v, size_t n)
+{
+	return v[pick(g, n)];
+}
+
+#define ONE_OF(g, arr) one_of(g, arr, sizeof(arr) / sizeof((arr)[0]))
+
+/* A line end: mostly CRLF or LF, now and then a broken one. */
+static void gen_eol(struct gen *g)
+{
+	static const char *const bad[] = { "\r", "\r\r\n", "\n\r", "\r " };
+	unsigned r = (unsigned)pick(g, 100);
+
+	if (r < 50)
+		puts_(g, "\r\n");
+	else if (r < 99)
+		puts_(g, "\n");
+	else if (chance(g, 20))
+		put(g, "\r", 2); /* CR NUL */
+	else
+		puts_(g, ONE_OF(g, bad));
+}
+
+/*
+ * @n bytes of a field value (@lo ' ') or target (@lo '!'): printable;
+ * with @spice, one of them any byte (a control, DEL, obs-text, or fine)
+ * and, in a value, some tabs.
+ */
+static void gen_text(struct gen *g, size_t n, int lo, bool spice)
+{
+	size_t odd = spice && n ? pick(g, n) : n;
+
+	for (size_t i = 0; i < n; i++) {
+		int c = lo + (int)pick(g, (uint64_t)(0x7f - lo));
+
+		if (i == odd)
+			c = (int)pick(g, 256);
+		else if (spice && lo == ' ' && chance(g, 5))
+			c = '\t';
+		putc_(g, c);
+	}
+}
+
+static void gen_case(struct gen *g, const char *name)
+{
+	for (const char *c = name; *c; c++) {
+		int ch = (unsigned char)*c;
+
+		if (chance(g, 30))
+			ch = ch >= 'a' && ch <= 'z' ? ch - 32 :
+			     ch >= 'A' && ch <= 'Z' ? ch + 32 :
+						      ch;
+		putc_(g, ch);
+	}
+}
+
+static void gen_method(struct gen *g)
+{
+	static const char *const m[] = {
+		"GET",
+		"GET",
+		"GET",
+		"GET",
+		"POST",
+		"HEAD",
+		"PUT",
+		"DELETE",
+		"OPTIONS",
+		"M-SEARCH",
+		"!#$%&'*+-.^_`|~",
+		"ABCDEFGHIJKLMNO",
+		"x",
+		"get",
+		"ABCDEFGHIJKLMNOP",
+		"G(T",
+		"G T",
+		"",
+		"GET\t",
+	};
+
+	if (chance(g, 85))
+		puts_(g, "GET");
+	else
+		puts_(g, ONE_OF(g, m));
+}
+
+static void gen_target(struct gen *g)
+{
+	static const size_t lens[] = { 1,    2,	   7,	 8,    9,   15,
+				       16,   17,   63,	 64,   500, 1021,
+				       1022, 1023, 1024, 1025, 2000 };
+	static const char *const t[] = { "/", "/", "/index.html?q=1", "*",
+					 "/a/b/c?d=e&f=g#h" };
+	size_t n;
+
+	if (chance(g, 1))
+		return; /* none: two spaces in a row */
+	if (chance(g, 70)) {
+		puts_(g, ONE_OF(g, t));
+		return;
+	}
+	n = lens[pick(g, sizeof(lens) / sizeof(lens[0]))];
+	putc_(g, '/');
+	gen_text(g, n - 1, '!', chance(g, 20));
+}
+
+static void gen_version(struct gen *g)
+{
+	static const char *const v[] = {
+		"HTTP/1.2",   "HTTP/1.9", "HTTP/2.0", "HTTP/0.9",  "HTTP/1.x",
+		"HTTX/1.1",   "HTTP/11",  "http/1.1", "HTTP/1.10", "HTTP/1.1 ",
+		"HTTP/1.1\t", "HTTP/1.",  "HTTP/",    "",
+	};
+	unsigned r = (unsigned)pick(g, 100);
+
+	if (r < 75)
+		puts_(g, "HTTP/1.1");
+	else if (r < 93)
+		puts_(g, "HTTP/1.0");
+	else
+		puts_(g, ONE_OF(g, v));
+}
+
+/* A Content-Length value; *@len receives the body it asks for, or -1. */
+static void gen_length(struct gen *g, long *len, long first)
+{
+	static const char *const bad[] = {
+		"1x", "", "-1", "99999999999999999999999", "+5", "0x10", "5 5",
+	};
+	char num[32];
+	long v = first >= 0 && chance(g, 90) ? first : (long)pick(g, 40);
+
+	if (chance(g, 5)) {
+		puts_(g, ONE_OF(g, bad));
+		*len = -1;
+		return;
+	}
+	if (chance(g, 5))
+		puts_(g, chance(g, 50) ? "000" : "  ");
+	snprintf(num, sizeof(num), "%ld", v);
+	puts_(g, num);
+	if (chance(g, 10))
+		puts_(g, chance(g, 50) ? "  " : "\t");
+	*len = v;
+}
+
+/* Field value of @name's kind. */
+static void gen_value(struct gen *g, int kind, long *cl, long first_cl)
+{
+	static const char *const conn[] = {
+		"close",
+		"keep-alive",
+		"Keep-Alive, Upgrade",
+		"Upgrade, close",
+		"closed",
+		"CLOSE",
+		"",
+		"  close  ",
+		"\tkeep-alive\t",
+		"close,keep-alive",
+		"keep-alive ,, close",
+		"upgrade",
+	};
+	static const char *const host[] = { "127.0.0.1:18481", "a", "",
+					    "example.com", "[::1]:80" };
+	static const char *const te[] = { "chunked", "gzip, chunked", "" };
+	static const size_t lens[] = { 0,  1,  5,  7,	8,   9,	  15,
+				       16, 17, 40, 127, 128, 129, 200 };
+
+	for (uint64_t n = chance(g, 20) ? 1 + pick(g, 3) : 0; n; n--)
+		putc_(g, chance(g, 70) ? ' ' : '\t'); /* OWS */
+	switch (kind) {
+	case 1:
+		puts_(g, ONE_OF(g, host));
+		break;
+	case 2:
+		if (chance(g, 10)) {
+			/* Around the 128 bytes kept of a value. */
+			size_t n = 118 + pick(g, 13);
+
+			for (size_t i = 0; i < n; i++)
+				putc_(g, i == n - 5 ? 'c' : ',');
+			puts_(g, "close");
+		} else {
+			puts_(g, ONE_OF(g, conn));
+		}
+		break;
+	case 3:
+		gen_length(g, cl, first_cl);
+		break;
+	case 4:
+		puts_(g, ONE_OF(g, te));
+		break;
+	default:
+		gen_text(g, lens[pick(g, sizeof(lens) / sizeof(lens[0]))], ' ',
+			 chance(g, 10));
+	}
+	if (chance(g, 5))
+		puts_(g, chance(g, 50) ? " \t " : " ");
+}
+
+/* One request, its body included. */
+static void gen_request(struct gen *g)
+{
+	static const char *const names[] = {
+		"Connection",
+		"Content-Length",
+		"Transfer-Encoding",
+		"User-Agent",
+		"Accept",
+		"Accept-Encoding",
+		"Cookie",
+		"X-Forwarded-For",
+		"Hostname",
+		"Hos",
+		"Connectio",
+		"Content-Lengthy",
+		"Transfer-Encodings",
+		"X-A-Rather-Long-Header-Name-Over-24",
+		"a",
+		"!#$%&'*+-.^_`|~09",
+	};
+	static const char *const bad_names[] = {
+		"Bad Name", "Host ",	"",    "X\x01Y",
+		" folded",  "\tfolded", "X(Y", "X\x80",
+	};
+	size_t start = g->len, nh = pick(g, 7);
+	long cl = -1, first_cl = -1;
+	unsigned hosts = 1, host_at;
+	bool http10;
+
+	if (chance(g, 3))
+		puts_(g, chance(g, 50) ? "\r\n" : "\n\r\n");
+	gen_method(g);
+	putc_(g, ' ');
+	gen_target(g);
+	putc_(g, ' ');
+	http10 = chance(g, 15);
+	if (http10)
+		puts_(g, "HTTP/1.0");
+	else
+		gen_version(g);
+	gen_eol(g);
+	if (chance(g, 8))
+		hosts = (unsigned)pick(g, 3); /* none, one or two */
+	else if (http10)
+		hosts = (unsigned)pick(g, 2);
+	host_at = (unsigned)pick(g, nh + 1);
+	for (size_t h = 0; h <= nh; h++) {
+		int kind = 0;
+
+		if (h == host_at) {
+			for (unsigned k = 0; k < hosts; k++) {
+				gen_case(g, "Host");
+				puts_(g, ":");
+				gen_value(g, 1, &cl, first_cl);
+				gen_eol(g);
+			}
+		}
+		if (h == nh)
+			break;
+		if (chance(g, 2)) {
+			puts_(g, ONE_OF(g, bad_names));
+			if (chance(g, 80))
+				puts_(g, ": x");
+			gen_eol(g);
+			continue;
+		}
+		const char *name = chance(g, 2)	 ? "Host" :
+				   chance(g, 25) ? names[pick(g, 3)] :
+						   ONE_OF(g, names);
+		if (!strcmp(name, "Host"))
+			kind = 1;
+		else if (!strcmp(name, "Connection"))
+			kind = 2;
+		else if (!strcmp(name, "Content-Length"))
+			kind = 3;
+		else if (!strcmp(name, "Transfer-Encoding"))
+			kind = 4;
+		if (kind == 4 && chance(g, 70))
+			continue; /* keep chunked requests rare */
+		gen_case(g, name);
+		putc_(g, ':');
+		gen_value(g, kind, &cl, first_cl);
+		if (kind == 3 && first_cl < 0)
+			first_cl = cl;
+		gen_eol(g);
+	}
+	if (chance(g, 4)) {
+		/* A head within 4 bytes of the cap, blank line included. */
+		size_t have = g->len - start + 7 + 2 + 2;
+		size_t want = g->head_max - 4 + (size_t)pick(g, 9);
+		size_t n = want > have ? want - have : 0;
+
+		puts_(g, "X-Big: ");
+		for (size_t i = 0; i < n && g->len < sizeof(g->buf) - 64; i++)
+			putc_(g, 'v');
+		puts_(g, "\r\n");
+	}
+	gen_eol(g);
+	if (chance(g, 4) && g->len > start) {
+		/* One byte of the head changed to anything. */
+		size_t at = start + pick(g, g->len - start);
+
+		g->buf[at] = (char)pick(g, 256);
+	}
+	if (cl > 0) {
+		/* The body: random bytes, or ones that look like a head. */
+		for (long i = 0; i < cl && g->len < sizeof(g->buf); i++)
+			putc_(g, chance(g, 50) ? 'A' + (int)(i % 26) :
+						 "GET / HTTP/1.1\r\n"[i % 16]);
+	}
+}
+
+static void generate(struct gen *g, uint64_t seed)
+{
+	static const size_t caps[] = { 64, 100, 128, 256, 1024 };
+	unsigned n;
+
+	g->s = seed ? seed : 1;
+	g->len = 0;
+	g->head_max = chance(g, 70) ? PW_HTTP_HEAD_MAX_DEFAULT :
+				      caps[pick(g, 5)];
+	n = chance(g, 60) ? 1 : chance(g, 75) ? 2 : 3;
+	for (unsigned i = 0; i < n; i++)
+		gen_request(g);
+	if (chance(g, 5) && g->len)
+		g->len = pick(g, g->len); /* cut short */
+}
+
+static struct gen gen;
+
+Test(http_parse, differential_generated)
+{
+	uint64_t base = 0x5eed0001, cases = (uint64_t)(20000 * pw_test_scale());
+	uint64_t reqs = 0, fast = 0, errs = 0;
+	const char *env = getenv("PW_HTTP_PARSE_SEED");
+
+	if (env) {
+		base = strtoull(env, NULL, 0);
+		cases = 1;
+	}
+	for (uint64_t i = 0; i < cases; i++) {
+		uint64_t seed = base + i * 0x9e3779b97f4a7c15ull;
+		char what[96];
+
+		generate(&gen, seed);
+		snprintf(what, sizeof(what),
+			 "case %llu, seed 0x%llx (rerun with "
+			 "PW_HTTP_PARSE_SEED=0x%llx)",
+			 (unsigned long long)i, (unsigned long long)seed,
+			 (unsigned long long)seed);
+		differ(gen.buf, gen.len, gen.head_max, what);
+		for (unsigned k = 0; k < whole.n; k++) {
+			reqs += whole.ev[k].ret == 1;
+			errs += whole.ev[k].ret < 0;
+		}
+		fast += whole.p.fast_heads;
+	}
+	/* The generator must exercise both paths: most requests go the fast
+	 * way, and a good share of inputs are refused. */
+	cr_log_info("%llu cases: %llu requests (%llu fast), %llu errors",
+		    (unsigned long long)cases, (unsigned long long)reqs,
+		    (unsigned long long)fast, (unsigned long long)errs);
+	if (!env) {
+		cr_expect_gt(fast, reqs / 2, "%llu of %llu requests fast",
+			     (unsigned long long)fast,
+			     (unsigned long long)reqs);
+		cr_expect_gt(errs, cases / 10);
+	}
+}
+
+/* Every byte value at each place a head has a rule for. */
+Test(http_parse, differential_every_byte)
+{
+	static const char *const tmpl[] = {
+		"@GET / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"G@T / HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET@/ HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /@ HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /0123456@89abcdef HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET /@0123456789abcdef HTTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / @TTP/1.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/@.1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1@1\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.@\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1@\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r@Host: a\r\n\r\n",
+		"GET / HTTP/1.1\r\n@X: v\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX-@: v\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX@ v\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX:@v\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a@b\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: 0123456@89abcdef\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nX: a@\r\nHost: a\r\n\r\n",
+		"GET / HTTP/1.1\r\nHos@: a\r\nHost: b\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nConnectio@: close\r\n\r\n",
+		"GET / HTTP/1.0\r\nConnection: keep-alive@\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nConnection: clos@\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\nContent@Length: 5\r\n\r\nabcde",
+		"GET / HTTP/1.1\r\nHost: a\r\nContent-Lengt@: 5\r\n\r\nabcde",
+		("GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 1@\r\n\r\n"
+		 "abcdefghijklmnopqrstuvwxyz"),
+		"GET / HTTP/1.1\r\nHost: a\r\nTransfer-Encodin@: x\r\n\r\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n@\n",
+		"GET / HTTP/1.1\r\nHost: a\r\n\r@",
+		"GET / HTTP/1.1\r\nHost: a\n@",
+	};
+	char buf[256], what[64];
+
+	for (size_t t = 0; t < sizeof(tmpl) / sizeof(tmpl[0]); t++) {
+		const char *at = strchr(tmpl[t], '@');
+		size_t len = strlen(tmpl[t]), pre = (size_t)(at - tmpl[t]);
+
+		/* Twice over, so a request follows a fast one. */
+		for (int c = 0; c < 256; c++) {
+			for (int k = 0; k < 2; k++) {
+				memcpy(buf + k * len, tmpl[t], len);
+				buf[k * len + pre] = (char)c;
+			}
+			snprintf(what, sizeof(what),
+				 "template %zu, byte 0x%02x", t, c);
+			differ(buf, 2 * len, 0, what);
+		}
+	}
+}
+
+/* The fast path is taken for what wrk sends, one request or many. */
+Test(http_parse, fast_path_taken)
+{
+	static const char wrk[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1:18481\r\n"
+				  "\r\n";
+	static char buf[16 * sizeof(wrk)];
+	size_t len = 0;
+
+	cr_assert_eq(parse_one(wrk, &r), 0);
+	cr_assert_eq(r.n, 1);
+	expect_req(&r.req[0], "GET", "/", 1, true, 0);
+	cr_expect_eq(r.p.req.head_len, sizeof(wrk) - 1);
+	cr_expect_eq(r.p.fast_heads, 1);
+
+	for (int i = 0; i < 16; i++, len += sizeof(wrk) - 1)
+		memcpy(buf + len, wrk, sizeof(wrk) - 1);
+	run_init(&r, 0);
+	feed(&r, buf, len);
+	cr_assert_eq(r.err, 0);
+	cr_assert_eq(r.n, 16);
+	cr_expect_eq(r.p.fast_heads, 16);
+
+	/* A head split across reads, and empty lines first, are left to
+	 * the state machine. */
+	run_init(&r, 0);
+	feed(&r, wrk, 10);
+	feed(&r, wrk + 10, sizeof(wrk) - 11);
+	cr_assert_eq(r.n, 1);
+	cr_expect_eq(r.p.fast_heads, 0);
+	cr_assert_eq(parse_one("\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", &r), 0);
+	cr_assert_eq(r.n, 1);
+	cr_expect_eq(r.p.fast_heads, 0);
 }
