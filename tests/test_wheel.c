@@ -259,6 +259,52 @@ Test(wheel, fifo_within_slot_many)
 	ut_check(&w);
 }
 
+/*
+ * A slot's expiry walks it from the tail. Timers whose deadline was reset
+ * past the next slot of their own level land behind the timers already
+ * armed there, in their own arming order; timers cascading to lower
+ * levels keep theirs. 40 per group, more than the hint distance.
+ */
+Test(wheel, reset_later_joins_the_back_in_order)
+{
+	enum { N = 40 };
+	static struct pw__wheel w;
+	static struct ut u[2 * N];
+	int want[2 * N];
+	uint64_t ticks[2 * N];
+
+	ut_setup(&w, 0, u, 2 * N);
+	/* A (ids N..2N-1), scrambled, into level 2 slot 1; then reset. */
+	for (int i = 0; i < N; i++)
+		pw__wheel_insert(&w, &u[N + (i * 17 + 3) % N].t, 5000);
+	for (int i = 0; i < N; i++) {
+		pw__wheel_reset(&w, &u[N + i].t, 9000);
+		expect_place(&u[N + i].t, 2, 1, 5000);
+	}
+	/* B (ids 0..N-1), scrambled, straight into level 2 slot 2. */
+	for (int i = 0; i < N; i++) {
+		pw__wheel_insert(&w, &u[(i * 7 + 5) % N].t, 9000);
+		expect_place(&u[(i * 7 + 5) % N].t, 2, 2, 9000);
+	}
+	ut_check(&w);
+	/* Slot 1 expires at 4096: A goes behind B in slot 2, in order. */
+	cr_assert_eq(pw__wheel_advance(&w, 4096), 0);
+	ut_check(&w);
+	cr_assert_eq(w.refiled, (uint64_t)N);
+	for (int i = 0; i < N; i++)
+		expect_place(&u[N + i].t, 2, 2, 9000);
+	for (int i = 0; i < N; i++) {
+		want[i] = (i * 7 + 5) % N;
+		want[N + i] = N + (i * 17 + 3) % N;
+		ticks[i] = ticks[N + i] = 9000;
+	}
+	cr_assert_eq(pw__wheel_advance(&w, 9000), (size_t)(2 * N));
+	expect_log(want, ticks, 2 * N);
+	/* Then 2 -> 1 -> 0 for everyone. */
+	cr_assert_eq(w.refiled, (uint64_t)N + 2 * 2 * N);
+	ut_check(&w);
+}
+
 Test(wheel, order_across_slots)
 {
 	static struct pw__wheel w;
@@ -713,6 +759,10 @@ Test(wheel, check_detects_corruption)
 	cr_assert_eq(pw__wheel_check(&w, err, sizeof(err)), -EINVAL);
 	cr_assert_str_eq(err, "slot 2/0: occupied bit 1, list empty");
 	w.occupied[2] ^= 1;
+	w.recent_links[3][7] = 1; /* an empty slot whose hint ring counts */
+	cr_assert_eq(pw__wheel_check(&w, err, sizeof(err)), -EINVAL);
+	cr_assert_str_eq(err, "slot 3/7: empty but its hint ring counts 1");
+	w.recent_links[3][7] = 0;
 	w.count++;
 	cr_assert_eq(pw__wheel_check(&w, NULL, 0), -EINVAL);
 	w.count -= 2;

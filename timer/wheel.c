@@ -67,6 +67,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #define SLOT_MASK  ((uint64_t)PW__WHEEL_SLOTS - 1)
 #define TOP_LEVEL  (PW__WHEEL_LEVELS - 1)
@@ -78,6 +79,8 @@ _Static_assert(PW__WHEEL_SLOTS == 1 << PW__WHEEL_SLOT_BITS, "slot bits");
 _Static_assert(PW__WHEEL_SLOTS == 64, "occupied masks are 64 bits");
 _Static_assert(RANGE_BITS < 64, "the wheel must not cover 64 bits");
 _Static_assert(PW__TIMER_LEVEL_DUE < 256, "level is a uint8_t");
+_Static_assert((PW__WHEEL_HINT & (PW__WHEEL_HINT - 1)) == 0,
+	       "the hint ring's size is a power of 2");
 
 static inline unsigned level_for(uint64_t elapsed, uint64_t when)
 {
@@ -133,21 +136,81 @@ static inline uint64_t level_next(const struct pw__wheel *w, unsigned l,
 	return (pos + dist) << shift;
 }
 
-/* File PENDING @t, deadline > elapsed, in the slot its deadline selects. */
-static inline void place(struct pw__wheel *w, struct pw__timer *t)
+/* Forget the hint ring of slots[@l][@s], which has just emptied. */
+static inline void recent_clear(struct pw__wheel *w, unsigned l, unsigned s)
+{
+	w->recent_links[l][s] = 0;
+	w->head_filled[l] &= ~(UINT64_C(1) << s);
+}
+
+/*
+ * Choose the slot of PENDING @t, deadline > elapsed: set its slot_when,
+ * level and slot. Links nothing.
+ */
+static inline void choose_slot(const struct pw__wheel *w, struct pw__timer *t)
 {
 	uint64_t when = t->deadline;
-	unsigned level, slot;
+	unsigned level;
 
 	if (!in_range(w->elapsed, when))
 		when = ring_tick(w->elapsed);
 	level = level_for(w->elapsed, when);
-	slot = slot_for(when, level);
 	t->slot_when = when;
 	t->level = (uint8_t)level;
-	t->slot = (uint8_t)slot;
-	pw_list_add_tail(&t->node, &w->slots[level][slot]);
-	w->occupied[level] |= UINT64_C(1) << slot;
+	t->slot = (uint8_t)slot_for(when, level);
+}
+
+/*
+ * Link @t, its slot chosen, at the tail of that slot. Its hint is the
+ * timer filed there PW__WHEEL_HINT filings ago, now that many places
+ * nearer the head unless some were cancelled (then the hint is only
+ * wasted). Only the pointer is copied: that timer may be long gone,
+ * and the place may even predate the slot's last emptying.
+ */
+static inline void link_tail(struct pw__wheel *w, struct pw__timer *t)
+{
+	unsigned l = t->level, s = t->slot;
+	uint32_t n = w->recent_links[l][s]++;
+	unsigned i = n & (PW__WHEEL_HINT - 1);
+
+	t->hint = w->recent[l][s][i];
+	w->recent[l][s][i] = t;
+	pw_list_add_tail(&t->node, &w->slots[l][s]);
+	w->occupied[l] |= UINT64_C(1) << s;
+}
+
+/*
+ * Link @t, its slot chosen, at the head of that slot, during an expiry
+ * that found the slot empty. The timer linked there PW__WHEEL_HINT links
+ * ago, now that many places nearer the tail, gets @t as its hint; it is
+ * alive, as the slot was empty when the expiry began, so every filing
+ * since recent_clear() is the expiry's own (recent_links counts them).
+ * The first PW__WHEEL_HINT are also kept in first[]: they end up at the
+ * tail, where the walk of this slot will start.
+ */
+static inline void link_head(struct pw__wheel *w, struct pw__timer *t)
+{
+	unsigned l = t->level, s = t->slot;
+	uint32_t n = w->recent_links[l][s]++;
+	unsigned i = n & (PW__WHEEL_HINT - 1);
+
+	if (n >= PW__WHEEL_HINT) {
+		w->recent[l][s][i]->hint = t;
+	} else {
+		w->first[l][s][n] = t;
+		w->head_filled[l] |= UINT64_C(1) << s;
+	}
+	t->hint = NULL;
+	w->recent[l][s][i] = t;
+	pw_list_add(&t->node, &w->slots[l][s]);
+	w->occupied[l] |= UINT64_C(1) << s;
+}
+
+/* File PENDING @t, deadline > elapsed, in the slot its deadline selects. */
+static inline void place(struct pw__wheel *w, struct pw__timer *t)
+{
+	choose_slot(w, t);
+	link_tail(w, t);
 }
 
 /* Take @t out of whatever list holds it; it is then in no list. */
@@ -157,8 +220,10 @@ static inline void detach(struct pw__wheel *w, struct pw__timer *t)
 		pw_list_del_init(&t->node);
 		w->count--;
 		if (t->level < PW__WHEEL_LEVELS &&
-		    pw_list_empty(&w->slots[t->level][t->slot]))
+		    pw_list_empty(&w->slots[t->level][t->slot])) {
 			w->occupied[t->level] &= ~(UINT64_C(1) << t->slot);
+			recent_clear(w, t->level, t->slot);
+		}
 	} else if (t->state == PW__TIMER_FIRING) {
 		pw_list_del_init(&t->node);
 	}
@@ -167,10 +232,15 @@ static inline void detach(struct pw__wheel *w, struct pw__timer *t)
 void pw__wheel_init(struct pw__wheel *w, uint64_t now_tick)
 {
 	w->elapsed = now_tick;
+	memset(w->recent, 0, sizeof(w->recent));
+	memset(w->first, 0, sizeof(w->first));
 	for (unsigned l = 0; l < PW__WHEEL_LEVELS; l++) {
 		w->occupied[l] = 0;
-		for (unsigned s = 0; s < PW__WHEEL_SLOTS; s++)
+		w->head_filled[l] = 0;
+		for (unsigned s = 0; s < PW__WHEEL_SLOTS; s++) {
 			pw_list_init(&w->slots[l][s]);
+			recent_clear(w, l, s);
+		}
 	}
 	w->count = 0;
 	w->expiries = 0;
@@ -185,6 +255,7 @@ void pw__timer_init(struct pw__timer *t, pw__timer_fn fn)
 	t->deadline = 0;
 	t->slot_when = 0;
 	t->fn = fn;
+	t->hint = NULL;
 	t->level = 0;
 	t->slot = 0;
 	t->state = PW__TIMER_IDLE;
@@ -282,36 +353,45 @@ static size_t fire_expired(struct pw__wheel *w)
 }
 
 /*
- * @n->prev, read for its side effect of pulling @n into the cache: the
- * volatile access keeps the compiler from dropping a walk whose result is
- * otherwise unused.
- */
-static inline struct pw_list *touch_prev(struct pw_list *n)
-{
-	return *(struct pw_list *const volatile *)&n->prev;
-}
-
-/*
  * Expire slots[@l][@slot], which starts at @start <= @now: move elapsed
  * there, send due timers to the expired list and re-file the others.
  *
  * The slot's chain is detached whole and walked without unlinking node by
  * node (no fn runs meanwhile, so nobody sees it). A long chain is mostly
- * cold: each hop is a cache miss that the next hop waits for. A second
- * walker follows the prev links from the tail toward the first one, only
- * loading nodes, so two misses are in flight instead of one. That halves
- * the wait for a chain that stays cached until the walkers meet (up to
- * some thousand timers); a longer one is evicted first and gains little.
+ * cold, and each hop's address comes from the node before, so a plain
+ * walk waits for one miss at a time. Each timer's hint names the timer
+ * PW__WHEEL_HINT places nearer the head, so the walk goes from the tail
+ * and prefetches every visited timer's hint: about that many misses are
+ * in flight. The first ones come from the slot's ring of recent filings
+ * or, for a slot an expiry filled from the head, from its first filings.
+ *
+ * Walking backwards keeps every order of a forward walk. The slots of
+ * lower levels and the expired list are empty when a slot of level @l
+ * expires (the next expiry is always in the lowest occupied level), so
+ * timers bound there are linked at the head, and each list ends in the
+ * order a forward walk appending at the tail would give. The rare timer
+ * bound for level @l or above (its deadline reset later, or the ring
+ * slot's jump) may join a non-empty slot: such timers are set aside and
+ * appended in forward order after the walk.
  */
 static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 			uint64_t start, uint64_t now)
 {
 	struct pw_list *head = &w->slots[l][slot];
-	struct pw_list *pos = head->next, *last = head->prev, *back, *next;
-	struct pw__timer *t;
+	struct pw_list *first = head->next, *pos = head->prev, *prev;
+	struct pw_list aside;
+	struct pw__timer *t, **ring;
+	uint32_t links;
 	bool done;
 
+	links = w->recent_links[l][slot];
+	ring = (w->head_filled[l] >> slot) & 1 ? w->first[l][slot] :
+						 w->recent[l][slot];
+	for (uint32_t i = 0; i < links && i < PW__WHEEL_HINT; i++)
+		__builtin_prefetch(ring[i], 1, 3);
 	pw_list_init(head);
+	recent_clear(w, l, slot);
+	pw_list_init(&aside);
 	w->occupied[l] &= ~(UINT64_C(1) << slot);
 	w->elapsed = start;
 	w->expiries++;
@@ -322,36 +402,44 @@ static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 		 * now) without passing any other slot.
 		 */
 		uint64_t min = now;
-		struct pw_list *p = pos;
+		struct pw_list *p = first;
 
 		for (;;) {
 			t = pw_list_entry(p, struct pw__timer, node);
 			if (t->deadline < min)
 				min = t->deadline;
-			if (p == last)
+			if (p == pos)
 				break;
 			p = p->next;
 		}
 		w->elapsed = min;
 	}
-	back = last;
 	do {
-		/* pos and everything after it up to last are untouched. */
-		next = pos->next;
-		done = pos == last;
+		/* pos and everything before it back to first are untouched. */
 		t = pw_list_entry(pos, struct pw__timer, node);
+		prev = pos->prev;
+		done = pos == first;
+		if (t->hint)
+			__builtin_prefetch(t->hint, 1, 3);
 		if (t->deadline <= w->elapsed) {
 			t->level = PW__TIMER_LEVEL_DUE;
 			t->slot = 0;
-			pw_list_add_tail(&t->node, &w->expired);
+			pw_list_add(&t->node, &w->expired);
 		} else {
-			place(w, t);
+			choose_slot(w, t);
+			if (t->level < l)
+				link_head(w, t);
+			else
+				pw_list_add(&t->node, &aside);
 			w->refiled++;
 		}
-		pos = next;
-		if (back != pos && !done)
-			back = touch_prev(back); /* stays at or after pos */
+		pos = prev;
 	} while (!done);
+	while (!pw_list_empty(&aside)) {
+		t = pw_list_first_entry(&aside, struct pw__timer, node);
+		pw_list_del(&t->node);
+		link_tail(w, t);
+	}
 }
 
 size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick)
@@ -480,6 +568,11 @@ int pw__wheel_check(const struct pw__wheel *w, char *err, size_t errlen)
 					err, errlen,
 					"slot %u/%u: occupied bit %d, list %s",
 					l, s, bit, bit ? "empty" : "not empty");
+			if (pw_list_empty(head) && w->recent_links[l][s])
+				return check_fail(err, errlen,
+						  "slot %u/%u: empty but its "
+						  "hint ring counts %" PRIu32,
+						  l, s, w->recent_links[l][s]);
 			ret = check_list(w, head, l, s, &n, err, errlen);
 			if (ret)
 				return ret;

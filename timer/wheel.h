@@ -26,6 +26,13 @@
 #define PW__WHEEL_BATCH 32
 
 /*
+ * Prefetch distance of a slot walk, in timers: each slot remembers the
+ * last this many timers filed in it, so a timer can point at the one this
+ * many places nearer the head (see timer/wheel.c, "Walking a slot").
+ */
+#define PW__WHEEL_HINT 16
+
+/*
  * pw__timer.level of a PENDING timer that is due and waits in the wheel's
  * due or expired list rather than in a slot.
  */
@@ -49,9 +56,15 @@ struct pw__timer {
 	uint64_t deadline;   /* true deadline, in ticks */
 	uint64_t slot_when;  /* the tick its registered slot stands for */
 	pw__timer_fn fn;     /* called when it fires */
-	uint8_t level;	     /* 0..5, or PW__TIMER_LEVEL_DUE */
-	uint8_t slot;	     /* 0..63 within its level */
-	uint8_t state;	     /* enum pw__timer_state */
+	/*
+	 * A timer of the same slot about PW__WHEEL_HINT places nearer the
+	 * head, which a walk of the slot meets that many steps later, or
+	 * NULL. Only ever prefetched, never dereferenced: it may be stale.
+	 */
+	struct pw__timer *hint;
+	uint8_t level; /* 0..5, or PW__TIMER_LEVEL_DUE */
+	uint8_t slot;  /* 0..63 within its level */
+	uint8_t state; /* enum pw__timer_state */
 };
 
 /* The wheel of one shard. */
@@ -65,6 +78,25 @@ struct pw__wheel {
 	struct pw_list expired; /* collected by the running advance, to fire */
 	uint64_t expiries;	/* statistic: slots expired so far */
 	uint64_t refiled;	/* statistic: timers re-filed by an expiry */
+	/*
+	 * Per slot, the timers filed there since it was last empty, counted
+	 * in recent_links; the last PW__WHEEL_HINT of them are kept in a
+	 * ring whose next place is recent_links % PW__WHEEL_HINT, for the
+	 * hints. Places at or past recent_links are stale. So during an
+	 * expiry, the ring of a slot the expiry fills names only timers it
+	 * filed, all alive.
+	 */
+	struct pw__timer
+		*recent[PW__WHEEL_LEVELS][PW__WHEEL_SLOTS][PW__WHEEL_HINT];
+	uint32_t recent_links[PW__WHEEL_LEVELS][PW__WHEEL_SLOTS];
+	/*
+	 * Per slot an expiry filled (bit s of head_filled[l]), the first
+	 * PW__WHEEL_HINT timers it linked: the tail end, where the slot's
+	 * own walk starts. Stale places are harmless (only prefetched).
+	 */
+	uint64_t head_filled[PW__WHEEL_LEVELS];
+	struct pw__timer
+		*first[PW__WHEEL_LEVELS][PW__WHEEL_SLOTS][PW__WHEEL_HINT];
 };
 
 /**
