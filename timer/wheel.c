@@ -48,6 +48,13 @@
  * order. So while a fn runs the wheel is whole, and cancel or re-arm of a
  * FIRING timer unlinks it from the batch, which skips it.
  *
+ * Walking a slot: with many timers an expiry's walk is a chain of cache
+ * misses, each node's address in the node before. Every timer holds a
+ * hint, a timer about PW__WHEEL_HINT places nearer its slot's head; the
+ * walk goes from the tail and prefetches each hint, so that many misses
+ * overlap. Hints come from a per-slot ring of recent filings; they may be
+ * stale and are only ever prefetched (expire_slot() has the details).
+ *
  * Invariants between calls (pw__wheel_check() tests them all):
  *  - a PENDING timer in slots[l][s] has level l, slot s, elapsed <
  *    slot_when <= deadline, and either slot_when is in elapsed's 2^36
@@ -56,7 +63,8 @@
  *  - bit s of occupied[l] is set iff slots[l][s] is not empty;
  *  - timers in the due and expired lists are PENDING, level
  *    PW__TIMER_LEVEL_DUE, deadline <= elapsed;
- *  - count is the number of PENDING timers.
+ *  - count is the number of PENDING timers;
+ *  - an empty slot's hint ring counts no filing.
  * It follows that occupied slots of a lower level all start before those
  * of a higher one, so the next expiry is in the lowest non-empty level:
  * rotate its mask to just past elapsed's digit, count trailing zeros.
