@@ -183,8 +183,9 @@ size_t pw__wheel_advance(struct pw__wheel *w, uint64_t now_tick);
  *
  * Checks that each PENDING timer sits in the list its level and slot name,
  * in the slot that (elapsed, slot_when) selects, with slot_when <=
- * deadline; that occupied bits match non-empty slots; that due timers are
- * due; and that count matches. O(slots + timers).
+ * deadline; that occupied bits match non-empty slots; that an empty
+ * slot's hint ring counts no filing; that due timers are due; and that
+ * count matches. O(slots + timers).
  * Return: 0, or -EINVAL after writing a one-line reason to @err (if not
  * NULL, @errlen bytes at most).
  * Context: owning shard thread only.
