@@ -13,10 +13,12 @@
 mod http;
 
 use std::cell::Cell;
+use std::future::Future;
 use std::hint::black_box;
 use std::process::exit;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
+use std::task::{Poll, Waker};
 use std::time::{Duration, Instant};
 
 use tokio::runtime::{Builder, Runtime};
@@ -38,6 +40,11 @@ const SCENARIOS: &[(&str, &str, u64)] = &[
     (
         "wake_ct",
         "current_thread: two tasks ping-pong via Notify; per wake-to-poll",
+        4_000_000,
+    ),
+    (
+        "wake_raw_ct",
+        "current_thread: two tasks ping-pong by waking each other's stored Waker; per wake-to-poll",
         4_000_000,
     ),
     (
@@ -291,6 +298,70 @@ fn wake_pingpong(rt: &Runtime, n: u64) -> Duration {
     })
 }
 
+/// What wake_raw_ct's two tasks share: each one's Waker and whose turn it
+/// is. Both tasks run on the one current_thread worker, so a Cell is never
+/// touched from two threads at once; `Send`/`Sync` are asserted only so
+/// that tokio::spawn accepts the futures.
+struct RawPingPong {
+    waker: [Cell<Option<Waker>>; 2],
+    turn: Cell<usize>,
+    left: Cell<u64>,
+}
+
+unsafe impl Send for RawPingPong {}
+unsafe impl Sync for RawPingPong {}
+
+/// One player of wake_raw_ct, as pinwheel's bm_wake_to_poll's poll
+/// function: on its turn it hands the turn over and wakes the other by
+/// reference; otherwise it leaves its Waker (cloned only when it changed)
+/// and is pending.
+fn raw_player(pp: Arc<RawPingPong>, me: usize) -> impl Future<Output = ()> + Send {
+    std::future::poll_fn(move |cx| {
+        let w = pp.waker[me].take();
+        let w = match w {
+            Some(w) if w.will_wake(cx.waker()) => w,
+            _ => cx.waker().clone(),
+        };
+        pp.waker[me].set(Some(w));
+        if pp.left.get() == 0 {
+            if let Some(o) = pp.waker[1 - me].take() {
+                o.wake();
+            }
+            return Poll::Ready(());
+        }
+        if pp.turn.get() == me {
+            pp.left.set(pp.left.get() - 1);
+            pp.turn.set(1 - me);
+            let o = pp.waker[1 - me].take();
+            if let Some(o) = &o {
+                o.wake_by_ref();
+            }
+            pp.waker[1 - me].set(o);
+        }
+        Poll::Pending
+    })
+}
+
+/// Two tasks waking each other through their stored Wakers, with no
+/// synchronisation primitive in between: the same work per operation as
+/// pinwheel's bm_wake_to_poll (a local wake by reference, then the poll it
+/// causes). n operations in all.
+fn wake_raw(rt: &Runtime, n: u64) -> Duration {
+    rt.block_on(async move {
+        let pp = Arc::new(RawPingPong {
+            waker: [Cell::new(None), Cell::new(None)],
+            turn: Cell::new(0),
+            left: Cell::new(n),
+        });
+        let t0 = Instant::now();
+        let a = tokio::spawn(raw_player(pp.clone(), 0));
+        let b = tokio::spawn(raw_player(pp.clone(), 1));
+        a.await.unwrap();
+        b.await.unwrap();
+        t0.elapsed()
+    })
+}
+
 /// One task spawns n tasks, each running spin_work(k), then awaits them all.
 fn spawn_many(rt: &Runtime, n: u64, k: u64, count: bool) -> Duration {
     rt.block_on(async move {
@@ -342,6 +413,7 @@ fn main() {
             "spawn_join_ct" | "spawn_join_mt" => spawn_join(&rt, n, o.in_task),
             "spawn_detached_ct" => spawn_detached(&rt, n),
             "wake_ct" => wake_pingpong(&rt, n),
+            "wake_raw_ct" => wake_raw(&rt, n),
             "spawn_mt_throughput" | "skewed_mt" => spawn_many(&rt, n, o.work, counting),
             _ => unreachable!(),
         }
