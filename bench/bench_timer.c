@@ -21,6 +21,8 @@
  *   *_fire		    advance to the next expiry again and again; time
  *			    per fired timer, cascades included; re-arming
  *			    the fired ones is not timed
+ *   *_fire_dense	    the same with every deadline in the next 64
+ *			    ticks: thousands of timers per slot
  *
  * Between timed batches of the first three, time moves on (untimed) by
  * one timer lifetime per N operations, and the timers that come due are
@@ -42,6 +44,9 @@
 #define OPS_BATCH 1024
 #define CONN_SIZE 192
 #define NDELTA	  65536 /* precomputed deadline offsets, a power of 2 */
+/* Dense: every deadline in the next 64 ticks (a level 0 slot each). */
+#define DENSE_MIN  UINT64_C(1)
+#define DENSE_MASK UINT64_C(63)
 
 static const int64_t bench_sizes[] = { 1000, 100000, 1000000 };
 
@@ -56,9 +61,17 @@ static inline uint64_t rnd(void)
 	return rng_state * UINT64_C(0x2545f4914f6cdd1d);
 }
 
+/*
+ * The law of every deadline drawn: uniform in [span_min, span_min +
+ * span_mask] ticks ahead. SPAN_MIN and SPAN_MASK ("far-ish") but for
+ * the dense fire benchmarks, which set DENSE_MIN and DENSE_MASK for
+ * their run.
+ */
+static uint64_t span_min = SPAN_MIN, span_mask = SPAN_MASK;
+
 static inline uint64_t far_ish(void)
 {
-	return SPAN_MIN + (rnd() & SPAN_MASK);
+	return span_min + (rnd() & span_mask);
 }
 
 /* A uniform index below @n without a division. */
@@ -549,7 +562,7 @@ static size_t fire_batch(size_t n)
 	return n >= 2 * OPS_BATCH ? OPS_BATCH : n / 2;
 }
 
-static void bm_wheel_fire(struct pw_bench *b)
+static void wheel_fire(struct pw_bench *b)
 {
 	struct wfix f;
 	size_t k, credit = 0, got;
@@ -586,9 +599,14 @@ static void bm_wheel_fire(struct pw_bench *b)
 	}
 	wfix_free(&f);
 }
+
+static void bm_wheel_fire(struct pw_bench *b)
+{
+	wheel_fire(b);
+}
 PW_BENCH_ARGS(bm_wheel_fire, bench_sizes);
 
-static void bm_heap_fire(struct pw_bench *b)
+static void heap_fire(struct pw_bench *b)
 {
 	struct hfix f;
 	size_t k, credit = 0, nout = 0;
@@ -613,4 +631,36 @@ static void bm_heap_fire(struct pw_bench *b)
 	}
 	hfix_free(&f);
 }
+
+static void bm_heap_fire(struct pw_bench *b)
+{
+	heap_fire(b);
+}
 PW_BENCH_ARGS(bm_heap_fire, bench_sizes);
+
+/*
+ * fire_dense: the same with every deadline in the next 64 ticks, so
+ * each tick fires about N / 32 timers from one level 0 slot: timeouts
+ * armed in a burst (a million connections given the same timeout
+ * within a few milliseconds). One slot's timers then outgrow the caches
+ * at 100k and 1M, and firing walks them cold.
+ */
+static void bm_wheel_fire_dense(struct pw_bench *b)
+{
+	span_min = DENSE_MIN;
+	span_mask = DENSE_MASK;
+	wheel_fire(b);
+	span_min = SPAN_MIN;
+	span_mask = SPAN_MASK;
+}
+PW_BENCH_ARGS(bm_wheel_fire_dense, bench_sizes);
+
+static void bm_heap_fire_dense(struct pw_bench *b)
+{
+	span_min = DENSE_MIN;
+	span_mask = DENSE_MASK;
+	heap_fire(b);
+	span_min = SPAN_MIN;
+	span_mask = SPAN_MASK;
+}
+PW_BENCH_ARGS(bm_heap_fire_dense, bench_sizes);
