@@ -54,6 +54,8 @@
  * walk goes from the tail and prefetches each hint, so that many misses
  * overlap. Hints come from a per-slot ring of recent filings; they may be
  * stale and are only ever prefetched (expire_slot() has the details).
+ * Firing walks the expired list once more, front to back; there a due
+ * timer's hint is the one PW__WHEEL_HINT places behind it in the list.
  *
  * Invariants between calls (pw__wheel_check() tests them all):
  *  - a PENDING timer in slots[l][s] has level l, slot s, elapsed <
@@ -280,6 +282,7 @@ void pw__wheel_insert(struct pw__wheel *w, struct pw__timer *t,
 		t->slot_when = deadline;
 		t->level = PW__TIMER_LEVEL_DUE;
 		t->slot = 0;
+		t->hint = NULL;
 		pw_list_add_tail(&t->node, &w->due);
 		return;
 	}
@@ -335,6 +338,8 @@ static size_t fire_expired(struct pw__wheel *w)
 		cut = first;
 		for (n = 1;; n++) {
 			t = pw_list_entry(cut, struct pw__timer, node);
+			if (t->hint)
+				__builtin_prefetch(t->hint, 1, 3);
 			t->state = PW__TIMER_FIRING;
 			if (n == PW__WHEEL_BATCH || cut->next == &w->expired)
 				break;
@@ -388,8 +393,8 @@ static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 	struct pw_list *head = &w->slots[l][slot];
 	struct pw_list *first = head->next, *pos = head->prev, *prev;
 	struct pw_list aside;
-	struct pw__timer *t, **ring;
-	uint32_t links;
+	struct pw__timer *t, **ring, *due[PW__WHEEL_HINT];
+	uint32_t links, ndue = 0;
 	bool done;
 
 	links = w->recent_links[l][slot];
@@ -430,6 +435,14 @@ static void expire_slot(struct pw__wheel *w, unsigned l, unsigned slot,
 		if (t->hint)
 			__builtin_prefetch(t->hint, 1, 3);
 		if (t->deadline <= w->elapsed) {
+			/* The due timer met PW__WHEEL_HINT due timers ago
+			 * lies that many places behind t in the expired
+			 * list: firing, which walks it forwards, prefetches
+			 * it from here. */
+			unsigned i = ndue++ & (PW__WHEEL_HINT - 1);
+
+			t->hint = ndue > PW__WHEEL_HINT ? due[i] : NULL;
+			due[i] = t;
 			t->level = PW__TIMER_LEVEL_DUE;
 			t->slot = 0;
 			pw_list_add(&t->node, &w->expired);

@@ -58,8 +58,10 @@ struct pw__timer {
 	pw__timer_fn fn;     /* called when it fires */
 	/*
 	 * A timer of the same slot about PW__WHEEL_HINT places nearer the
-	 * head, which a walk of the slot meets that many steps later, or
-	 * NULL. Only ever prefetched, never dereferenced: it may be stale.
+	 * head, which a walk of the slot meets that many steps later; in
+	 * the expired list, the timer PW__WHEEL_HINT places behind, which
+	 * firing meets that many steps later; or NULL. Only ever
+	 * prefetched, never dereferenced: it may be stale.
 	 */
 	struct pw__timer *hint;
 	uint8_t level; /* 0..5, or PW__TIMER_LEVEL_DUE */
