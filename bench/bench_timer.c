@@ -645,22 +645,23 @@ PW_BENCH_ARGS(bm_heap_fire, bench_sizes);
  * within a few milliseconds). One slot's timers then outgrow the caches
  * at 100k and 1M, and firing walks them cold.
  */
-static void bm_wheel_fire_dense(struct pw_bench *b)
+static void fire_dense(struct pw_bench *b, void (*fire)(struct pw_bench *))
 {
 	span_min = DENSE_MIN;
 	span_mask = DENSE_MASK;
-	wheel_fire(b);
+	fire(b);
 	span_min = SPAN_MIN;
 	span_mask = SPAN_MASK;
+}
+
+static void bm_wheel_fire_dense(struct pw_bench *b)
+{
+	fire_dense(b, wheel_fire);
 }
 PW_BENCH_ARGS(bm_wheel_fire_dense, bench_sizes);
 
 static void bm_heap_fire_dense(struct pw_bench *b)
 {
-	span_min = DENSE_MIN;
-	span_mask = DENSE_MASK;
-	heap_fire(b);
-	span_min = SPAN_MIN;
-	span_mask = SPAN_MASK;
+	fire_dense(b, heap_fire);
 }
 PW_BENCH_ARGS(bm_heap_fire_dense, bench_sizes);
