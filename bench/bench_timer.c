@@ -592,7 +592,7 @@ static size_t fire_batch(size_t n)
 	return n >= 2 * OPS_BATCH ? OPS_BATCH : n / 2;
 }
 
-static void wheel_fire(struct pw_bench *b)
+static void bm_wheel_fire(struct pw_bench *b)
 {
 	struct wfix f;
 	size_t k, credit = 0, got;
@@ -629,14 +629,9 @@ static void wheel_fire(struct pw_bench *b)
 	}
 	wfix_free(&f);
 }
-
-static void bm_wheel_fire(struct pw_bench *b)
-{
-	wheel_fire(b);
-}
 PW_BENCH_ARGS(bm_wheel_fire, bench_sizes);
 
-static void heap_fire(struct pw_bench *b)
+static void bm_heap_fire(struct pw_bench *b)
 {
 	struct hfix f;
 	size_t k, credit = 0, nout = 0;
@@ -661,11 +656,6 @@ static void heap_fire(struct pw_bench *b)
 	}
 	hfix_free(&f);
 }
-
-static void bm_heap_fire(struct pw_bench *b)
-{
-	heap_fire(b);
-}
 PW_BENCH_ARGS(bm_heap_fire, bench_sizes);
 
 /*
@@ -686,12 +676,12 @@ static void fire_dense(struct pw_bench *b, void (*fire)(struct pw_bench *))
 
 static void bm_wheel_fire_dense(struct pw_bench *b)
 {
-	fire_dense(b, wheel_fire);
+	fire_dense(b, bm_wheel_fire);
 }
 PW_BENCH_ARGS(bm_wheel_fire_dense, bench_sizes);
 
 static void bm_heap_fire_dense(struct pw_bench *b)
 {
-	fire_dense(b, heap_fire);
+	fire_dense(b, bm_heap_fire);
 }
 PW_BENCH_ARGS(bm_heap_fire_dense, bench_sizes);
