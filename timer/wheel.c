@@ -246,7 +246,6 @@ void pw__wheel_init(struct pw__wheel *w, uint64_t now_tick)
 	memset(w->first, 0, sizeof(w->first));
 	for (unsigned l = 0; l < PW__WHEEL_LEVELS; l++) {
 		w->occupied[l] = 0;
-		w->head_filled[l] = 0;
 		for (unsigned s = 0; s < PW__WHEEL_SLOTS; s++) {
 			pw_list_init(&w->slots[l][s]);
 			recent_clear(w, l, s);
