@@ -160,14 +160,22 @@ $(BUILD)/obj/tests/%.o: CPPFLAGS += -DPW_SRCDIR='"$(CURDIR)"' \
 
 # Tests run in parallel, one process per test, once per scheduler (the
 # second run with PW_SCHED=steal); TEST_ARGS adds Criterion flags (e.g.
-# TEST_ARGS=--filter='wheel/*'), SCHEDS picks the schedulers.
+# TEST_ARGS=--filter='wheel/*'), SCHEDS picks the schedulers. Each test
+# has a time limit of its own (tests/limit.c); SUITE_LIMIT bounds a whole
+# run, so that nothing can keep it going for ever.
 SCHEDS ?= shard steal
+SUITE_LIMIT ?= 1500
 test: all test-install test-run
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)for s in $(SCHEDS); do \
 		echo "  TEST   sched=$$s"; \
-		PW_SCHED=$$s $(TESTS) -j2 $(TEST_ARGS) || exit 1; \
+		PW_SCHED=$$s timeout -k 10 $(SUITE_LIMIT) $(TESTS) -j2 \
+			$(TEST_ARGS); rc=$$?; \
+		if [ $$rc -eq 124 ] || [ $$rc -eq 137 ]; then \
+			echo "sched=$$s: the tests did not finish within" \
+				"$(SUITE_LIMIT) s (SUITE_LIMIT)" >&2; fi; \
+		[ $$rc -eq 0 ] || exit 1; \
 	done
 
 # Installs into a scratch prefix and builds docs/example.c against it

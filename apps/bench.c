@@ -330,14 +330,19 @@ static bool port_accepts(int port)
 }
 
 /* Starts @argv as a child pinned to @cpus, output to @log (NULL: none),
- * with the default signal mask and dispositions. */
+ * with the default signal mask and dispositions. The child is killed if
+ * this thread (the main one) ends first, so a bench that is killed
+ * leaves no server or backend behind. */
 static pid_t spawn(char *const argv[], const int *cpus, unsigned ncpus,
 		   const char *log)
 {
+	pid_t parent = getpid();
 	pid_t pid = fork();
 
 	if (pid)
 		return pid;
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent)
+		_exit(127);
 	sigset_t none;
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);

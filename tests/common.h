@@ -7,10 +7,12 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -21,12 +23,35 @@
 
 /*
  * Kill this test's process after @seconds (SIGALRM): the test then shows
- * as crashed. Used instead of Criterion's .timeout, whose watchdog leaks
- * in the runner under LeakSanitizer when several timed tests run.
+ * as crashed, and the children it forked with pw_test_fork() die with it.
+ * Every test already has a limit of PW_TEST_TIME_LIMIT_DEFAULT seconds
+ * (tests/limit.c); this sets a tighter one. Used instead of Criterion's
+ * .timeout, whose watchdog leaks in the runner under LeakSanitizer when
+ * several timed tests run.
  */
+#define PW_TEST_TIME_LIMIT_DEFAULT 300
+
 static inline void pw_test_time_limit(unsigned seconds)
 {
 	alarm(seconds);
+}
+
+/*
+ * fork() for a test: the child gets SIGKILL when the thread that forked
+ * it ends (PR_SET_PDEATHSIG), so no server or scenario a test started
+ * outlives a test that failed, crashed or ran out of time, holding the
+ * runner's output open. Call it from the thread that waits for the
+ * child. Returns as fork() does.
+ */
+static inline pid_t pw_test_fork(void)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+
+	if (pid == 0 &&
+	    (prctl(PR_SET_PDEATHSIG, SIGKILL) || getppid() != parent))
+		_exit(126); /* the parent is gone already */
+	return pid;
 }
 
 /*
@@ -173,7 +198,7 @@ static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
 
 	if (fd)
 		cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		int out = fd ? pfd[1] : open("/dev/null", O_WRONLY);

@@ -120,7 +120,7 @@ static inline void pw_test_blackhole_close(int lfd, const int *fill, int nfill)
 static inline int pw_test_run_child(int (*fn)(void))
 {
 	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0)
 		_exit(fn());

@@ -166,7 +166,7 @@ static int run_cmd(char *out, size_t len, char *const argv[])
 	ssize_t r;
 
 	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		dup2(pfd[1], 1);

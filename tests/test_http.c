@@ -728,7 +728,7 @@ Test(http, wrk_as_a_client)
 	pw_net_addr_format(&v.a, at, sizeof(at));
 	snprintf(url, sizeof(url), "http://%s/", at);
 	cr_assert_eq(pipe(pipefd), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	cr_assert_geq(pid, 0);
 	if (pid == 0) {
 		dup2(pipefd[1], 1);
@@ -770,7 +770,7 @@ Test(http, wrk_as_a_client)
 
 static int run_cmd(char *const argv[])
 {
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 
 	if (pid == 0) {
 		int null = open("/dev/null", O_WRONLY);
@@ -837,7 +837,7 @@ Test(http, command_flags_and_graceful_stop)
 	cr_assert_eq(pw_net_addr_parse(&v.a, at), 0);
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);
@@ -890,7 +890,7 @@ Test(http, command_drain_deadline)
 	cr_assert_eq(pw_net_addr_parse(&v.a, at), 0);
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);

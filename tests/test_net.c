@@ -988,7 +988,7 @@ Test(net, echo_command)
 	pw_net_addr_format(&a, at, sizeof(at));
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);

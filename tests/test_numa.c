@@ -381,7 +381,7 @@ Test(numa, cpu_outside_the_affinity_mask_is_refused)
 	CPU_CLR(last, &set);
 	/* In a child, every thread (a sanitizer may run its own): the mask
 	 * of a process is the union of its threads'. */
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		struct pw_config cfg;
 		struct pw_runtime *rt;
@@ -495,7 +495,7 @@ Test(numa, no_numa_support_is_one_node)
 	/* `pinwheel topo` says so. */
 	int pfd[2];
 	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(pfd[1], 1);
 		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "topo", (char *)0);

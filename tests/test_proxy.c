@@ -931,7 +931,7 @@ static int many_scenario(void)
 	int ectl[2], pctl[2];
 	EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, ectl) == 0);
 	EXPECT(socketpair(AF_UNIX, SOCK_STREAM, 0, pctl) == 0);
-	pid_t epid = fork();
+	pid_t epid = pw_test_fork();
 	EXPECT(epid >= 0);
 	if (epid == 0) {
 		close(ectl[0]);
@@ -942,7 +942,7 @@ static int many_scenario(void)
 	close(ectl[1]);
 	struct pw_net_addr ea, pa;
 	EXPECT(read(ectl[0], &ea, sizeof(ea)) == sizeof(ea));
-	pid_t ppid = fork();
+	pid_t ppid = pw_test_fork();
 	EXPECT(ppid >= 0);
 	if (ppid == 0) {
 		close(ectl[0]);

@@ -325,7 +325,7 @@ Test(runtime, io_uring_unavailable_is_a_clear_error)
 	/* The command says what is wrong and how to fix it. */
 	int pfd[2];
 	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = fork();
+	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(pfd[1], 2);
 		execl(PW_BUILDDIR "/pinwheel", "pinwheel", "demo", (char *)0);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * runner.c - runs the tests registered through tests/tsan/criterion/
- * criterion.h: each in its own forked process with a time limit, in name
- * order, then prints Criterion's closing line. Exit 1 if any failed.
+ * criterion.h: each in its own forked process (and process group, killed
+ * when the test ends) with a time limit, in name order, then prints
+ * Criterion's closing line. Exit 1 if any failed.
  *
  *   pinwheel-tests [--filter=GLOB] [-jN (ignored)]
  */
@@ -17,6 +18,7 @@
 
 #include "criterion/criterion.h"
 
+/* Seconds a test may take, unless PW_TEST_TIME_LIMIT says otherwise. */
 #define DEFAULT_TIMEOUT 600
 
 static struct pw_tc *all;
@@ -87,16 +89,24 @@ int main(int argc, char **argv)
 		fflush(NULL);
 		pid_t pid = fork();
 		if (pid == 0) {
+			/* A group of its own, so that whatever the test
+			 * leaves running is killed below. */
+			setpgid(0, 0);
+			const char *env = getenv("PW_TEST_TIME_LIMIT");
+			long def = env && atol(env) > 0 ? atol(env) :
+							  DEFAULT_TIMEOUT;
 			unsigned limit = v[i]->opts.timeout > 0 ?
 						 (unsigned)v[i]->opts.timeout :
-						 DEFAULT_TIMEOUT;
+						 (unsigned)def;
 			alarm(limit);
 			v[i]->fn();
 			fflush(NULL);
 			_exit(0);
 		}
+		setpgid(pid, pid); /* as the child does: no race either way */
 		int st;
 		waitpid(pid, &st, 0);
+		kill(-pid, SIGKILL);
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 77)
 			continue;
 		tested++;
