@@ -616,7 +616,7 @@ static double mono_s(void)
 Test(http, idle_timeout_closes_idle_and_spares_active)
 {
 	struct srv v;
-	struct pw_http_opts o = { .timeout_ns = 300 * PW_NSEC_PER_MSEC };
+	struct pw_http_opts o = { .timeout_ns = 500 * PW_NSEC_PER_MSEC };
 
 	pw_test_time_limit(60);
 	srv_start_pass(&v, 2, &o);
@@ -624,8 +624,9 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	send_all(idle, REQ, strlen(REQ));
 	expect_ok(idle, true);
 	double t0 = mono_s();
-	/* The active one sends every 100 ms for 1.5 s: five timeouts. */
-	for (int i = 0; i < 15; i++) {
+	/* The active one sends every 100 ms for 2 s: four timeouts. It
+	 * would have to stall for 400 ms to be closed. */
+	for (int i = 0; i < 20; i++) {
 		send_all(active, REQ, strlen(REQ));
 		expect_ok(active, true);
 		usleep(100000);
@@ -640,14 +641,14 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	double t1 = mono_s();
 	expect_eof(active);
 	double idle_for = mono_s() - t1;
-	cr_assert_geq(idle_for, 0.25, "closed after %.3fs", idle_for);
+	cr_assert_geq(idle_for, 0.45, "closed after %.3fs", idle_for);
 	cr_assert_lt(idle_for, 5.0, "closed after %.3fs", idle_for);
-	cr_assert_geq(t1 - t0, 1.5);
+	cr_assert_geq(t1 - t0, 2.0);
 	close(silent);
 	close(idle);
 	close(active);
 	cr_assert_eq(SUM(&v, timeouts), 3);
-	cr_assert_eq(SUM(&v, requests), 17);
+	cr_assert_eq(SUM(&v, requests), 22);
 	srv_stop(&v);
 }
 
