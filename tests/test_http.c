@@ -537,7 +537,10 @@ Test(http, drain_finishes_requests_and_closes_idle)
 	expect_ok(idle, true);
 	/* Half a request when the drain starts. */
 	send_all(busy, "GET / HTTP/1.1\r\nHo", 18);
-	usleep(20000);
+	/* Both are open once the server has accepted busy too. */
+	for (int i = 0; i < 5000 && pw_http_server_open(v.s) < 2; i++)
+		usleep(1000);
+	usleep(20000); /* and has read its half request */
 	cr_assert_eq(pw_http_server_open(v.s), 2);
 	cr_assert_eq(pw_http_server_drain(v.s), 0);
 	expect_eof(idle);

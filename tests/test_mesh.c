@@ -606,10 +606,12 @@ static enum pw_poll rt_flooder_poll(struct pw_cx *cx, void *state)
 	return pw_yield(cx);
 }
 
+#define LATE_N 50
+
 struct late {
 	bool init;
 	int n;
-	int64_t worst;
+	int64_t lateness[LATE_N];
 	struct pw_sleep sl;
 };
 
@@ -623,15 +625,19 @@ static enum pw_poll late_poll(struct pw_cx *cx, void *state)
 		}
 		if (pw_sleep_poll(cx, &l->sl) == PW_PENDING)
 			return PW_PENDING;
-		int64_t lateness = pw_time_now() - (int64_t)l->sl.deadline;
-		if (lateness > l->worst)
-			l->worst = lateness;
+		l->lateness[l->n] = pw_time_now() - (int64_t)l->sl.deadline;
 		l->init = false;
-		if (++l->n == 50) {
+		if (++l->n == LATE_N) {
 			atomic_store(&rt_flooding, 0);
-			return pw_ready(cx, l->worst);
+			return pw_ready(cx, 0);
 		}
 	}
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
 }
 
 Test(mesh, flooded_shard_timers_stay_on_time_real_clock)
@@ -643,12 +649,21 @@ Test(mesh, flooded_shard_timers_stay_on_time_real_clock)
 		     0);
 	usleep(10000); /* the flood is on */
 	static struct late l;
-	int64_t worst = pw_test_block_on(rt, late_poll, &l);
+	cr_assert_eq(pw_test_block_on(rt, late_poll, &l), 0);
 	/* 50 sleeps of 2 ms under a continuous flood: each turn takes at
-	 * most 256 messages per ring, so lateness stays bounded (a
-	 * generous bound: the machine may be shared). */
-	cr_assert_lt(worst, (int64_t)(100 * MS), "worst lateness %lld ns",
-		     (long long)worst);
+	 * most 256 messages per ring, so the timers are not starved. A
+	 * starved shard makes every sleep late; a shared machine may stall
+	 * the thread now and then, so a few late ones are allowed, and the
+	 * median must stay under 20 ms. */
+	int late = 0;
+	for (int i = 0; i < LATE_N; i++)
+		late += l.lateness[i] >= (int64_t)(100 * MS);
+	qsort(l.lateness, LATE_N, sizeof(l.lateness[0]), cmp_i64);
+	cr_assert_lt(l.lateness[LATE_N / 2], (int64_t)(20 * MS),
+		     "median lateness %lld ns",
+		     (long long)l.lateness[LATE_N / 2]);
+	cr_assert_leq(late, 5, "%d of %d sleeps at least 100 ms late", late,
+		      LATE_N);
 	cr_assert_gt(atomic_load(&flood_got), 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
