@@ -738,8 +738,16 @@ Test(mesh, idle_poll_answers_calls_without_sleeping_or_rousing)
 	struct pinger p;
 
 	/* Polling for up to 1 s: neither shard sleeps between the calls, so
-	 * neither has to rouse the other. */
-	ping_200(PW_IDLE_POLL_MAX_NS, &p);
+	 * neither has to rouse the other. A shared machine may keep a shard
+	 * off the CPU for longer than that now and then: up to three tries,
+	 * the last one asserted. */
+	for (int try = 0; try < 3; try++) {
+		ping_200(PW_IDLE_POLL_MAX_NS, &p);
+		if (!DELTA(&p, 0, kernel_waits) &&
+		    !DELTA(&p, 1, kernel_waits) && !DELTA(&p, 0, msg_rings) &&
+		    !DELTA(&p, 1, msg_rings))
+			break;
+	}
 	for (unsigned i = 0; i < 2; i++) {
 		cr_assert_eq(DELTA(&p, i, kernel_waits), 0, "shard %u slept",
 			     i);

@@ -422,10 +422,16 @@ struct pair_spawner {
 static enum pw_poll hold_poll(struct pw_cx *cx, void *state)
 {
 	struct pair_spawner *p = state;
+	uint64_t r0 = atomic_load(&ran);
 
 	for (int i = 0; i < p->n; i++)
 		cr_assert_eq(pw_spawn(NULL, noop_poll, NULL, 0, NULL), 0);
-	usleep(20000); /* time for a notified worker to act */
+	/* Time for a notified worker to act: with two spawns, until the
+	 * queued one has run elsewhere (this worker is busy here), for at
+	 * most 5 s; with one, 20 ms in which nobody should stir. */
+	for (int i = 0; i < (p->n > 1 ? 10000 : 40) && atomic_load(&ran) == r0;
+	     i++)
+		usleep(500);
 	return pw_ready(cx, 0);
 }
 
