@@ -778,12 +778,17 @@ Test(mesh, idle_poll_ends_at_the_next_timer)
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
 	/* A 5 ms sleep on a shard that would poll for 1 s: the poll stops at
-	 * the timer, which fires long before the poll would have ended. */
-	pw_sleep_init(&sl, 5 * MS);
-	uint64_t t0 = pw_test_now_ns();
-	pw_test_block_on(rt, sleeper_poll, &sl);
-	uint64_t took = pw_test_now_ns() - t0;
-	cr_assert_geq(took, 5 * MS);
+	 * the timer, which fires long before the poll would have ended.
+	 * Up to three tries, the last asserted: a loaded machine may hold
+	 * the thread up for half a second once, the fault would every time. */
+	uint64_t took = 0;
+	for (int try = 0; try < 3 && (!try || took >= 500 * MS); try++) {
+		pw_sleep_init(&sl, 5 * MS);
+		uint64_t t0 = pw_test_now_ns();
+		pw_test_block_on(rt, sleeper_poll, &sl);
+		took = pw_test_now_ns() - t0;
+		cr_assert_geq(took, 5 * MS);
+	}
 	cr_assert_lt(took, 500 * MS, "the 5 ms sleep took %llu ns",
 		     (unsigned long long)took);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
