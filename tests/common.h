@@ -186,13 +186,13 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 	return res;
 }
 
-#ifdef PW_BUILDDIR
 /*
- * Start the built pinwheel command with @argv (argv[0] is only its name)
- * and return its pid. Its stdout and stderr go to a pipe whose read end
- * is put in *@fd, or nowhere when @fd is NULL.
+ * Start the program @path with @argv, and with @envp as its environment
+ * (NULL: this process's), and return its pid. Its stdout and stderr go
+ * to a pipe whose read end is put in *@fd, or nowhere when @fd is NULL.
  */
-static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
+static inline pid_t pw_test_spawn(const char *path, char *const argv[],
+				  char *const envp[], int *fd)
 {
 	int pfd[2] = { -1, -1 };
 
@@ -206,7 +206,10 @@ static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
 		dup2(out, 2);
 		if (fd)
 			close(pfd[0]);
-		execv(PW_BUILDDIR "/pinwheel", argv);
+		if (envp)
+			execve(path, argv, envp);
+		else
+			execv(path, argv);
 		_exit(127);
 	}
 	if (fd) {
@@ -214,6 +217,14 @@ static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
 		*fd = pfd[0];
 	}
 	return pid;
+}
+
+#ifdef PW_BUILDDIR
+/* pw_test_spawn() of the built pinwheel command (argv[0] is only its
+ * name). */
+static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
+{
+	return pw_test_spawn(PW_BUILDDIR "/pinwheel", argv, NULL, fd);
 }
 
 /*

@@ -161,28 +161,18 @@ Test(bench, proc_cpu_time)
 /* Runs the pinwheel command; its exit status, output in @out. */
 static int run_cmd(char *out, size_t len, char *const argv[])
 {
-	int pfd[2], status;
+	int fd, status;
 	size_t got = 0;
 	ssize_t r;
+	pid_t pid = pw_test_cmd_start(argv, &fd);
 
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = pw_test_fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		execv(PW_BUILDDIR "/pinwheel", argv);
-		_exit(127);
-	}
-	close(pfd[1]);
-	while ((r = read(pfd[0], out + got, len - 1 - got)) > 0) {
+	while ((r = read(fd, out + got, len - 1 - got)) > 0) {
 		got += (size_t)r;
 		if (got + 1 == len)
 			got = 0; /* keep reading; only the tail matters */
 	}
 	out[got] = '\0';
-	close(pfd[0]);
+	close(fd);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	cr_assert(WIFEXITED(status));
 	return WEXITSTATUS(status);

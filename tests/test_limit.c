@@ -9,6 +9,8 @@
 
 #include "common.h"
 
+extern char **environ;
+
 /* Hangs for ever, and so does a child it forks, which shares its stdout
  * and stderr. Run by the test below through PW_TEST_HANG; skipped in the
  * suite. */
@@ -25,39 +27,36 @@ Test(limit, hang_probe)
 
 Test(limit, a_hung_test_fails_and_leaves_nothing)
 {
+	char *env[256], *argv[] = { "pinwheel-tests",
+				    "--filter=limit/hang_probe", NULL };
 	char out[8192];
-	size_t got = 0;
-	int pfd[2], st;
+	size_t got = 0, n = 0;
+	int fd, st;
 
 	pw_test_time_limit(60);
-	cr_assert_eq(pipe(pfd), 0);
-	pid_t pid = pw_test_fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pfd[1], 1);
-		dup2(pfd[1], 2);
-		close(pfd[0]);
-		close(pfd[1]);
-		unsetenv("BXFI_MAP"); /* a runner, not a test's process */
-		setenv("PW_TEST_HANG", "1", 1);
-		setenv("PW_TEST_TIME_LIMIT", "1", 1);
-		execl(PW_BUILDDIR "/pinwheel-tests", "pinwheel-tests",
-		      "--filter=limit/hang_probe", (char *)0);
-		_exit(127);
-	}
-	close(pfd[1]);
+	/* A runner (no BXFI_MAP), whose test hangs and has a 1 s limit. */
+	for (char **e = environ; *e; e++)
+		if (strncmp(*e, "BXFI_MAP=", 9)) {
+			cr_assert_lt(n, 253, "too many environment variables");
+			env[n++] = *e;
+		}
+	env[n++] = "PW_TEST_HANG=1";
+	env[n++] = "PW_TEST_TIME_LIMIT=1";
+	env[n] = NULL;
+	pid_t pid =
+		pw_test_spawn(PW_BUILDDIR "/pinwheel-tests", argv, env, &fd);
 	/* The end of the output comes when the last process holding it is
 	 * gone: the runner, the timed-out test and the test's child. */
 	uint64_t deadline = (uint64_t)time(NULL) + 30;
 	for (;;) {
-		struct pollfd p = { pfd[0], POLLIN, 0 };
+		struct pollfd p = { fd, POLLIN, 0 };
 		cr_assert_eq(poll(&p, 1, 1000) >= 0, true);
 		cr_assert_lt((uint64_t)time(NULL), deadline,
 			     "the output is still open after 30 s: %.*s",
 			     (int)got, out);
 		if (!p.revents)
 			continue;
-		ssize_t r = read(pfd[0], out + got, sizeof(out) - 1 - got);
+		ssize_t r = read(fd, out + got, sizeof(out) - 1 - got);
 		cr_assert_geq(r, 0);
 		if (r == 0)
 			break;
@@ -65,7 +64,7 @@ Test(limit, a_hung_test_fails_and_leaves_nothing)
 		cr_assert_lt(got, sizeof(out) - 1, "too much output");
 	}
 	out[got] = '\0';
-	close(pfd[0]);
+	close(fd);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) != 0, "status %#x", st);
 	cr_assert_not_null(strstr(out, "limit::hang_probe"), "%s", out);
