@@ -103,6 +103,8 @@ static void blocked_drop(void *state)
 	atomic_fetch_add(&drops, 1);
 }
 
+static _Atomic int spawners_done;
+
 static enum pw_poll spawn_blocked(struct pw_cx *cx, void *state)
 {
 	int *n = state;
@@ -114,6 +116,7 @@ static enum pw_poll spawn_blocked(struct pw_cx *cx, void *state)
 				      blocked_drop),
 			     0);
 	}
+	atomic_fetch_add(&spawners_done, 1);
 	return pw_ready(cx, 0);
 }
 
@@ -125,6 +128,11 @@ Test(runtime, destroy_drops_tasks_and_cancels_operations)
 	pw_test_block_on(rt, spawn_blocked, &n);
 	cr_assert_eq(
 		pw_runtime_spawn(rt, 1, spawn_blocked, &n, sizeof(n), NULL), 0);
+	/* Until the second spawner has run (a loaded machine may take a
+	 * while), then a moment for its tasks to start their reads. */
+	for (int i = 0; i < 5000 && atomic_load(&spawners_done) < 2; i++)
+		usleep(1000);
+	cr_assert_eq(atomic_load(&spawners_done), 2);
 	usleep(20000);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(atomic_load(&drops), 2 * n);
