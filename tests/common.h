@@ -228,10 +228,10 @@ static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
 }
 
 /*
- * Wait for the command @pid started by pw_test_cmd_start() and return
- * its exit status (-1 if it did not exit). Unless @fd is -1, what it
- * writes to @fd goes to @out first (NUL-terminated, at most @len - 1
- * bytes kept), and @fd is closed.
+ * Wait for the command @pid started by pw_test_cmd_start() or
+ * pw_test_spawn() and return its exit status (-1 if it did not exit).
+ * Unless @fd is -1, what it writes to @fd goes to @out first
+ * (NUL-terminated, at most @len - 1 bytes kept), and @fd is closed.
  */
 static inline int pw_test_cmd_wait(pid_t pid, int fd, char *out, size_t len)
 {

@@ -140,17 +140,6 @@ static void send_all(int fd, const void *p, size_t n)
 	}
 }
 
-static void recv_exact(int fd, char *p, size_t n)
-{
-	while (n) {
-		ssize_t k = recv(fd, p, n, 0);
-		cr_assert_gt(k, 0, "recv: %zd (%s) with %zu bytes to come", k,
-			     k < 0 ? strerror(errno) : "end of stream", n);
-		p += k;
-		n -= (size_t)k;
-	}
-}
-
 /* The peer closed: the next read is the end of the stream. */
 static void expect_eof(int fd)
 {
@@ -195,14 +184,15 @@ static bool read_response(int fd, int status, bool keep, const char *body,
 	size_t have = 0;
 
 	cr_assert_not_null(d);
-	while (closed_ok && have < (size_t)n) {
-		ssize_t k = recv(fd, got + have, (size_t)n - have, 0);
-		if (k == 0 || (k < 0 && errno == ECONNRESET))
+	while (have < (size_t)n) {
+		size_t left = (size_t)n - have;
+		ssize_t k = recv(fd, got + have, left, 0);
+		if (closed_ok && (k == 0 || (k < 0 && errno == ECONNRESET)))
 			return false;
-		cr_assert_gt(k, 0, "recv: %s", strerror(errno));
+		cr_assert_gt(k, 0, "recv: %zd (%s) with %zu bytes to come", k,
+			     k < 0 ? strerror(errno) : "end of stream", left);
 		have += (size_t)k;
 	}
-	recv_exact(fd, got + have, (size_t)n - have);
 	size_t at = (size_t)(d - want) + 6;
 	for (size_t i = at; i < at + PW_HTTP_DATE_LEN; i++)
 		got[i] = 'D';
@@ -774,7 +764,8 @@ Test(http, wrk_as_a_client)
 {
 	struct srv v;
 	char url[PW_NET_ADDR_STRLEN + 16], out[8192], at[PW_NET_ADDR_STRLEN];
-	int pipefd[2];
+	char *argv[] = { "wrk", "-t1", "-c16", "-d1s", url, NULL };
+	int fd;
 
 	pw_test_time_limit(60);
 	if (access("/usr/bin/wrk", X_OK))
@@ -783,28 +774,9 @@ Test(http, wrk_as_a_client)
 	srv_start(&v, 2, NULL);
 	pw_net_addr_format(&v.a, at, sizeof(at));
 	snprintf(url, sizeof(url), "http://%s/", at);
-	cr_assert_eq(pipe(pipefd), 0);
-	pid_t pid = pw_test_fork();
-	cr_assert_geq(pid, 0);
-	if (pid == 0) {
-		dup2(pipefd[1], 1);
-		dup2(pipefd[1], 2);
-		close(pipefd[0]);
-		close(pipefd[1]);
-		execl("/usr/bin/wrk", "wrk", "-t1", "-c16", "-d1s", url, NULL);
-		_exit(127);
-	}
-	close(pipefd[1]);
-	size_t len = 0;
-	ssize_t k;
-	while (len < sizeof(out) - 1 &&
-	       (k = read(pipefd[0], out + len, sizeof(out) - 1 - len)) > 0)
-		len += (size_t)k;
-	out[len] = '\0';
-	close(pipefd[0]);
-	int st;
-	cr_assert_eq(waitpid(pid, &st, 0), pid);
-	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "wrk: %s", out);
+	pid_t pid = pw_test_spawn("/usr/bin/wrk", argv, NULL, &fd);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "wrk: %s",
+		     out);
 	long long reqs;
 	const char *line = strstr(out, " requests in ");
 	cr_assert_not_null(line, "wrk said: %s", out);
@@ -826,18 +798,8 @@ Test(http, wrk_as_a_client)
 
 static int run_cmd(char *const argv[])
 {
-	pid_t pid = pw_test_fork();
-
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY);
-		dup2(null, 1);
-		dup2(null, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	int st;
-	waitpid(pid, &st, 0);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return pw_test_cmd_wait(pw_test_spawn(argv[0], argv, NULL, NULL), -1,
+				NULL, 0);
 }
 
 Test(http, command_flags_and_graceful_stop)
