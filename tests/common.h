@@ -148,26 +148,6 @@ static inline struct pw_runtime *pw_test_paused_runtime(unsigned shards)
 	return rt;
 }
 
-/*
- * Shard @shard's counters once it holds exactly @live tasks' memory
- * (counters are published once per loop turn), waiting up to a second;
- * the caller asserts on what it gets.
- */
-static inline struct pw_shard_stats
-pw_test_wait_live(struct pw_runtime *rt, unsigned shard, uint64_t live)
-{
-	struct pw_shard_stats st;
-
-	for (int i = 0; i < 1000; i++) {
-		cr_assert_eq(pw_runtime_stats(rt, shard, &st), 0);
-		if (st.live_tasks == live)
-			break;
-		usleep(1000);
-	}
-	return st;
-}
-
-/* Run @fn(@state) on shard 0 and return its result. */
 /* CLOCK_MONOTONIC in nanoseconds. */
 static inline uint64_t pw_test_now_ns(void)
 {
@@ -176,6 +156,66 @@ static inline uint64_t pw_test_now_ns(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/*
+ * The bound of every wait for an event in a test: long enough that only
+ * a lost event reaches it on a loaded machine (ThreadSanitizer included),
+ * short enough that the test fails by name well before its time limit.
+ */
+#define PW_TEST_WAIT_SECS 60
+
+/*
+ * One step of PW_TEST_WAIT_UNTIL: false once CLOCK_MONOTONIC has passed
+ * @deadline_ns, else pause one millisecond and return true. The pause is
+ * the interval between two looks at a value another thread publishes
+ * (a runtime counter, an atomic flag), not the synchronisation: the
+ * caller's condition is.
+ */
+static inline bool pw_test_wait_step(uint64_t deadline_ns)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	if (pw_test_now_ns() >= deadline_ns)
+		return false;
+	nanosleep(&ms, NULL); /* poll interval of a bounded wait, see above */
+	return true;
+}
+
+/*
+ * Wait until @cond holds, for at most @secs seconds; if it never does,
+ * fail the test with the printf-style message that follows (say what was
+ * awaited and what was seen). For state published by another thread
+ * that has no file descriptor to wait on; where there is one (a pipe, an
+ * eventfd, a child's output), wait on it with poll() instead.
+ */
+#define PW_TEST_WAIT_UNTIL(cond, secs, ...)                                   \
+	do {                                                                  \
+		uint64_t pw_test_dl_ =                                        \
+			pw_test_now_ns() + (uint64_t)(secs) * 1000000000ull;  \
+		while (!(cond))                                               \
+			if (!pw_test_wait_step(pw_test_dl_))                  \
+				cr_assert_fail(__VA_ARGS__);                  \
+	} while (0)
+
+/*
+ * Shard @shard's counters once it holds exactly @live tasks' memory
+ * (counters are published once per loop turn); fails the test if that
+ * does not happen within PW_TEST_WAIT_SECS.
+ */
+static inline struct pw_shard_stats
+pw_test_wait_live(struct pw_runtime *rt, unsigned shard, uint64_t live)
+{
+	struct pw_shard_stats st = { 0 };
+
+	PW_TEST_WAIT_UNTIL(
+		pw_runtime_stats(rt, shard, &st) == 0 && st.live_tasks == live,
+		PW_TEST_WAIT_SECS,
+		"shard %u: %llu live tasks, %llu expected", shard,
+		(unsigned long long)st.live_tasks, (unsigned long long)live);
+	return st;
+}
+
+/* Run @fn(@state) on shard 0 and return its result. */
 
 static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 				       void *state)
