@@ -6,6 +6,9 @@
  * Criterion's closing line. Exit 1 if any failed.
  *
  *   pinwheel-tests [--filter=GLOB] [-jN (ignored)]
+ *
+ * GLOB is an extended glob over suite/test, as Criterion's: !(a/*|b/x)
+ * runs every test but those.
  */
 #include <fnmatch.h>
 #include <signal.h>
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < n; i++) {
 		char full[256];
 		snprintf(full, sizeof(full), "%s/%s", v[i]->suite, v[i]->name);
-		if (filter && fnmatch(filter, full, 0))
+		if (filter && fnmatch(filter, full, FNM_EXTMATCH))
 			continue;
 		fflush(NULL);
 		pid_t pid = fork();
