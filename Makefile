@@ -147,7 +147,8 @@ $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 		$(TEST_LIBS) $(LDLIBS_ALL) $(JEMALLOC) -ldl
 
 # The app modules the benchmarks time directly.
-BENCH_APP_OBJS := $(BUILD)/obj/apps/http_parse.o
+BENCH_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/load.o \
+	$(BUILD)/obj/apps/cli.o
 
 $(BENCHES): $(BENCH_OBJS) $(BENCH_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

@@ -76,7 +76,7 @@ struct http_shard {
 	/* Written only by this shard's thread, with a relaxed load and store
 	 * (no read-modify-write); read by pw_http_server_stats(). */
 	_Atomic uint64_t accepted, requests, errors, closed;
-	_Atomic uint64_t work, calls, timeouts;
+	_Atomic uint64_t work, calls, timeouts, reads;
 	struct pw_http_canned canned; /* this shard's thread only */
 };
 
@@ -417,6 +417,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 				}
 				c->have = true;
 				c->off = 0;
+				bump(&here(c->srv)->reads, 1);
 			}
 			conn_parse(c);
 			if (c->job != J_DONE) {
@@ -713,6 +714,7 @@ int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
 	out->calls = atomic_load_explicit(&h->calls, memory_order_relaxed);
 	out->timeouts =
 		atomic_load_explicit(&h->timeouts, memory_order_relaxed);
+	out->reads = atomic_load_explicit(&h->reads, memory_order_relaxed);
 	return 0;
 }
 

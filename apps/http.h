@@ -67,6 +67,7 @@ struct pw_http_stats {
 	uint64_t work;	   /* --work child tasks this shard ran */
 	uint64_t calls;	   /* --fanout calls this shard answered */
 	uint64_t timeouts; /* connections closed by the idle timeout */
+	uint64_t reads;	   /* buffers of request bytes received */
 };
 
 struct pw_http_server;
