@@ -918,6 +918,10 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 {
 	if (!fn || size > PW_TASK_STATE_MAX || (size && !state))
 		return -EINVAL;
+	/* On a shard of @rt that is stopping (a drop hook run at shutdown,
+	 * when @rt has left the registry): the shard outlives this call. */
+	if (on_shard_of(rt) && pw__cur_shard->stopping)
+		return -ESHUTDOWN;
 	if (!rt_enter(rt))
 		return -EINVAL;
 	if (shard == PW_SHARD_ANY && !rt->steal)
