@@ -192,13 +192,9 @@ static enum pw_poll fresh_staller_poll(struct pw_cx *cx, void *state)
 	(void)state;
 	if (!atomic_load(&fresh.root_done))
 		return pw_yield(cx);
-	/* Bounded: a caller that never looks fails below, not here. */
-	struct timespec t0, t;
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	do {
-		sched_yield();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-	} while (!atomic_load(&fresh.looked) && t.tv_sec - t0.tv_sec < 2);
+	/* Holds the shard inside this turn until the caller has looked. */
+	PW_TEST_WAIT_UNTIL(atomic_load(&fresh.looked), PW_TEST_WAIT_SECS,
+			   "the pw_block_on() caller never read the counters");
 	return pw_ready(cx, 0);
 }
 
