@@ -949,8 +949,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		return -EINVAL;
 	pthread_mutex_init(&bo.mu, NULL);
 	pthread_cond_init(&bo.cv, NULL);
+	bool paused = rt->paused; /* read while @rt is surely alive */
 	int err = post_spawn(rt, PW_SHARD_ANY, NULL, NULL, 0, NULL, &bo);
-	if (!err && rt->paused) {
+	if (!err && paused) {
 		/* The clock may move now: let idle shards look again. */
 		atomic_fetch_add(&rt->blockers, 1);
 		for (unsigned i = 0; i < rt->nshards; i++)
@@ -962,7 +963,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		while (!bo.done)
 			pthread_cond_wait(&bo.cv, &bo.mu);
 		pthread_mutex_unlock(&bo.mu);
-		if (rt->paused)
+		/* A task dropped at shutdown: pw_runtime_destroy() may have
+		 * freed @rt already, so it is not touched again. */
+		if (paused && bo.have)
 			atomic_fetch_sub(&rt->blockers, 1);
 		err = bo.have ? 0 : -ESHUTDOWN;
 		if (bo.have && result)
