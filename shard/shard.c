@@ -918,6 +918,10 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 {
 	if (!fn || size > PW_TASK_STATE_MAX || (size && !state))
 		return -EINVAL;
+	/* On a shard of @rt that is stopping (a drop hook run at shutdown,
+	 * when @rt has left the registry): the shard outlives this call. */
+	if (on_shard_of(rt) && pw__cur_shard->stopping)
+		return -ESHUTDOWN;
 	if (!rt_enter(rt))
 		return -EINVAL;
 	if (shard == PW_SHARD_ANY && !rt->steal)
@@ -945,8 +949,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		return -EINVAL;
 	pthread_mutex_init(&bo.mu, NULL);
 	pthread_cond_init(&bo.cv, NULL);
+	bool paused = rt->paused; /* read while @rt is surely alive */
 	int err = post_spawn(rt, PW_SHARD_ANY, NULL, NULL, 0, NULL, &bo);
-	if (!err && rt->paused) {
+	if (!err && paused) {
 		/* The clock may move now: let idle shards look again. */
 		atomic_fetch_add(&rt->blockers, 1);
 		for (unsigned i = 0; i < rt->nshards; i++)
@@ -958,7 +963,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		while (!bo.done)
 			pthread_cond_wait(&bo.cv, &bo.mu);
 		pthread_mutex_unlock(&bo.mu);
-		if (rt->paused)
+		/* A task dropped at shutdown: pw_runtime_destroy() may have
+		 * freed @rt already, so it is not touched again. */
+		if (paused && bo.have)
 			atomic_fetch_sub(&rt->blockers, 1);
 		err = bo.have ? 0 : -ESHUTDOWN;
 		if (bo.have && result)

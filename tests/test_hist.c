@@ -69,6 +69,20 @@ Test(hist, uniform_microseconds)
 	within(pw_hist_percentile(&h, 99), 990000000, 0.01, "p99");
 	within(pw_hist_percentile(&h, 99.9), 999000000, 0.01, "p99.9");
 	within(pw_hist_percentile(&h, 99.99), 999900000, 0.01, "p99.99");
+	/* Exactly: the top of the bucket holding the value of that rank
+	 * (the p-th per cent of 1e6 values is p * 1e4 us), capped at the
+	 * maximum. */
+	static const double ps[] = { 50, 90, 99, 99.9, 99.99 };
+	static const uint64_t at[] = { 500000000, 900000000, 990000000,
+				       999000000, 999900000 };
+	for (unsigned i = 0; i < sizeof(ps) / sizeof(ps[0]); i++) {
+		uint64_t top = pw_hist_highest_equivalent(&h, at[i]);
+		if (top > pw_hist_max(&h))
+			top = pw_hist_max(&h);
+		cr_expect_eq(pw_hist_percentile(&h, ps[i]), top, "p%g: %llu",
+			     ps[i],
+			     (unsigned long long)pw_hist_percentile(&h, ps[i]));
+	}
 	cr_expect_eq(pw_hist_percentile(&h, 100), 1000000000);
 	cr_expect_eq(pw_hist_percentile(&h, 0), 1000);
 	/* The reported value is the top of the bucket: never below. */
@@ -368,5 +382,29 @@ Test(hist, print_and_json)
 		  "%s", out);
 	free(out);
 	cr_expect_eq(pw_hist_print(NULL, stdout, 0), -EINVAL);
+	pw_hist_destroy(&h);
+}
+
+/*
+ * A stream that fails (unbuffered /dev/full: every write is ENOSPC):
+ * both writers report -EIO, for a full and an empty histogram.
+ */
+Test(hist, writers_report_a_failed_write)
+{
+	struct pw_hist h = make(0, 0);
+	FILE *f = fopen("/dev/full", "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(setvbuf(f, NULL, _IONBF, 0), 0);
+	cr_expect_eq(pw_hist_write_json(&h, f), -EIO);
+	clearerr(f);
+	cr_expect_eq(pw_hist_print(&h, f, 0), -EIO);
+	clearerr(f);
+	for (uint64_t v = 1; v <= 1000; v++)
+		cr_assert_eq(pw_hist_record(&h, v * 1000), 0);
+	cr_expect_eq(pw_hist_write_json(&h, f), -EIO);
+	clearerr(f);
+	cr_expect_eq(pw_hist_print(&h, f, 4), -EIO);
+	fclose(f);
 	pw_hist_destroy(&h);
 }

@@ -21,18 +21,30 @@ static enum pw_poll noop_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, 0);
 }
 
-/* A snapshot once @done(m) holds, waiting up to two seconds. */
+/* A snapshot once @done(m) holds; fails the test, saying what was
+ * awaited and what the last snapshot showed, after PW_TEST_WAIT_SECS. */
 static void wait_metrics(struct pw_runtime *rt, struct pw_metrics *m,
-			 bool (*done)(const struct pw_metrics *))
+			 bool (*done)(const struct pw_metrics *),
+			 const char *what)
 {
-	for (int i = 0; i < 2000; i++) {
+	uint64_t deadline =
+		pw_test_now_ns() + PW_TEST_WAIT_SECS * 1000000000ull;
+
+	for (;;) {
 		cr_assert_eq(pw_metrics_read(rt, m), 0);
 		if (done(m))
 			return;
+		uint64_t alive = m->num_alive_tasks;
+		uint64_t polls = m->workers[0].poll_count;
+		uint64_t parks = m->workers[0].park_count;
 		pw_metrics_free(m);
-		usleep(1000);
+		if (!pw_test_wait_step(deadline))
+			cr_assert_fail("never %s: %llu alive, worker 0: %llu "
+				       "polls, %llu parks",
+				       what, (unsigned long long)alive,
+				       (unsigned long long)polls,
+				       (unsigned long long)parks);
 	}
-	cr_assert_eq(pw_metrics_read(rt, m), 0);
 }
 
 /* ---- Prometheus text: every sample line is name[{labels}] value, and
@@ -102,7 +114,7 @@ Test(metrics, shard_mode_exact_counts)
 	for (int i = 0; i < SHARD_TASKS; i++)
 		cr_assert_eq(pw_runtime_spawn(rt, 0, noop_poll, NULL, 0, NULL),
 			     0);
-	wait_metrics(rt, &m, shard_drained);
+	wait_metrics(rt, &m, shard_drained, "drained");
 	cr_expect_eq(m.sched, PW_SCHED_SHARD);
 	cr_expect_eq(m.num_workers, 1);
 	cr_expect_eq(m.num_alive_tasks, 0);
@@ -157,7 +169,7 @@ Test(metrics, shard_mode_local_wakes_are_local_schedules)
 	cr_assert_eq(pw_runtime_spawn(rt, 1, self_wake_poll, &n, sizeof(n),
 				      NULL),
 		     0);
-	wait_metrics(rt, &m, one_poll_of_six);
+	wait_metrics(rt, &m, one_poll_of_six, "six polls on worker 1");
 	cr_expect_eq(m.num_workers, 2);
 	cr_expect_eq(m.workers[1].poll_count, 6);
 	cr_expect_eq(m.workers[1].local_schedule_count, 5);
@@ -186,17 +198,19 @@ static enum pw_poll spawner_poll(struct pw_cx *cx, void *state)
 	/* seq_cst: pairs with the test thread's load; release below
 	 * pairs with its store. */
 	atomic_store(&sp->spawned, 1);
-	while (!atomic_load(&sp->release))
-		;
+	PW_TEST_WAIT_UNTIL(atomic_load(&sp->release), PW_TEST_WAIT_SECS,
+			   "the spawner was never released");
 	return pw_ready(cx, 0);
 }
 
-static bool steal_drained(const struct pw_metrics *m)
+/* Parks the worker had published while the spawner ran. */
+static uint64_t parks_before;
+
+static bool steal_parked_again(const struct pw_metrics *m)
 {
-	/* Worker counters are published when it parks. */
-	return m->num_alive_tasks == 0 && m->global_queue_depth == 0 &&
-	       m->workers[0].local_queue_depth == 0 &&
-	       m->workers[0].poll_count == STEAL_TASKS + 1;
+	/* Worker counters are published when it parks; it parks again
+	 * only once every queued task has run. */
+	return m->workers[0].park_count > parks_before;
 }
 
 Test(metrics, steal_mode_depths_and_overflow)
@@ -215,8 +229,8 @@ Test(metrics, steal_mode_depths_and_overflow)
 	cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, spawner_poll, &sp, 0,
 				      NULL),
 		     0);
-	while (!atomic_load(&sp.spawned))
-		usleep(100);
+	PW_TEST_WAIT_UNTIL(atomic_load(&sp.spawned), PW_TEST_WAIT_SECS,
+			   "the spawner never ran");
 
 	/* The spawner still runs: 1 task in the LIFO slot, 299 pushed to
 	 * the local queue, whose 257th push moved the newest 128 and the
@@ -234,12 +248,13 @@ Test(metrics, steal_mode_depths_and_overflow)
 	 * overflow shows once the worker reaches maintenance or parks. */
 	cr_expect_eq(m.workers[0].overflow_count, 0);
 	cr_expect_eq(m.workers[0].poll_count, 0);
+	parks_before = m.workers[0].park_count;
 	pw_metrics_free(&m);
 	atomic_store(&sp.release, 1);
 
-	/* Everything drains; the batch published at the park shows the
-	 * one overflow and every poll. */
-	wait_metrics(rt, &m, steal_drained);
+	/* Everything drains; the batch published at the next park shows
+	 * the one overflow and every poll. */
+	wait_metrics(rt, &m, steal_parked_again, "parked after the drain");
 	cr_expect_eq(m.num_alive_tasks, 0);
 	cr_expect_eq(m.global_queue_depth, 0);
 	const struct pw_metrics_worker *w = &m.workers[0];
@@ -249,8 +264,10 @@ Test(metrics, steal_mode_depths_and_overflow)
 	cr_expect_eq(w->local_schedule_count, STEAL_TASKS);
 	cr_expect_eq(w->steal_count, 0, "one worker has no victim");
 	cr_expect_eq(w->steal_operations, 0);
-	cr_expect_geq(w->park_count, 1);
-	cr_expect_geq(w->park_unpark_count, w->park_count);
+	/* One park since; published as it parks, so every park but the
+	 * current one has its unpark counted. */
+	cr_expect_eq(w->park_count, parks_before + 1);
+	cr_expect_eq(w->park_unpark_count, 2 * w->park_count - 1);
 	cr_expect_gt(w->total_busy_ns, 0);
 	cr_expect_eq(m.spawned_tasks_count, STEAL_TASKS + 1);
 	cr_expect_eq(m.remote_schedule_count, 1);
@@ -395,6 +412,35 @@ Test(metrics, live_snapshot_writes_in_both_formats)
 	cr_expect(prom_ok(buf), "bad exposition syntax");
 	free(buf);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * A stream that fails (unbuffered /dev/full: every write is ENOSPC):
+ * both writers report -EIO, for a real snapshot and a made-up one.
+ */
+Test(metrics, writers_report_a_failed_write)
+{
+	pw_test_time_limit(20);
+	struct pw_metrics m;
+	struct pw_metrics_worker w[2];
+	FILE *f = fopen("/dev/full", "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(setvbuf(f, NULL, _IONBF, 0), 0);
+	fake(&m, w);
+	cr_expect_eq(pw_metrics_write_json(&m, f), -EIO);
+	clearerr(f);
+	cr_expect_eq(pw_metrics_write_prometheus(&m, f), -EIO);
+	clearerr(f);
+
+	struct pw_runtime *rt = pw_test_runtime(1);
+	cr_assert_eq(pw_metrics_read(rt, &m), 0);
+	cr_expect_eq(pw_metrics_write_json(&m, f), -EIO);
+	clearerr(f);
+	cr_expect_eq(pw_metrics_write_prometheus(&m, f), -EIO);
+	pw_metrics_free(&m);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	fclose(f);
 }
 
 /* ---- bad arguments ------------------------------------------------------ */

@@ -243,9 +243,20 @@ static enum pw_poll noop_poll(struct pw_cx *cx, void *state)
 
 static void wait_ran(uint64_t n)
 {
-	for (int i = 0; i < 20000 && atomic_load(&ran) < n; i++)
-		usleep(500);
+	PW_TEST_WAIT_UNTIL(atomic_load(&ran) >= n, PW_TEST_WAIT_SECS,
+			   "%llu tasks ran, %llu expected",
+			   (unsigned long long)atomic_load(&ran),
+			   (unsigned long long)n);
 	cr_assert_eq(atomic_load(&ran), n);
+}
+
+static struct pw_metrics_worker worker_metrics(struct pw_runtime *rt,
+					       unsigned i)
+{
+	struct pw_metrics_worker w;
+
+	cr_assert_eq(pw_metrics_worker(rt, i, &w), 0);
+	return w;
 }
 
 struct spawner {
@@ -290,11 +301,14 @@ Test(steal, spawn_counts_from_a_running_task)
 		cr_assert_eq(sp.overflows, want_ovf[k], "N=%d overflows",
 			     ns[k]);
 		wait_ran((uint64_t)ns[k]);
-		struct pw__worker *w = rt->shards[0]->w;
-		/* relaxed: published by the worker before it parks. */
-		cr_assert_eq(atomic_load_explicit(&w->st.overflow_count,
-						  memory_order_relaxed),
-			     want_ovf[k]);
+		/* The worker publishes its counters in batches: once they
+		 * show the spawner's poll and the N others. */
+		PW_TEST_WAIT_UNTIL(
+			worker_metrics(rt, 0).poll_count == (uint64_t)ns[k] + 1,
+			PW_TEST_WAIT_SECS, "N=%d: %llu polls published", ns[k],
+			(unsigned long long)worker_metrics(rt, 0).poll_count);
+		cr_assert_eq(worker_metrics(rt, 0).overflow_count, want_ovf[k],
+			     "N=%d published overflows", ns[k]);
 		cr_assert_eq(pw_runtime_destroy(rt), 0);
 	}
 }
@@ -305,8 +319,8 @@ static enum pw_poll busy_poll(struct pw_cx *cx, void *state)
 {
 	(void)state;
 	atomic_store(&busy_state, 1);
-	while (atomic_load(&busy_state) != 2)
-		;
+	PW_TEST_WAIT_UNTIL(atomic_load(&busy_state) == 2, PW_TEST_WAIT_SECS,
+			   "the busy task was never released");
 	return pw_ready(cx, 0);
 }
 
@@ -321,8 +335,8 @@ Test(steal, foreign_spawns_wait_in_the_inject_queue)
 	cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, busy_poll, NULL, 0,
 				      NULL),
 		     0);
-	while (atomic_load(&busy_state) != 1)
-		usleep(100);
+	PW_TEST_WAIT_UNTIL(atomic_load(&busy_state) == 1, PW_TEST_WAIT_SECS,
+			   "the busy task never started");
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, noop_poll, NULL,
 					      0, NULL),
@@ -387,8 +401,8 @@ Test(steal, lifo_slot_runs_at_most_three_in_a_row)
 
 	atomic_store(&norder, 0);
 	cr_assert_eq(pw_test_block_on(rt, root_poll, NULL), 0);
-	for (int i = 0; i < 2000 && atomic_load(&norder) < 6; i++)
-		usleep(500);
+	PW_TEST_WAIT_UNTIL(atomic_load(&norder) >= 6, PW_TEST_WAIT_SECS,
+			   "%d of 6 polls", atomic_load(&norder));
 	cr_assert_eq(atomic_load(&norder), 6);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(atomic_load(&order[i]), want[i], "event %d: %d", i,
@@ -405,8 +419,8 @@ Test(steal, without_lifo_spawns_run_fifo)
 
 	atomic_store(&norder, 0);
 	cr_assert_eq(pw_test_block_on(rt, root_poll, NULL), 0);
-	for (int i = 0; i < 2000 && atomic_load(&norder) < 6; i++)
-		usleep(500);
+	PW_TEST_WAIT_UNTIL(atomic_load(&norder) >= 6, PW_TEST_WAIT_SECS,
+			   "%d of 6 polls", atomic_load(&norder));
 	cr_assert_eq(atomic_load(&norder), 6);
 	for (int i = 0; i < 6; i++)
 		cr_assert_eq(atomic_load(&order[i]), want[i], "event %d", i);
@@ -419,54 +433,97 @@ struct pair_spawner {
 	int n;
 };
 
+/* Whether worker @id is on the idle set's stack of parked workers: it
+ * parked and no notifier has taken it out since. */
+static bool in_sleepers(struct pw_runtime *rt, unsigned id)
+{
+	struct pw__steal *g = rt->steal;
+	bool found = false;
+
+	pthread_mutex_lock(&g->idle_mu);
+	for (unsigned i = 0; i < g->nsleepers; i++)
+		found = found || g->sleepers[i] == id;
+	pthread_mutex_unlock(&g->idle_mu);
+	return found;
+}
+
+/*
+ * Wait until worker @i is parked, its park published: on the sleepers'
+ * stack with at least @parks parks counted (the count is published after
+ * it joins the stack, before it sleeps).
+ */
+static void wait_parked(struct pw_runtime *rt, unsigned i, uint64_t parks)
+{
+	PW_TEST_WAIT_UNTIL(
+		in_sleepers(rt, i) && worker_metrics(rt, i).park_count >= parks,
+		PW_TEST_WAIT_SECS,
+		"worker %u: not parked with %llu parks (%llu)", i,
+		(unsigned long long)parks,
+		(unsigned long long)worker_metrics(rt, i).park_count);
+}
+
+/* What the holding task saw of worker 1 right after its spawns. */
+static _Atomic bool other_still_parked, other_unpark_flag;
+
 static enum pw_poll hold_poll(struct pw_cx *cx, void *state)
 {
 	struct pair_spawner *p = state;
+	struct pw_runtime *rt = pw__cur_shard->rt;
 	uint64_t r0 = atomic_load(&ran);
 
 	for (int i = 0; i < p->n; i++)
 		cr_assert_eq(pw_spawn(NULL, noop_poll, NULL, 0, NULL), 0);
-	/* Time for a notified worker to act: with two spawns, until the
-	 * queued one has run elsewhere (this worker is busy here), for at
-	 * most 5 s; with one, 20 ms in which nobody should stir. */
-	for (int i = 0; i < (p->n > 1 ? 10000 : 40) && atomic_load(&ran) == r0;
-	     i++)
-		usleep(500);
+	/* A notification happens inside pw_spawn(), on this thread. */
+	atomic_store(&other_still_parked, in_sleepers(rt, 1));
+	atomic_store(&other_unpark_flag,
+		     atomic_load(&rt->shards[1]->w->unpark));
+	/* With two spawns the queued one runs elsewhere while this worker
+	 * is busy here: the notified worker stole it. */
+	if (p->n > 1)
+		PW_TEST_WAIT_UNTIL(atomic_load(&ran) > r0, PW_TEST_WAIT_SECS,
+				   "the queued task did not run elsewhere");
 	return pw_ready(cx, 0);
 }
 
-static uint64_t unparks(struct pw_runtime *rt, unsigned i)
-{
-	/* relaxed: published by the worker before each park. */
-	return atomic_load_explicit(&rt->shards[i]->w->st.park_unpark_count,
-				    memory_order_relaxed);
-}
-
 /* One spawn fills the LIFO slot and wakes nobody; a second pushes the
- * first to the queue and notifies a parked worker, which steals it. */
+ * first to the queue and notifies the parked worker, which steals it. */
 Test(steal, one_spawn_wakes_no_one_two_do)
 {
-	pw_test_time_limit(30);
+	pw_test_time_limit(60);
 	struct pw_runtime *rt = steal_runtime(2, 0);
 	struct pair_spawner one = { 1 }, two = { 2 };
 
-	usleep(20000);
+	wait_parked(rt, 0, 1);
+	wait_parked(rt, 1, 1);
 	atomic_store(&ran, 0);
-	uint64_t before = unparks(rt, 1);
+	struct pw_metrics_worker w1 = worker_metrics(rt, 1);
+	uint64_t parks0 = worker_metrics(rt, 0).park_count;
+
+	/* The holder is bound to worker 0: its arrival wakes worker 0 only. */
 	cr_assert_eq(
 		pw_runtime_spawn(rt, 0, hold_poll, &one, sizeof(one), NULL), 0);
 	wait_ran(1);
-	usleep(20000);
-	cr_assert_eq(unparks(rt, 1), before, "worker 1 stayed parked");
+	wait_parked(rt, 0, parks0 + 1);
+	cr_assert(atomic_load(&other_still_parked),
+		  "one spawn took worker 1 off the parked stack");
+	cr_assert(!atomic_load(&other_unpark_flag), "worker 1 was notified");
+	cr_assert(in_sleepers(rt, 1), "worker 1 stayed parked");
+	cr_assert_eq(worker_metrics(rt, 1).park_unpark_count,
+		     w1.park_unpark_count, "worker 1 stayed parked");
+
 	cr_assert_eq(
 		pw_runtime_spawn(rt, 0, hold_poll, &two, sizeof(two), NULL), 0);
 	wait_ran(3);
-	usleep(20000);
-	cr_assert_gt(unparks(rt, 1), before, "worker 1 was notified");
-	/* relaxed: as above. */
-	cr_assert_eq(atomic_load_explicit(&rt->shards[1]->w->st.steal_count,
-					  memory_order_relaxed),
-		     1, "it stole the queued task");
+	wait_parked(rt, 1, w1.park_count + 1);
+	struct pw_metrics_worker after = worker_metrics(rt, 1);
+	/* One unpark and one park since. */
+	cr_assert_eq(after.park_unpark_count, w1.park_unpark_count + 2,
+		     "worker 1 was notified once: %llu -> %llu",
+		     (unsigned long long)w1.park_unpark_count,
+		     (unsigned long long)after.park_unpark_count);
+	cr_assert_eq(after.park_count, w1.park_count + 1);
+	cr_assert_eq(after.steal_count, 1, "it stole the queued task");
+	cr_assert_eq(after.steal_operations, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -593,11 +650,32 @@ struct root {
 	struct pw_join *j;
 };
 
+/* The worker that ran the probe, or -1. */
+static _Atomic int probe_worker;
+
+static enum pw_poll probe_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	atomic_store(&probe_worker, pw_shard_id());
+	return pw_ready(cx, 0);
+}
+
 static enum pw_poll stress_root_poll(struct pw_cx *cx, void *state)
 {
 	struct root *r = state;
 
 	if (r->step == 0) {
+		/* A steal, whatever the scheduling: the probe goes to this
+		 * worker's queue behind a LIFO filler, which notifies the
+		 * other worker; this one stays here until the probe ran,
+		 * so the other stole it. */
+		atomic_store(&probe_worker, -1);
+		cr_assert_eq(pw_spawn(NULL, probe_poll, NULL, 0, NULL), 0);
+		cr_assert_eq(pw_spawn(NULL, noop_poll, NULL, 0, NULL), 0);
+		PW_TEST_WAIT_UNTIL(atomic_load(&probe_worker) >= 0,
+				   PW_TEST_WAIT_SECS,
+				   "the probe was not stolen");
+		cr_assert_neq(atomic_load(&probe_worker), pw_shard_id());
 		for (uint32_t i = 0; i < r->parents; i++) {
 			struct parent *p = calloc(1, sizeof(*p));
 			p->first = i * KIDS;
@@ -638,13 +716,12 @@ Test(steal, stress_every_task_once_no_wake_lost)
 	for (uint64_t i = 0; i < total; i++)
 		cr_assert_eq(seen[i], 1, "task %lu ran %u times",
 			     (unsigned long)i, seen[i]);
-	uint64_t steals = 0;
-	for (unsigned i = 0; i < 2; i++)
-		/* relaxed: published counters. */
-		steals +=
-			atomic_load_explicit(&rt->shards[i]->w->st.steal_count,
-					     memory_order_relaxed);
-	cr_assert_gt(steals, 0, "work moved between the workers");
+	/* The probe's steal at least, once the thief has published it. */
+	unsigned thief = (unsigned)atomic_load(&probe_worker);
+	PW_TEST_WAIT_UNTIL(worker_metrics(rt, thief).steal_count > 0,
+			   PW_TEST_WAIT_SECS,
+			   "worker %u stole the probe; no steal published",
+			   thief);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	free(seen);
 	free(r.j);
