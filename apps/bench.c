@@ -993,7 +993,7 @@ static int write_json(const struct bench *b, FILE *f)
 		fputc('}', f);
 	}
 	fprintf(f, "\n}\n");
-	return ferror(f) ? -EIO : 0;
+	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
 /* mkdir -p of the folder holding @path. */

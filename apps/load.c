@@ -1088,7 +1088,7 @@ int pw_load_print(const struct pw_load_config *cfg,
 		res->throughput, (double)res->elapsed_ns / 1e9, res->bytes_sent,
 		res->bytes_received, res->connects,
 		res->stopped ? "; stopped early" : "");
-	return ferror(f) ? -EIO : 0;
+	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
 int pw_load_write_json(const struct pw_load_config *cfg,
@@ -1122,7 +1122,7 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 	fprintf(f, ", \"service\": ");
 	pw_hist_write_json(&res->service, f);
 	fprintf(f, "}\n");
-	return ferror(f) ? -EIO : 0;
+	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
 /* ---- pinwheel load ----------------------------------------------------- */

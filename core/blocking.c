@@ -134,6 +134,10 @@ void pw__pool_stop(struct pw__pool *p)
 	while (p->threads)
 		pthread_cond_wait(&p->gone, &p->mu);
 	pthread_mutex_unlock(&p->mu);
+}
+
+void pw__pool_free(struct pw__pool *p)
+{
 	pthread_mutex_destroy(&p->mu);
 	pthread_cond_destroy(&p->work);
 	pthread_cond_destroy(&p->gone);

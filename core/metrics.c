@@ -314,9 +314,11 @@ static uint64_t field(const void *rec, const struct desc *d)
 	return v;
 }
 
+/* -EIO if anything written to @f failed, flushing it first so that a
+ * failure of the last, buffered, bytes is seen too; else 0. */
 static int finish(FILE *f)
 {
-	return ferror(f) ? -EIO : 0;
+	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
 static const char *json_key(const struct desc *d, char *buf, size_t n)

@@ -58,6 +58,14 @@ struct pw__blockon {
 	int64_t result; /* its result */
 	pw_poll_fn fn;
 	void *state;
+	struct pw_runtime *rt;
+	/* Paused clock: who takes the caller back out of rt->blockers.
+	 * 0 at first; the caller swaps in 1 once it has counted itself,
+	 * the release swaps in 2. Whoever swaps second un-counts, each
+	 * while @rt is surely alive: the caller before rt_leave(), the
+	 * release on a shard of @rt. acq_rel exchanges: each pairs with
+	 * the other's. */
+	_Atomic int counted;
 };
 
 /* Registry of live runtimes: validates handles passed by other threads. */
@@ -164,9 +172,14 @@ void pw__blockon_release(void *state)
 	/* The counters published at the end of the last turn may predate
 	 * everything the task did in this one (its spawns, its SQEs): the
 	 * caller, once back, reads them as they are now. */
+	struct pw__blockon *bo = state;
+
 	if (s)
 		publish_stats(s);
-	blockon_signal(state);
+	if (atomic_exchange_explicit(&bo->counted, 2, memory_order_acq_rel) ==
+	    1)
+		atomic_fetch_sub(&bo->rt->blockers, 1); /* seq_cst: time.c */
+	blockon_signal(bo);
 }
 
 static enum pw_poll blockon_poll(struct pw_cx *cx, void *state)
@@ -716,8 +729,10 @@ static int config_check(const struct pw_config *c, int ncpu)
 
 static void rt_free(struct pw_runtime *rt)
 {
-	if (rt->pool_live)
+	if (rt->pool_live) {
 		pw__pool_stop(&rt->pool);
+		pw__pool_free(&rt->pool);
+	}
 	pw__mesh_destroy(rt);
 	pw__steal_destroy(rt);
 	if (rt->shards)
@@ -870,7 +885,6 @@ int pw_runtime_destroy(struct pw_runtime *rt)
 	/* Running blocking jobs finish first, so their results reach shards
 	 * that still run; queued ones are dropped with their tasks. */
 	pw__pool_stop(&rt->pool);
-	rt->pool_live = false;
 	stop_shards(rt, rt->nshards);
 	rt_free(rt);
 	return 0;
@@ -939,7 +953,7 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		int64_t *result)
 {
-	struct pw__blockon bo = { .fn = fn, .state = state };
+	struct pw__blockon bo = { .fn = fn, .state = state, .rt = rt };
 
 	if (!fn)
 		return -EINVAL;
@@ -954,19 +968,21 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 	if (!err && paused) {
 		/* The clock may move now: let idle shards look again. */
 		atomic_fetch_add(&rt->blockers, 1);
+		/* acq_rel: pairs with the exchange in pw__blockon_release(). */
+		if (atomic_exchange_explicit(&bo.counted, 1,
+					     memory_order_acq_rel) == 2)
+			atomic_fetch_sub(&rt->blockers, 1); /* done already */
 		for (unsigned i = 0; i < rt->nshards; i++)
 			pw__shard_rouse(rt->shards[i]);
 	}
 	rt_leave(rt);
 	if (!err) {
+		/* From here on @rt is not touched: pw_runtime_destroy() may
+		 * free it as soon as the task is gone. */
 		pthread_mutex_lock(&bo.mu);
 		while (!bo.done)
 			pthread_cond_wait(&bo.cv, &bo.mu);
 		pthread_mutex_unlock(&bo.mu);
-		/* A task dropped at shutdown: pw_runtime_destroy() may have
-		 * freed @rt already, so it is not touched again. */
-		if (paused && bo.have)
-			atomic_fetch_sub(&rt->blockers, 1);
 		err = bo.have ? 0 : -ESHUTDOWN;
 		if (bo.have && result)
 			*result = bo.result;

@@ -174,11 +174,13 @@ struct pw_runtime {
 	/* Threads inside pw_block_on(). The paused clock moves by itself
 	 * only while one waits (as Tokio's only moves inside block_on), so
 	 * work handed in from outside never finds time already jumped.
-	 * seq_cst: incremented after the task is queued, read by the shard
-	 * that finds every shard idle (time.c). */
+	 * seq_cst: incremented after the task is queued, decremented by
+	 * the caller or the task's release, whichever comes second (see
+	 * struct pw__blockon), read by the shard that finds every shard
+	 * idle (time.c). */
 	_Atomic unsigned blockers;
 	struct pw__pool pool;
-	bool pool_live;		   /* pool initialised and not yet stopped */
+	bool pool_live;		   /* pool initialised, not yet freed */
 	struct pw__steal *steal;   /* stealing mode, or NULL */
 	_Atomic unsigned next_any; /* PW_SHARD_ANY spawns, shard mode */
 };
@@ -404,7 +406,14 @@ static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
 struct pw_blocking_stats;
 int pw__pool_init(struct pw__pool *p, unsigned max_threads,
 		  uint64_t keep_alive_ns);
+/* Stops the pool: queued jobs are dropped, running ones finish, its
+ * threads exit; later pw_spawn_blocking() calls get -ESHUTDOWN. Any
+ * thread but a pool thread; may be called again. The lock lives on
+ * until pw__pool_free(), so a shard still running may call into it. */
 void pw__pool_stop(struct pw__pool *p);
+/* Frees what pw__pool_init() made; after pw__pool_stop() and after the
+ * shards have stopped. */
+void pw__pool_free(struct pw__pool *p);
 bool pw__pool_busy(struct pw__pool *p);
 void pw__pool_done(struct pw__shard *s, struct pw__mpsc_node *n);
 void pw__pool_read(struct pw__pool *p, struct pw_blocking_stats *out);

@@ -389,22 +389,31 @@ Test(hist, print_and_json)
  * A stream that fails (unbuffered /dev/full: every write is ENOSPC):
  * both writers report -EIO, for a full and an empty histogram.
  */
-Test(hist, writers_report_a_failed_write)
+static void expect_writers_fail(const struct pw_hist *h, int mode)
 {
-	struct pw_hist h = make(0, 0);
 	FILE *f = fopen("/dev/full", "w");
 
 	cr_assert_not_null(f);
-	cr_assert_eq(setvbuf(f, NULL, _IONBF, 0), 0);
-	cr_expect_eq(pw_hist_write_json(&h, f), -EIO);
+	cr_assert_eq(setvbuf(f, NULL, mode, 0), 0);
+	cr_expect_eq(pw_hist_write_json(h, f), -EIO, "buffering %d", mode);
 	clearerr(f);
-	cr_expect_eq(pw_hist_print(&h, f, 0), -EIO);
-	clearerr(f);
+	cr_expect_eq(pw_hist_print(h, f, 4), -EIO, "buffering %d", mode);
+	fclose(f);
+}
+
+/* A stream that cannot be written gives -EIO from both writers, whether
+ * the failure comes with the first byte (unbuffered) or only when the
+ * buffer is flushed (fully buffered: the writers flush before they
+ * answer). */
+Test(hist, writers_report_a_failed_write)
+{
+	struct pw_hist h = make(0, 0);
+
+	expect_writers_fail(&h, _IONBF);
+	expect_writers_fail(&h, _IOFBF);
 	for (uint64_t v = 1; v <= 1000; v++)
 		cr_assert_eq(pw_hist_record(&h, v * 1000), 0);
-	cr_expect_eq(pw_hist_write_json(&h, f), -EIO);
-	clearerr(f);
-	cr_expect_eq(pw_hist_print(&h, f, 4), -EIO);
-	fclose(f);
+	expect_writers_fail(&h, _IONBF);
+	expect_writers_fail(&h, _IOFBF);
 	pw_hist_destroy(&h);
 }

@@ -418,29 +418,37 @@ Test(metrics, live_snapshot_writes_in_both_formats)
  * A stream that fails (unbuffered /dev/full: every write is ENOSPC):
  * both writers report -EIO, for a real snapshot and a made-up one.
  */
+/* Both writers on /dev/full with buffering @mode: -EIO, whether the
+ * failure comes with the first byte or only at the flush. */
+static void expect_writers_fail(const struct pw_metrics *m, int mode)
+{
+	FILE *f = fopen("/dev/full", "w");
+
+	cr_assert_not_null(f);
+	cr_assert_eq(setvbuf(f, NULL, mode, 0), 0);
+	cr_expect_eq(pw_metrics_write_json(m, f), -EIO, "buffering %d", mode);
+	clearerr(f);
+	cr_expect_eq(pw_metrics_write_prometheus(m, f), -EIO, "buffering %d",
+		     mode);
+	fclose(f);
+}
+
 Test(metrics, writers_report_a_failed_write)
 {
 	pw_test_time_limit(20);
 	struct pw_metrics m;
 	struct pw_metrics_worker w[2];
-	FILE *f = fopen("/dev/full", "w");
 
-	cr_assert_not_null(f);
-	cr_assert_eq(setvbuf(f, NULL, _IONBF, 0), 0);
 	fake(&m, w);
-	cr_expect_eq(pw_metrics_write_json(&m, f), -EIO);
-	clearerr(f);
-	cr_expect_eq(pw_metrics_write_prometheus(&m, f), -EIO);
-	clearerr(f);
+	expect_writers_fail(&m, _IONBF);
+	expect_writers_fail(&m, _IOFBF);
 
 	struct pw_runtime *rt = pw_test_runtime(1);
 	cr_assert_eq(pw_metrics_read(rt, &m), 0);
-	cr_expect_eq(pw_metrics_write_json(&m, f), -EIO);
-	clearerr(f);
-	cr_expect_eq(pw_metrics_write_prometheus(&m, f), -EIO);
+	expect_writers_fail(&m, _IONBF);
+	expect_writers_fail(&m, _IOFBF);
 	pw_metrics_free(&m);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
-	fclose(f);
 }
 
 /* ---- bad arguments ------------------------------------------------------ */
