@@ -156,9 +156,10 @@ static int load(struct pw_topo **out, const char *desc)
 			goto out;
 		}
 	}
-	errno = 0;
+	/* Whatever errno hwloc leaves (EINVAL without components), a
+	 * failed discovery is -ENOSYS, as pw_topo_load() promises. */
 	if (hwloc_topology_load(topo) < 0) {
-		err = neg_errno(ENOSYS);
+		err = -ENOSYS;
 		goto out;
 	}
 	if (!desc) {

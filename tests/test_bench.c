@@ -143,17 +143,49 @@ Test(bench, placement)
 		     -EINVAL);
 }
 
+/* CLOCK_PROCESS_CPUTIME_ID in ns: the kernel's count that /proc/PID/stat
+ * shows in clock ticks. */
+static uint64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+
+	cr_assert_eq(clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts), 0);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * pw_bench_proc_cpu_ns follows the process's CPU time: across 200 ms of
+ * spinning (measured by the process CPU clock, so the same amount on any
+ * machine) it advances by that much, to within the clock-tick
+ * resolution of /proc (two ticks: utime and stime are each truncated),
+ * and by no more than the CPU clock saw around both reads.
+ */
 Test(bench, proc_cpu_time)
 {
-	uint64_t a, b;
+	const uint64_t work = 200 * 1000000ull;
+	const uint64_t tick = 1000000000ull / (uint64_t)sysconf(_SC_CLK_TCK);
+	uint64_t a, b, outer0, inner0, inner1, outer1;
 	volatile uint64_t x = 0;
 
+	outer0 = process_cpu_ns();
 	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &a), 0);
-	for (uint64_t i = 0; i < 50000000; i++)
-		x += i;
-	cr_expect_gt(x, 0u);
+	inner0 = process_cpu_ns();
+	do {
+		for (int i = 0; i < 100000; i++)
+			x += (uint64_t)i;
+		inner1 = process_cpu_ns();
+	} while (inner1 - inner0 < work);
 	cr_assert_eq(pw_bench_proc_cpu_ns(getpid(), &b), 0);
-	cr_expect_geq(b, a);
+	outer1 = process_cpu_ns();
+	cr_assert_gt(x, 0u);
+	cr_assert_geq(b - a + 2 * tick, inner1 - inner0,
+		      "%llu ns counted over %llu ns of CPU work",
+		      (unsigned long long)(b - a),
+		      (unsigned long long)(inner1 - inner0));
+	cr_assert_leq(b - a, outer1 - outer0 + 2 * tick,
+		      "%llu ns counted, %llu ns of CPU in all",
+		      (unsigned long long)(b - a),
+		      (unsigned long long)(outer1 - outer0));
 	cr_expect_eq(pw_bench_proc_cpu_ns(-5, &a), -ENOENT);
 	cr_expect_eq(pw_bench_proc_cpu_ns(getpid(), NULL), -EINVAL);
 }

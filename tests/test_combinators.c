@@ -22,16 +22,37 @@ static int64_t now_ms(void)
 	return pw_time_now() / (int64_t)MS;
 }
 
-/* Shard 0's counters once it is idle: no task memory held, and a little
- * real time for a forgotten timer (the paused clock would jump to it). */
+/* Sleep an hour of virtual time: a probe for forgotten timers. */
+static enum pw_poll probe_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_sleep *sl = state;
+
+	if (pw_sleep_poll(cx, sl) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, 0);
+}
+
+/*
+ * Shard 0's counters once it is idle: no task memory held. Then a probe
+ * sleeps an hour: the paused clock jumps to the earliest pending timer,
+ * so a timer some test forgot to cancel would fire before the probe's;
+ * exactly one (the probe's own) may fire.
+ */
 static struct pw_shard_stats idle_stats(struct pw_runtime *rt)
 {
-	struct pw_shard_stats st;
+	struct pw_shard_stats st, after;
+	struct pw_sleep probe;
 
 	pw_test_wait_live(rt, 0, 0);
-	usleep(5000);
 	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
 	cr_assert_eq(st.live_tasks, 0);
+	pw_sleep_init(&probe, 3600 * PW_NSEC_PER_SEC);
+	pw_test_block_on(rt, probe_poll, &probe);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &after), 0);
+	cr_assert_eq(
+		after.timers_fired, st.timers_fired + 1,
+		"%llu timers fired while the probe slept",
+		(unsigned long long)(after.timers_fired - st.timers_fired));
 	return st;
 }
 
@@ -307,6 +328,108 @@ Test(combinators, timeout_dropped_while_pending_cancels_everything)
 	cr_assert_eq(pw_test_block_on(rt, to_abort_poll, &a), -ECANCELED);
 	cr_assert_eq(sleepy_drops, 1);
 	cr_assert_eq(sleepy_cancels, 1);
+	cr_assert_eq(idle_stats(rt).timers_fired, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- pw_future_drop ------------------------------------------------------ */
+
+/*
+ * pw_future_drop calls the future's drop operation once per call: an
+ * armed sleepy future is dropped (its sleep cancelled) from the task that
+ * polled it and from a task's drop hook. A NULL future, one without ops
+ * and one whose ops have no drop are ignored.
+ */
+static int poll_only_polls;
+
+static enum pw_poll poll_only_poll(struct pw_cx *cx, struct pw_future *f,
+				   int64_t *out)
+{
+	(void)cx;
+	(void)f;
+	poll_only_polls++;
+	*out = 0;
+	return PW_READY;
+}
+
+static const struct pw_future_ops poll_only_ops = { poll_only_poll, NULL };
+
+struct holder {
+	struct sleepy sl;
+	bool polled;
+};
+
+static enum pw_poll holder_poll(struct pw_cx *cx, void *state)
+{
+	struct holder *h = state;
+	int64_t v;
+
+	if (!h->polled) {
+		sleepy_init(&h->sl, 30 * MS, 1);
+		h->polled = true;
+	}
+	return h->sl.fut.ops->poll(cx, &h->sl.fut, &v);
+}
+
+static void holder_drop(void *state)
+{
+	struct holder *h = state;
+
+	pw_future_drop(&h->sl.fut);
+}
+
+struct fd_root {
+	int step;
+	struct sleepy sl;
+	struct pw_join j;
+};
+
+static enum pw_poll future_drop_poll(struct pw_cx *cx, void *state)
+{
+	struct fd_root *r = state;
+	struct pw_future none = { NULL }, poll_only = { &poll_only_ops };
+	int64_t v;
+
+	if (r->step == 0) {
+		pw_future_drop(NULL);
+		pw_future_drop(&none);
+		pw_future_drop(&poll_only);
+		cr_assert_eq(poll_only_polls, 0, "drop never polls");
+		cr_assert_eq(sleepy_drops, 0);
+		/* Armed, then dropped by its own task. */
+		sleepy_init(&r->sl, 10 * MS, 1);
+		cr_assert_eq(r->sl.fut.ops->poll(cx, &r->sl.fut, &v),
+			     PW_PENDING);
+		pw_future_drop(&r->sl.fut);
+		cr_assert_eq(sleepy_drops, 1);
+		cr_assert_eq(sleepy_cancels, 1, "the armed sleep is cancelled");
+		/* From a drop hook: a task holding an armed one, aborted. */
+		cr_assert_eq(pw_spawn(&r->j, holder_poll, &(struct holder){ 0 },
+				      sizeof(struct holder), holder_drop),
+			     0);
+		r->step = 1;
+		return pw_yield(cx);
+	}
+	if (r->step == 1) {
+		cr_assert_eq(pw_join_abort(&r->j), 0);
+		r->step = 2;
+	}
+	if (pw_join_poll(cx, &r->j, &v) == PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(v, -ECANCELED);
+	return pw_ready(cx, now_ms());
+}
+
+Test(combinators, future_drop_calls_the_drop_operation_once)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct fd_root r = { 0 };
+
+	cr_assert_eq(pw_test_block_on(rt, future_drop_poll, &r), 0,
+		     "no timer fired: the clock stayed at 0");
+	cr_assert_eq(sleepy_drops, 2);
+	cr_assert_eq(sleepy_cancels, 2);
+	cr_assert_eq(poll_only_polls, 0);
 	cr_assert_eq(idle_stats(rt).timers_fired, 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
@@ -1077,10 +1200,12 @@ static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
 	memset(&f, 0, sizeof(f));
 	f.results = fail;
 	f.r = &r;
-	cr_assert_eq(pw_retry_init(&r, 2, UINT64_MAX / 2, &flaky_ops, &f), 0);
+	/* A base of UINT64_MAX - 1 plus up to 100 % of it: the sum is past
+	 * UINT64_MAX for any jitter above 1 ns, so it must saturate. */
+	cr_assert_eq(pw_retry_init(&r, 2, UINT64_MAX - 1, &flaky_ops, &f), 0);
 	cr_assert_eq(pw_retry_set_jitter(&r, 100, 0), 0);
 	cr_assert_eq(pw_retry_poll(cx, &r, &v), PW_PENDING);
-	cr_assert_geq(pw_retry_last_delay(&r), UINT64_MAX / 2);
+	cr_assert_eq(pw_retry_last_delay(&r), UINT64_MAX);
 	pw_retry_drop(&r);
 	cr_assert_eq(pw_retry_poll(cx, &r, &v), PW_READY);
 	cr_assert_eq(v, -ECANCELED, "dropped before it finished");

@@ -427,6 +427,12 @@ static enum pw_poll s_refs(struct pw_cx *cx, void *p)
 	}
 }
 
+static enum pw_poll s_noop(struct pw_cx *cx, void *p)
+{
+	(void)p;
+	return pw_ready(cx, 0);
+}
+
 Test(task, wakers_keep_memory_until_dropped)
 {
 	struct root r = { .fn = s_refs };
@@ -435,13 +441,198 @@ Test(task, wakers_keep_memory_until_dropped)
 	/* The aborted child is done and its handle consumed, but two
 	 * wakers still hold it (the root may still be on its way out). */
 	pw_test_wait_live(RT, 0, 1);
-	usleep(10000);
-	cr_assert_eq(pw_test_wait_live(RT, 0, 1).live_tasks, 1);
+	/* A round trip through the shard: a task run after all that, and
+	 * gone again, leaves the child's memory still held. */
+	struct root idle = { .fn = s_noop };
+	pw_test_block_on(RT, root_poll, &idle);
+	struct pw_shard_stats st = { 0 };
+	PW_TEST_WAIT_UNTIL(pw_runtime_stats(RT, 0, &st) == 0 &&
+				   st.live_tasks <= 1,
+			   PW_TEST_WAIT_SECS,
+			   "the no-op task's memory is still held: %llu live",
+			   (unsigned long long)st.live_tasks);
+	cr_assert_eq(st.live_tasks, 1, "the wakers' task was freed");
 	/* Dropping from this (foreign) thread goes through the inbox. */
 	pw_waker_drop(&r.w[0]);
 	pw_waker_wake(&r.w[1]);
 	cr_assert_eq(pw_test_wait_live(RT, 0, 0).live_tasks, 0);
 	cr_assert_eq(pw_runtime_destroy(RT), 0);
+}
+
+/* ---- unspend, will_wake, task ids ---------------------------------------- */
+
+/*
+ * pw_coop_unspend gives back the unit pw_coop_proceed took: a thousand
+ * take-and-return pairs leave the whole budget of 128; with one unit
+ * returned after 128, exactly one more operation proceeds. Each poll
+ * that ran out is one forced yield.
+ */
+static enum pw_poll s_unspend(struct pw_cx *cx, void *p)
+{
+	struct root *r = p;
+	int n = 0;
+
+	r->step++;
+	if (r->step == 1) {
+		for (int i = 0; i < 1000; i++) {
+			cr_assert(pw_coop_proceed(cx), "take %d", i);
+			pw_coop_unspend(cx);
+		}
+		while (pw_coop_proceed(cx))
+			n++;
+		r->res[0] = n;
+		return PW_PENDING; /* the refusal scheduled the task */
+	}
+	if (r->step == 2) {
+		for (int i = 0; i < PW_COOP_BUDGET; i++)
+			cr_assert(pw_coop_proceed(cx), "take %d", i);
+		pw_coop_unspend(cx);
+		while (pw_coop_proceed(cx))
+			n++;
+		r->res[1] = n;
+		return PW_PENDING;
+	}
+	return pw_ready(cx, r->step);
+}
+
+Test(task, coop_unspend_returns_one_unit)
+{
+	struct root r = { .fn = s_unspend };
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_shard_stats st;
+
+	cr_assert_eq(pw_test_block_on(rt, root_poll, &r), 3, "three polls");
+	cr_assert_eq(r.res[0], PW_COOP_BUDGET, "%lld units after 1000 returns",
+		     (long long)r.res[0]);
+	cr_assert_eq(r.res[1], 1, "%lld units after one was returned",
+		     (long long)r.res[1]);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert_eq(st.budget_yields, 2, "%llu forced yields",
+		     (unsigned long long)st.budget_yields);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * pw_waker_will_wake is true exactly for two wakers of one task: a
+ * borrowed waker and its clone, two clones of a child; false for two
+ * children, for the root and a child, and for an empty waker.
+ */
+static enum pw_poll s_will_wake(struct pw_cx *cx, void *p)
+{
+	struct root *r = p;
+	struct pw_waker me = pw_cx_waker(cx), none = { 0 };
+
+	if (r->step == 0) {
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(
+				spawn_child(&r->j[i],
+					    (struct child){ .id = i + 1,
+							    .forever = true,
+							    .keep = &r->w[i] }),
+				0);
+		r->step = 1;
+	}
+	if (r->step == 1) {
+		/* Each child keeps a clone of its waker at its first poll. */
+		if (!r->w[0].task || !r->w[1].task)
+			return pw_yield(cx);
+		cr_assert_eq(pw_waker_clone(&r->w[2], &me), 0);
+		cr_assert_eq(pw_waker_clone(&r->w[3], &r->w[0]), 0);
+		cr_assert(pw_waker_will_wake(&me, &me));
+		cr_assert(pw_waker_will_wake(&me, &r->w[2]));
+		cr_assert(pw_waker_will_wake(&r->w[2], &me));
+		cr_assert(pw_waker_will_wake(&r->w[0], &r->w[3]));
+		cr_assert(pw_waker_will_wake(&r->w[3], &r->w[0]));
+		cr_assert_not(pw_waker_will_wake(&r->w[0], &r->w[1]));
+		cr_assert_not(pw_waker_will_wake(&r->w[1], &r->w[3]));
+		cr_assert_not(pw_waker_will_wake(&me, &r->w[0]));
+		cr_assert_not(pw_waker_will_wake(&r->w[1], &me));
+		cr_assert_not(pw_waker_will_wake(&none, &r->w[0]));
+		cr_assert_not(pw_waker_will_wake(&me, &none));
+		for (int i = 0; i < 4; i++)
+			pw_waker_drop(&r->w[i]);
+		cr_assert_eq(pw_join_abort(&r->j[0]), 0);
+		cr_assert_eq(pw_join_abort(&r->j[1]), 0);
+		r->step = 2;
+	}
+	for (; r->aux < 2; r->aux++)
+		if (pw_join_poll(cx, &r->j[r->aux], &r->res[r->aux]) ==
+		    PW_PENDING)
+			return PW_PENDING;
+	return pw_ready(cx, 0);
+}
+
+Test(task, will_wake_is_true_only_for_the_same_task)
+{
+	struct root r = { 0 };
+
+	memset(&L, 0, sizeof(L));
+	cr_assert_eq(run_root(s_will_wake, &r), 0);
+	cr_assert_eq(r.res[0], -ECANCELED);
+	cr_assert_eq(r.res[1], -ECANCELED);
+}
+
+/*
+ * pw_task_id: 16 children, all alive at once, and the root each record
+ * their id at every poll. Every id is non-zero and the same at every
+ * poll of its task, and the 17 ids are distinct.
+ */
+#define NIDS	 16
+#define ID_POLLS 4
+
+static uint64_t task_ids[NIDS + 1][ID_POLLS];
+
+struct id_child {
+	int k, polls;
+};
+
+static enum pw_poll id_child_poll(struct pw_cx *cx, void *state)
+{
+	struct id_child *c = state;
+
+	task_ids[c->k][c->polls++] = pw_task_id(cx);
+	if (c->polls < ID_POLLS)
+		return pw_yield(cx);
+	return pw_ready(cx, c->k);
+}
+
+static enum pw_poll s_ids(struct pw_cx *cx, void *p)
+{
+	struct root *r = p;
+
+	if (r->step < ID_POLLS)
+		task_ids[NIDS][r->step] = pw_task_id(cx);
+	if (r->step == 0)
+		for (int k = 0; k < NIDS; k++)
+			cr_assert_eq(pw_spawn(&r->j[k], id_child_poll,
+					      &(struct id_child){ k, 0 },
+					      sizeof(struct id_child), NULL),
+				     0);
+	if (++r->step < ID_POLLS)
+		return pw_yield(cx);
+	for (; r->aux < NIDS; r->aux++)
+		if (pw_join_poll(cx, &r->j[r->aux], &r->res[r->aux]) ==
+		    PW_PENDING)
+			return PW_PENDING;
+	return pw_ready(cx, 0);
+}
+
+Test(task, task_ids_are_stable_and_unique_among_live_tasks)
+{
+	struct root r = { 0 };
+
+	cr_assert_eq(run_root(s_ids, &r), 0);
+	for (int k = 0; k <= NIDS; k++) {
+		cr_assert_neq(task_ids[k][0], 0, "task %d", k);
+		for (int i = 1; i < ID_POLLS; i++)
+			cr_assert_eq(task_ids[k][i], task_ids[k][0],
+				     "task %d, poll %d: another id", k, i);
+		for (int m = 0; m < k; m++)
+			cr_assert_neq(task_ids[k][0], task_ids[m][0],
+				      "tasks %d and %d share an id", m, k);
+	}
+	for (int k = 0; k < NIDS; k++)
+		cr_assert_eq(r.res[k], k);
 }
 
 /* ---- bad input ------------------------------------------------------------ */
@@ -501,7 +692,7 @@ static enum pw_poll s_bad(struct pw_cx *cx, void *p)
 	cr_assert_eq(pw_yield(NULL), PW_PENDING);
 	cr_assert_eq(pw_task_id(NULL), 0);
 	cr_assert_neq(pw_task_id(cx), 0);
-	cr_assert_geq(pw_shard_id(), 0);
+	cr_assert_eq(pw_shard_id(), 0, "the only shard");
 	return pw_ready(cx, 5);
 }
 

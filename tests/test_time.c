@@ -404,21 +404,234 @@ Test(time, real_clock_sleep_is_never_early)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
+/*
+ * A shard waiting in the kernel for a far timer (twice the bound of a
+ * test's waits) is given a 10 ms sleeper: it must wake for that one. The
+ * long sleeper records the shard's kernel-wait count when its timer is
+ * armed; the test waits until the shard has gone to wait after that,
+ * then spawns the short sleeper and waits for it to finish, with the
+ * long one still pending.
+ */
+static struct pw_runtime *wait_rt;
+static _Atomic uint64_t long_armed_waits = UINT64_MAX;
+static _Atomic bool short_done;
+
+static uint64_t kernel_waits(struct pw_runtime *rt)
+{
+	struct pw_shard_stats st;
+
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	return st.kernel_waits;
+}
+
+static enum pw_poll long_napper_poll(struct pw_cx *cx, void *state)
+{
+	enum pw_poll r = napper_poll(cx, state);
+
+	cr_assert_eq(r, PW_PENDING, "the far timer fired");
+	if (atomic_load(&long_armed_waits) == UINT64_MAX)
+		atomic_store(&long_armed_waits, kernel_waits(wait_rt));
+	return r;
+}
+
+static enum pw_poll short_napper_poll(struct pw_cx *cx, void *state)
+{
+	enum pw_poll r = napper_poll(cx, state);
+
+	if (r == PW_READY)
+		atomic_store(&short_done, true);
+	return r;
+}
+
 Test(time, earlier_timer_shortens_the_wait)
 {
 	struct pw_runtime *rt = pw_test_runtime(1);
-	/* A long sleeper first: the shard waits in the kernel for it. */
-	struct napper longn = { .ns = 2000 * MS };
-	cr_assert_eq(pw_runtime_spawn(rt, 0, napper_poll, &longn, sizeof(longn),
+	struct pw_shard_stats st;
+	uint64_t armed;
+
+	wait_rt = rt;
+	struct napper longn = { .ns = 2 * PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC };
+	cr_assert_eq(pw_runtime_spawn(rt, 0, long_napper_poll, &longn,
+				      sizeof(longn), napper_drop),
+		     0);
+	PW_TEST_WAIT_UNTIL(
+		(armed = atomic_load(&long_armed_waits)) != UINT64_MAX,
+		PW_TEST_WAIT_SECS, "the long sleeper was never polled");
+	PW_TEST_WAIT_UNTIL(kernel_waits(rt) > armed, PW_TEST_WAIT_SECS,
+			   "the shard never waited in the kernel after the "
+			   "far timer was armed (%llu waits)",
+			   (unsigned long long)armed);
+	struct napper n = { .ns = 10 * MS };
+	cr_assert_eq(pw_runtime_spawn(rt, 0, short_napper_poll, &n, sizeof(n),
 				      napper_drop),
 		     0);
-	usleep(20000);
-	struct napper n = { .ns = 10 * MS };
-	uint64_t t0 = mono_ns();
-	pw_test_block_on(rt, napper_poll, &n);
-	uint64_t took = mono_ns() - t0;
-	cr_assert_lt(took, 1000 * MS, "the 10 ms sleep took %llu ns",
-		     (unsigned long long)took);
+	PW_TEST_WAIT_UNTIL(atomic_load(&short_done), PW_TEST_WAIT_SECS,
+			   "the 10 ms sleep did not end while the shard "
+			   "waited for a %d s timer",
+			   2 * PW_TEST_WAIT_SECS);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert_eq(st.timers_fired, 1,
+		     "%llu timers fired, want the short "
+		     "one only",
+		     (unsigned long long)st.timers_fired);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * pw_sleep_reset_after moves the deadline to the shard's now + ns, in
+ * each state: armed (earlier re-files, later only moves), fired and
+ * cancelled (pending again, registered at the next poll), a deadline of
+ * now (fires on the next turn and wakes the task), a sub-tick delay
+ * (fires at the next tick), and a far delay (saturates to "never").
+ */
+struct reset_script {
+	int step;
+	struct pw_sleep s;
+	int64_t at[6];
+};
+
+static enum pw_poll reset_after_poll(struct pw_cx *cx, void *state)
+{
+	struct reset_script *r = state;
+
+	switch (r->step) {
+	case 0:
+		cr_assert_eq(pw_time_advance(5 * MS), 0);
+		pw_sleep_init(&r->s, 10 * MS);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 15 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		/* Armed, earlier: 5 + 3. */
+		pw_sleep_reset_after(&r->s, 3 * MS);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 8 * MS);
+		r->step = 1;
+		return PW_PENDING; /* the wheel wakes us */
+	case 1:
+		if (pw_sleep_poll(cx, &r->s) == PW_PENDING)
+			return PW_PENDING;
+		r->at[0] = pw_time_now(); /* 8 ms */
+		/* Fired: pending again, 8 + 4; then armed, later: 8 + 20. */
+		pw_sleep_reset_after(&r->s, 4 * MS);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 12 * MS);
+		cr_assert_not(pw_sleep_is_elapsed(&r->s));
+		cr_assert_eq(pw_sleep_cancel(&r->s), -EALREADY,
+			     "not armed before its next poll");
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		pw_sleep_reset_after(&r->s, 20 * MS);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 28 * MS);
+		r->step = 2;
+		return PW_PENDING;
+	case 2:
+		if (pw_sleep_poll(cx, &r->s) == PW_PENDING)
+			return PW_PENDING;
+		r->at[1] = pw_time_now(); /* 28 ms, not 12 */
+		/* Cancelled: pending again from now, 28 + 7. */
+		pw_sleep_reset_after(&r->s, 2 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		cr_assert_eq(pw_sleep_cancel(&r->s), 0);
+		pw_sleep_reset_after(&r->s, 7 * MS);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 35 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		r->step = 3;
+		return PW_PENDING;
+	case 3:
+		if (pw_sleep_poll(cx, &r->s) == PW_PENDING)
+			return PW_PENDING;
+		r->at[2] = pw_time_now(); /* 35 ms */
+		/* Armed, reset to now: fires on the next turn. */
+		pw_sleep_reset_after(&r->s, 50 * MS);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		pw_sleep_reset_after(&r->s, 0);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 35 * MS);
+		r->step = 4;
+		return PW_PENDING; /* only the wheel can wake us */
+	case 4:
+		if (pw_sleep_poll(cx, &r->s) == PW_PENDING)
+			return PW_PENDING;
+		r->at[3] = pw_time_now(); /* 35 ms still */
+		/* Sub-tick: 35 + 1.5 rounds up to the 37 ms tick. */
+		pw_sleep_reset_after(&r->s, 1500 * US);
+		cr_assert_eq(pw_sleep_deadline(&r->s), 36500 * US);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		r->step = 5;
+		return PW_PENDING;
+	default:
+		if (pw_sleep_poll(cx, &r->s) == PW_PENDING)
+			return PW_PENDING;
+		r->at[4] = pw_time_now(); /* 37 ms */
+		/* Saturates: never. */
+		pw_sleep_reset_after(&r->s, UINT64_MAX);
+		cr_assert_eq(pw_sleep_deadline(&r->s), PW_TIME_NEVER);
+		cr_assert_eq(pw_sleep_poll(cx, &r->s), PW_PENDING);
+		cr_assert_eq(pw_sleep_cancel(&r->s), 0);
+		r->at[5] = pw_time_now();
+		return pw_ready(cx, 0);
+	}
+}
+
+Test(time, sleep_reset_after_counts_from_the_shards_now)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static struct reset_script r;
+	struct pw_shard_stats st;
+
+	pw_test_block_on(rt, reset_after_poll, &r);
+	const int64_t want[] = { 8 * MS,  28 * MS, 35 * MS,
+				 35 * MS, 37 * MS, 37 * MS };
+	for (int i = 0; i < 6; i++)
+		cr_assert_eq(r.at[i], want[i], "step %d at %lld", i,
+			     (long long)r.at[i]);
+	/* 8, 28, 35, 35 and 37 ms fired; the cancelled ones did not. */
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert_eq(st.timers_fired, 5, "%llu timers fired",
+		     (unsigned long long)st.timers_fired);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * pw_deadline_remaining under the paused clock: the exact ns left as
+ * time moves (by a sleep and by pw_time_advance, to 1 ns before the
+ * deadline, onto it and past it), 0 once passed, and a "never"
+ * deadline's remainder.
+ */
+static enum pw_poll remaining_poll(struct pw_cx *cx, void *state)
+{
+	struct napper *n = state;
+	static struct pw_deadline d;
+
+	if (!n->init) {
+		d = pw_deadline_after(10 * MS);
+		cr_assert_eq(d.at, 10 * MS);
+		cr_assert_eq(pw_deadline_remaining(d), 10 * MS);
+		cr_assert_not(pw_deadline_expired(d));
+	}
+	if (napper_poll(cx, n) == PW_PENDING) /* 4 ms */
+		return PW_PENDING;
+	cr_assert_eq(pw_time_now(), (int64_t)(4 * MS));
+	cr_assert_eq(pw_deadline_remaining(d), 6 * MS);
+	cr_assert_eq(pw_time_advance(6 * MS - 1), 0);
+	cr_assert_eq(pw_deadline_remaining(d), 1);
+	cr_assert_not(pw_deadline_expired(d));
+	cr_assert_eq(pw_time_advance(1), 0);
+	cr_assert_eq(pw_deadline_remaining(d), 0);
+	cr_assert(pw_deadline_expired(d));
+	cr_assert_eq(pw_time_advance(5 * MS), 0);
+	cr_assert_eq(pw_deadline_remaining(d), 0, "passed: 0, not a wrap");
+	/* A deadline from a later now, and "never". */
+	struct pw_deadline e = pw_deadline_after(3 * MS);
+	cr_assert_eq(e.at, 18 * MS);
+	cr_assert_eq(pw_deadline_remaining(e), 3 * MS);
+	struct pw_deadline never = pw_deadline_after(UINT64_MAX);
+	cr_assert_eq(pw_deadline_remaining(never), PW_TIME_NEVER - 15 * MS);
+	return pw_ready(cx, pw_time_now());
+}
+
+Test(time, deadline_remaining_is_exact_under_the_paused_clock)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct napper n = { .ns = 4 * MS };
+
+	cr_assert_eq(pw_test_block_on(rt, remaining_poll, &n),
+		     (int64_t)(15 * MS));
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
