@@ -2,7 +2,7 @@
 /*
  * net_fixtures.h - helpers shared by the socket tests (test_net.c,
  * test_proxy.c): blocking client sockets, loopback listeners, ports that
- * refuse or never answer, descriptor exhaustion and forked scenarios.
+ * refuse or never answer (each held by its socket while in use), descriptor exhaustion and forked scenarios.
  */
 #ifndef PW_TESTS_NET_FIXTURES_H
 #define PW_TESTS_NET_FIXTURES_H
@@ -61,13 +61,22 @@ static inline int pw_test_listen_any(struct pw_net_addr *a, int backlog)
 	return fd;
 }
 
-/* An address nobody listens on (connects are refused). */
-static inline struct pw_net_addr pw_test_closed_port(void)
+/*
+ * A loopback TCP port that refuses connects for as long as the returned
+ * socket is open: it is bound (so no other socket, in this process or
+ * another test's, can take the port) but not listening, so a SYN to it
+ * gets a reset. Its address goes to *@a; close the socket when done.
+ */
+static inline int pw_test_refusing_port(struct pw_net_addr *a)
 {
-	struct pw_net_addr a;
-	int fd = pw_test_listen_any(&a, 1);
-	close(fd);
-	return a;
+	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
+	socklen_t len = sizeof(a->u);
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+	return fd;
 }
 
 /*

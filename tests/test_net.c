@@ -214,8 +214,9 @@ static void server_start(struct server *s, unsigned shards, const char *at,
 /* Wait until @n connections finished on the server side. */
 static void server_wait_done(int n)
 {
-	for (int i = 0; i < 10000 && atomic_load(&srv_done) < n; i++)
-		usleep(1000);
+	PW_TEST_WAIT_UNTIL(atomic_load(&srv_done) >= n, PW_TEST_WAIT_SECS,
+			   "%d of %d server connections done",
+			   atomic_load(&srv_done), n);
 	cr_assert_eq(atomic_load(&srv_done), n, "server connections done");
 }
 
@@ -262,7 +263,7 @@ static void *client_main(void *arg)
 		struct pollfd p = { fd, POLLIN, 0 };
 		if (!shut)
 			p.events |= POLLOUT;
-		int n = poll(&p, 1, 10000);
+		int n = poll(&p, 1, PW_TEST_WAIT_SECS * 1000);
 		if (n <= 0) {
 			c->err = -ETIMEDOUT;
 			break;
@@ -547,16 +548,19 @@ Test(net, peer_reset_mid_stream)
 	server_start(&s, 1, "127.0.0.1:0", 0);
 	int fd = pw_test_dial(&s.addr);
 	cr_assert_geq(fd, 0);
-	/* Send without reading until the echo backs up. */
+	/* Send without reading until the client's send buffer is full: the
+	 * echo has backed up, bytes are in flight on the server's side. */
 	char *blk = calloc(1, 65536);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	size_t total = 0;
-	for (int i = 0; i < 2000 && total < (64u << 20); i++) {
+	for (;;) {
 		ssize_t w = send(fd, blk, 65536, MSG_NOSIGNAL);
-		if (w > 0)
-			total += (size_t)w;
-		else
-			usleep(1000);
+		if (w <= 0) {
+			cr_assert_eq(errno, EAGAIN, "send: %s",
+				     strerror(errno));
+			break;
+		}
+		total += (size_t)w;
 	}
 	free(blk);
 	cr_assert_gt(total, 0);
@@ -581,7 +585,8 @@ struct dial {
 	uint64_t timeout_ns;
 	int step, fd;
 	int32_t res;
-	uint64_t deadline;
+	uint64_t start, deadline;
+	uint64_t connected; /* runtime time the connect ended */
 	char in[64];
 	size_t got;
 	struct pw_net_buf buf;
@@ -599,15 +604,16 @@ static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
 	switch (d->step) {
 	case 0:
 		pw_connect_init(&d->c, &d->addr);
-		d->deadline = d->timeout_ns ?
-				      (uint64_t)pw_time_now() + d->timeout_ns :
-				      PW_TIME_NEVER;
+		d->start = (uint64_t)pw_time_now();
+		d->deadline = d->timeout_ns ? d->start + d->timeout_ns :
+					      PW_TIME_NEVER;
 		d->step = 1;
 		/* fall through */
 	case 1:
 		if (pw_connect_poll(cx, &d->c, d->deadline, &d->fd) ==
 		    PW_PENDING)
 			return PW_PENDING;
+		d->connected = (uint64_t)pw_time_now();
 		if (d->fd < 0)
 			return pw_ready(cx, d->fd);
 		pw_send_init(&d->tx, d->fd);
@@ -660,6 +666,8 @@ Test(net, connect_with_tasks_and_exchange)
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
+/* A port bound by this test but not listening: the connect is refused,
+ * and the socket the connect opened is closed. */
 Test(net, connect_refused)
 {
 	pw_test_time_limit(30);
@@ -667,14 +675,16 @@ Test(net, connect_refused)
 	struct pw_runtime *rt = pw_test_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
-	d.addr = pw_test_closed_port();
+	int pfd = pw_test_refusing_port(&d.addr);
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ECONNREFUSED);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(pfd);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
 /* A listener with backlog 0 whose accept queue is full drops SYNs, so a
- * connect hangs: the deadline cancels it and -ETIMEDOUT comes back. */
+ * connect hangs: the deadline cancels it and -ETIMEDOUT comes back at
+ * exactly the deadline of the paused clock, its socket closed. */
 Test(net, connect_timeout)
 {
 	pw_test_time_limit(30);
@@ -682,16 +692,15 @@ Test(net, connect_timeout)
 	int fill[16], nfill;
 	int lfd = pw_test_blackhole(&a, fill, &nfill);
 	int fds0 = pw_test_open_fds();
-	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
 	d.addr = a;
 	d.timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	uint64_t t0 = pw_test_mono_ms();
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ETIMEDOUT);
-	uint64_t took = pw_test_mono_ms() - t0;
-	cr_assert_geq(took, 295, "took %llu ms", (unsigned long long)took);
-	cr_assert_lt(took, 3000, "took %llu ms", (unsigned long long)took);
+	cr_assert_eq(d.connected - d.start, 300 * PW_NSEC_PER_MSEC,
+		     "ended %llu ns after the start",
+		     (unsigned long long)(d.connected - d.start));
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 	pw_test_blackhole_close(lfd, fill, nfill);
@@ -719,10 +728,10 @@ static int fd_exhaustion_scenario(void)
 	for (int i = 0; i < N; i++)
 		EXPECT(connect(cfd[i], &s.addr.u.sa, s.addr.len) == 0);
 	struct pw_net_listener_stats ls = { 0 };
-	for (int i = 0; i < 5000 && ls.accept_errors < 3; i++) {
-		usleep(1000);
-		pw_net_listener_stats(s.l, &ls);
-	}
+	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	while (pw_net_listener_stats(s.l, &ls) == 0 && ls.accept_errors < 3 &&
+	       pw_test_wait_step(dl))
+		;
 	EXPECT(ls.accept_errors >= 3); /* counted, retried after backoff */
 	EXPECT(ls.accepted == 0);
 	EXPECT(pw_test_fds_restore(hog, nhog, &old) == 0);
@@ -733,8 +742,9 @@ static int fd_exhaustion_scenario(void)
 		EXPECT(memcmp(b, "abc", 3) == 0);
 		close(cfd[i]);
 	}
-	for (int i = 0; i < 5000 && atomic_load(&srv_done) < N; i++)
-		usleep(1000);
+	dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	while (atomic_load(&srv_done) < N && pw_test_wait_step(dl))
+		;
 	EXPECT(atomic_load(&srv_done) == N);
 	pw_net_listener_stats(s.l, &ls);
 	EXPECT(ls.accepted == N);
@@ -982,24 +992,35 @@ Test(net, echo_command)
 	char *bad4[] = { bin, "echo", NULL };
 	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad4), 2);
 
-	/* Serve on a free port, echo, then stop on SIGTERM with status 0. */
-	struct pw_net_addr a = pw_test_closed_port();
-	char at[64];
-	pw_net_addr_format(&a, at, sizeof(at));
+	/* Serve on a port the command picks (port 0) and reports, echo,
+	 * then stop on SIGTERM with status 0. */
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
 	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);
-		execl(bin, bin, "echo", "--listen", at, "--shards", "2", NULL);
+		execl(bin, bin, "echo", "--listen", "127.0.0.1:0", "--shards",
+		      "2", NULL);
 		_exit(127);
 	}
 	close(out[1]);
 	char line[256] = { 0 };
-	ssize_t n = read(out[0], line, sizeof(line) - 1);
-	cr_assert_gt(n, 0);
-	cr_assert_not_null(strstr(line, "listening on"), "%s", line);
+	size_t got = 0;
+	while (!strchr(line, '\n') && got < sizeof(line) - 1) {
+		cr_assert(pw_test_readable(out[0], PW_TEST_WAIT_SECS * 1000),
+			  "the command never said where it listens: %s", line);
+		ssize_t n = read(out[0], line + got, sizeof(line) - 1 - got);
+		cr_assert_gt(n, 0, "the command ended: %s", line);
+		got += (size_t)n;
+	}
+	const char *on = strstr(line, "listening on ");
+	cr_assert_not_null(on, "%s", line);
+	char at[64];
+	cr_assert_eq(sscanf(on, "listening on %63s", at), 1, "%s", line);
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, at), 0, "%s", at);
+	cr_assert_neq(ntohs(a.u.in4.sin_port), 0, "%s", at);
 	int fd = pw_test_dial(&a);
 	cr_assert_geq(fd, 0);
 	char b[6];
