@@ -1034,3 +1034,254 @@ Test(net, echo_command)
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	close(out[0]);
 }
+
+/* ---- contract clauses: cancel, deadlines, closes, settings ------------- */
+
+/* A connect in flight to a port that never answers, cancelled. */
+struct cancel_dial {
+	struct pw_net_addr addr;
+	int step, fd;
+	struct pw_connect c;
+	struct pw_sleep nap;
+};
+
+static enum pw_poll cancel_dial_poll(struct pw_cx *cx, void *state)
+{
+	struct cancel_dial *d = state;
+
+	if (d->step == 0) {
+		pw_connect_init(&d->c, &d->addr);
+		cr_assert_eq(pw_connect_poll(cx, &d->c, PW_TIME_NEVER, &d->fd),
+			     PW_PENDING);
+		/* The paused clock reaches this sleep only once the shard
+		 * is idle: the connect has been submitted by then. */
+		pw_sleep_init(&d->nap, 10 * PW_NSEC_PER_MSEC);
+		d->step = 1;
+	}
+	if (pw_sleep_poll(cx, &d->nap) == PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(pw_connect_poll(cx, &d->c, PW_TIME_NEVER, &d->fd),
+		     PW_PENDING, "the connect ended: %d", d->fd);
+	pw_connect_cancel(&d->c);
+	return pw_ready(cx, 0);
+}
+
+/* pw_connect_cancel() of a connect in flight closes its socket (once
+ * the kernel's final completion comes back), and the runtime goes on
+ * connecting. */
+Test(net, connect_cancel_closes_its_socket)
+{
+	pw_test_time_limit(30);
+	struct pw_net_addr hole;
+	int fill[16], nfill;
+	int lfd = pw_test_blackhole(&hole, fill, &nfill);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	int fds_rt = pw_test_open_fds();
+	static struct cancel_dial d;
+	memset(&d, 0, sizeof(d));
+	d.addr = hole;
+	cr_assert_eq(pw_test_block_on(rt, cancel_dial_poll, &d), 0);
+	PW_TEST_WAIT_UNTIL(pw_test_open_fds() == fds_rt, PW_TEST_WAIT_SECS,
+			   "the cancelled connect's socket is still open "
+			   "(%d fds, %d expected)",
+			   pw_test_open_fds(), fds_rt);
+	static struct dial again;
+	memset(&again, 0, sizeof(again));
+	int pfd = pw_test_refusing_port(&again.addr);
+	cr_assert_eq(pw_test_block_on(rt, dial_poll, &again), -ECONNREFUSED);
+	close(pfd);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	pw_test_blackhole_close(lfd, fill, nfill);
+}
+
+/* A send larger than the socket buffers to a peer that never reads. */
+enum { BIG_SEND = 4 << 20 };
+static char big_send[BIG_SEND];
+
+struct timed_send {
+	int fd, step;
+	uint64_t start, ended, sent;
+	int32_t res;
+	const char *data;
+	size_t len;
+	uint64_t deadline;
+	struct pw_send tx;
+};
+
+static enum pw_poll timed_send_poll(struct pw_cx *cx, void *state)
+{
+	struct timed_send *t = state;
+	struct pw_net_stats st;
+
+	if (t->step == 0) {
+		t->start = (uint64_t)pw_time_now();
+		t->step = 1;
+	}
+	if (pw_send_poll(cx, &t->tx, t->data, t->len, t->deadline, &t->res) ==
+	    PW_PENDING)
+		return PW_PENDING;
+	t->ended = (uint64_t)pw_time_now();
+	cr_assert_eq(pw_net_stats(&st), 0);
+	t->sent = st.send_bytes;
+	t->step = 0;
+	return pw_ready(cx, 0);
+}
+
+/* Read what @fd holds now (non-blocking) into @out; the count. */
+static size_t drain_now(int fd, char *out, size_t max)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < max &&
+	       (r = recv(fd, out + got, max - got, MSG_DONTWAIT)) > 0)
+		got += (size_t)r;
+	return got;
+}
+
+/*
+ * pw_send_poll() to a peer that never reads returns -ETIMEDOUT exactly
+ * at its deadline (paused clock); the bytes that went out are exactly
+ * those counted, in order, and the leaf is idle for the next send.
+ */
+Test(net, send_deadline_with_a_peer_that_never_reads)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	uint64_t seed = 11;
+	fill(&seed, big_send, sizeof(big_send));
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static struct timed_send t;
+	memset(&t, 0, sizeof(t));
+	pw_send_init(&t.tx, sv[0]);
+	t.data = big_send;
+	t.len = sizeof(big_send);
+	t.deadline = 100 * PW_NSEC_PER_MSEC;
+	pw_test_block_on(rt, timed_send_poll, &t);
+	cr_assert_eq(t.res, -ETIMEDOUT);
+	cr_assert_eq(t.ended, 100 * PW_NSEC_PER_MSEC, "ended at %llu ns",
+		     (unsigned long long)t.ended);
+	static char got[BIG_SEND];
+	size_t n = drain_now(sv[1], got, sizeof(got));
+	cr_assert_gt(n, 0, "nothing was sent");
+	cr_assert_lt(n, sizeof(big_send), "all was sent to a full socket");
+	cr_assert_eq(n, t.sent, "%zu bytes arrived, %llu counted", n,
+		     (unsigned long long)t.sent);
+	cr_assert_eq(memcmp(got, big_send, n), 0, "the bytes differ");
+	/* The same leaf sends again, and only its bytes follow. */
+	t.data = "end";
+	t.len = 3;
+	t.deadline = PW_TIME_NEVER;
+	pw_test_block_on(rt, timed_send_poll, &t);
+	cr_assert_eq(t.res, 3);
+	cr_assert_eq(t.sent, n + 3);
+	char tail[8];
+	cr_assert(pw_test_readable(sv[1], PW_TEST_WAIT_SECS * 1000));
+	cr_assert_eq(recv(sv[1], tail, sizeof(tail), MSG_DONTWAIT), 3);
+	cr_assert_eq(memcmp(tail, "end", 3), 0);
+	cr_assert_eq(recv(sv[1], tail, sizeof(tail), MSG_DONTWAIT), -1);
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sv[0]);
+	close(sv[1]);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A send and a receive in flight on one socket when a close runs. */
+struct close_pending {
+	int fd, step;
+	int32_t sres, rres, cres;
+	struct pw_net_buf buf;
+	struct pw_send tx;
+	struct pw_recv rx;
+	struct pw_close cl;
+	struct pw_sleep nap;
+};
+
+static enum pw_poll close_pending_poll(struct pw_cx *cx, void *state)
+{
+	struct close_pending *c = state;
+
+	switch (c->step) {
+	case 0:
+		pw_send_init(&c->tx, c->fd);
+		pw_recv_init(&c->rx, c->fd);
+		cr_assert_eq(pw_send_poll(cx, &c->tx, "more", 4, PW_TIME_NEVER,
+					  &c->sres),
+			     PW_PENDING);
+		cr_assert_eq(pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+					  &c->rres),
+			     PW_PENDING);
+		/* Reached once the shard was idle: both are submitted. */
+		pw_sleep_init(&c->nap, 10 * PW_NSEC_PER_MSEC);
+		c->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_sleep_poll(cx, &c->nap) == PW_PENDING)
+			return PW_PENDING;
+		pw_close_init(&c->cl, c->fd);
+		c->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_close_poll(cx, &c->cl, &c->cres) == PW_PENDING)
+			return PW_PENDING;
+		c->step = 3;
+		/* fall through */
+	case 3:
+		if (pw_send_poll(cx, &c->tx, "more", 4, PW_TIME_NEVER,
+				 &c->sres) == PW_PENDING)
+			return PW_PENDING;
+		c->step = 4;
+		/* fall through */
+	default:
+		if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+				 &c->rres) == PW_PENDING)
+			return PW_PENDING;
+		if (c->rres > 0)
+			pw_net_buf_release(&c->buf);
+		pw_recv_cancel(&c->rx);
+		return pw_ready(cx, 0);
+	}
+}
+
+/*
+ * pw_close_poll() on a socket with a send (to a full socket buffer, so
+ * no byte of it goes) and a receive in flight cancels both: each leaf's
+ * next poll delivers -ECANCELED, no buffer is left borrowed, the socket
+ * is closed and the peer got no byte of the cancelled send.
+ */
+Test(net, close_cancels_pending_send_and_recv)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	/* Fill the socket's send buffer: the peer never reads. */
+	size_t filled = 0;
+	ssize_t w;
+	while ((w = send(sv[0], big_send, 65536, MSG_DONTWAIT)) > 0)
+		filled += (size_t)w;
+	cr_assert_eq(errno, EAGAIN);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static struct close_pending c;
+	memset(&c, 0, sizeof(c));
+	c.fd = sv[0];
+	pw_test_block_on(rt, close_pending_poll, &c);
+	cr_assert_eq(c.cres, 0, "close: %d", c.cres);
+	cr_assert_eq(c.sres, -ECANCELED, "send: %d", c.sres);
+	cr_assert_eq(c.rres, -ECANCELED, "recv: %d", c.rres);
+	struct pw_net_stats st;
+	pw_test_block_on(rt, stats_poll, &st);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	cr_assert_eq(st.send_bytes, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	static char got[BIG_SEND];
+	cr_assert_eq(drain_now(sv[1], got, sizeof(got)), filled,
+		     "the peer got bytes of the cancelled send");
+	close(sv[1]);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
