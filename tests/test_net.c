@@ -1285,3 +1285,196 @@ Test(net, close_cancels_pending_send_and_recv)
 	close(sv[1]);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
+
+/* Settings changed around the buffer ring's creation. */
+struct busy_cfg {
+	int fd, step;
+	int32_t res;
+	uint64_t zc_before;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_send tx;
+};
+
+static void net_cfg(struct pw_net_config *c, uint32_t count, uint32_t size,
+		    uint32_t zc)
+{
+	pw_net_config_init(c);
+	c->buf_count = count;
+	c->buf_size = size;
+	c->zc_threshold = zc;
+}
+
+static enum pw_poll busy_cfg_poll(struct pw_cx *cx, void *state)
+{
+	struct busy_cfg *b = state;
+	struct pw_net_config c;
+	struct pw_net_stats st;
+
+	switch (b->step) {
+	case 0:
+		net_cfg(&c, 16, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), 0, "before the ring");
+		pw_recv_init(&b->rx, b->fd);
+		pw_send_init(&b->tx, b->fd);
+		b->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_recv_poll(cx, &b->rx, PW_TIME_NEVER, &b->buf, &b->res) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 1);
+		cr_assert_eq(pw_net_buf_release(&b->buf), 0);
+		/* The ring exists: its geometry is fixed. */
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.bufs_total, 16);
+		net_cfg(&c, 32, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		net_cfg(&c, 16, 512, 0);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		/* The ZC threshold is updated all the same. */
+		net_cfg(&c, 32, 256, 64);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.bufs_total, 16);
+		b->zc_before = st.zc_sends;
+		b->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_send_poll(cx, &b->tx, big_send, 100, PW_TIME_NEVER,
+				 &b->res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 100);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.zc_sends, b->zc_before + 1,
+			     "a send above the new threshold used SEND_ZC");
+		/* The same geometry is accepted, and turns ZC off. */
+		net_cfg(&c, 16, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), 0);
+		b->step = 3;
+		/* fall through */
+	default:
+		if (pw_send_poll(cx, &b->tx, big_send + 100, 10, PW_TIME_NEVER,
+				 &b->res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 10);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.zc_sends, b->zc_before + 1);
+		cr_assert_eq(st.bufs_borrowed, 0);
+		pw_recv_cancel(&b->rx);
+		return pw_ready(cx, 0);
+	}
+}
+
+/*
+ * pw_net_configure() once the shard's buffer ring exists: a new geometry
+ * is refused with -EBUSY and the ring keeps its own, yet the ZC
+ * threshold it carries is applied; the bytes sent arrive intact.
+ */
+Test(net, configure_busy_once_the_ring_exists)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_net_addr a;
+	int lfd = pw_test_listen_any(&a, 1);
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0);
+	int sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	close(lfd);
+	uint64_t seed = 12;
+	fill(&seed, big_send, 110);
+	cr_assert_eq(send(cfd, "x", 1, 0), 1);
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct busy_cfg b;
+	memset(&b, 0, sizeof(b));
+	b.fd = sfd;
+	pw_test_block_on(rt, busy_cfg_poll, &b);
+	char got[110];
+	cr_assert(pw_test_readable(cfd, PW_TEST_WAIT_SECS * 1000));
+	cr_assert_eq(recv(cfd, got, sizeof(got), MSG_WAITALL), 110);
+	cr_assert_eq(memcmp(got, big_send, sizeof(got)), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sfd);
+	close(cfd);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Take one connection from @state's accept. */
+static enum pw_poll accept_one_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_accept *a = state;
+	int fd;
+
+	if (pw_accept_poll(cx, a, PW_TIME_NEVER, &fd) == PW_PENDING)
+		return PW_PENDING;
+	pw_accept_cancel(a);
+	return pw_ready(cx, fd);
+}
+
+/*
+ * Calls off a shard and empty or unsupported arguments: pw_net_stats()
+ * gives -EPERM off a shard (-EINVAL for NULL first),
+ * pw_net_listener_addr() and pw_net_addr_format() -EINVAL, writing
+ * nothing; the listener and the runtime work on afterwards.
+ */
+Test(net, off_shard_and_bad_address_calls)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_net_listener *l;
+	struct pw_net_addr a, keep;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), 0);
+
+	struct pw_net_stats st, zero;
+	memset(&st, 0xa5, sizeof(st));
+	zero = st;
+	cr_assert_eq(pw_net_stats(&st), -EPERM);
+	cr_assert_eq(memcmp(&st, &zero, sizeof(st)), 0, "written off a shard");
+	cr_assert_eq(pw_net_stats(NULL), -EINVAL);
+	struct pw_net_buf nb = { 0 };
+	cr_assert_eq(pw_net_buf_release(&nb), -EINVAL, "off a shard");
+
+	cr_assert_eq(pw_net_addr_parse(&keep, "10.0.0.1:1"), 0);
+	a = keep;
+	cr_assert_eq(pw_net_listener_addr(NULL, &a), -EINVAL);
+	cr_assert_eq(memcmp(&a, &keep, sizeof(a)), 0);
+	cr_assert_eq(pw_net_listener_addr(l, NULL), -EINVAL);
+
+	char text[PW_NET_ADDR_STRLEN], before[PW_NET_ADDR_STRLEN];
+	const sa_family_t bad[] = { AF_UNSPEC, AF_PACKET, AF_NETLINK };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct pw_net_addr b;
+		memset(&b, 0, sizeof(b));
+		b.u.sa.sa_family = bad[i];
+		b.len = sizeof(b.u.sa);
+		memset(text, 'z', sizeof(text));
+		memcpy(before, text, sizeof(text));
+		cr_assert_eq(pw_net_addr_format(&b, text, sizeof(text)),
+			     -EINVAL, "family %d", bad[i]);
+		cr_assert_eq(memcmp(text, before, sizeof(text)), 0,
+			     "family %d: the buffer was written", bad[i]);
+	}
+	cr_assert_eq(pw_net_addr_format(&keep, NULL, 10), -EINVAL);
+
+	/* The listener still serves, at the port it reports. */
+	cr_assert_eq(pw_net_listener_addr(l, &a), 0);
+	cr_assert_neq(ntohs(a.u.in4.sin_port), 0);
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0);
+	static struct pw_accept acc;
+	pw_accept_init(&acc, l, 0);
+	int64_t sfd = pw_test_block_on(rt, accept_one_poll, &acc);
+	cr_assert_geq(sfd, 0, "accept: %lld", (long long)sfd);
+	cr_assert_eq(send(cfd, "ok", 2, 0), 2);
+	char b2[2];
+	cr_assert_eq(recv((int)sfd, b2, 2, MSG_WAITALL), 2);
+	cr_assert_eq(memcmp(b2, "ok", 2), 0);
+	close((int)sfd);
+	close(cfd);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
