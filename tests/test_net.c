@@ -1478,3 +1478,98 @@ Test(net, off_shard_and_bad_address_calls)
 	cr_assert_eq(pw_net_listener_destroy(l), 0);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
+
+/* Each shard's task takes one buffer from its own ring and keeps it. */
+static struct pw_net_buf lent[2];
+static _Atomic int lent_ready, cross_done;
+
+struct lend {
+	int fd, shard;
+	int32_t res;
+	struct pw_recv rx;
+};
+
+static enum pw_poll lend_poll(struct pw_cx *cx, void *state)
+{
+	struct lend *t = state;
+
+	cr_assert_eq(pw_shard_id(), t->shard);
+	if (pw_recv_poll(cx, &t->rx, PW_TIME_NEVER, &lent[t->shard], &t->res) ==
+	    PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(t->res, 1);
+	pw_recv_cancel(&t->rx);
+	atomic_fetch_add(&lent_ready, 1);
+	return pw_ready(cx, 0);
+}
+
+/* On shard @state: the other shard's buffer is refused, its own taken. */
+static enum pw_poll cross_release_poll(struct pw_cx *cx, void *state)
+{
+	int me = *(int *)state, other = !me;
+	struct pw_net_stats st;
+	struct pw_net_buf theirs = lent[other];
+
+	cr_assert_eq(pw_shard_id(), me);
+	cr_assert_eq(pw_net_buf_release(&lent[other]), -EINVAL);
+	cr_assert_eq(memcmp(&lent[other], &theirs, sizeof(theirs)), 0,
+		     "the refused buffer was changed");
+	cr_assert_eq(pw_net_stats(&st), 0);
+	cr_assert_eq(st.bufs_borrowed, 1, "shard %d lends its own only", me);
+	cr_assert_eq(pw_net_buf_release(&lent[me]), 0);
+	cr_assert_eq(pw_net_stats(&st), 0);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	atomic_fetch_add(&cross_done, 1);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * pw_net_buf_release() of a buffer another shard lent (same index in
+ * each shard's ring) is refused with -EINVAL and changes nothing on
+ * either shard; each shard then takes its own back.
+ */
+Test(net, buf_release_refuses_another_shards_buffer)
+{
+	PW_TEST_SHARD_ONLY();
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2][2];
+	struct pw_runtime *rt = pw_test_runtime(2);
+	atomic_store(&lent_ready, 0);
+	atomic_store(&cross_done, 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					sv[i]),
+			     0);
+		cr_assert_eq(write(sv[i][1], i ? "b" : "a", 1), 1);
+		struct lend t = { .fd = sv[i][0], .shard = i };
+		pw_recv_init(&t.rx, t.fd);
+		cr_assert_eq(pw_runtime_spawn(rt, (unsigned)i, lend_poll, &t,
+					      sizeof(t), NULL),
+			     0);
+	}
+	PW_TEST_WAIT_UNTIL(atomic_load(&lent_ready) == 2, PW_TEST_WAIT_SECS,
+			   "%d of 2 shards lent a buffer",
+			   atomic_load(&lent_ready));
+	cr_assert_eq(lent[0].bid, lent[1].bid, "the same index in both rings");
+	cr_assert_neq(lent[0].data, lent[1].data);
+	cr_assert_eq(*(char *)lent[0].data, 'a');
+	cr_assert_eq(*(char *)lent[1].data, 'b');
+	for (int i = 1; i >= 0; i--) {
+		cr_assert_eq(pw_runtime_spawn(rt, (unsigned)i,
+					      cross_release_poll, &i, sizeof(i),
+					      NULL),
+			     0);
+		PW_TEST_WAIT_UNTIL(atomic_load(&cross_done) == 2 - i,
+				   PW_TEST_WAIT_SECS,
+				   "shard %d did not release", i);
+	}
+	for (int i = 0; i < 2; i++)
+		pw_test_wait_live(rt, (unsigned)i, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	for (int i = 0; i < 2; i++) {
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
