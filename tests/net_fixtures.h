@@ -7,6 +7,7 @@
 #ifndef PW_TESTS_NET_FIXTURES_H
 #define PW_TESTS_NET_FIXTURES_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -77,6 +78,60 @@ static inline int pw_test_refusing_port(struct pw_net_addr *a)
 	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
 	a->len = len;
 	return fd;
+}
+
+/* Whether a socket of this process's is in the set of @n inodes. */
+static inline bool pw_test_inode_in(unsigned long ino, const unsigned long *set,
+				    int n)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i] == ino)
+			return true;
+	return false;
+}
+
+/*
+ * How many sockets of this process listen on the IPv4 TCP port of @a
+ * (from /proc/self/net/tcp and /proc/self/fd): whether a listener is
+ * closed, asked without connecting to a port that may have been given
+ * to someone else since.
+ */
+static inline int pw_test_listening(const struct pw_net_addr *a)
+{
+	static unsigned long mine[4096];
+	int nmine = 0, found = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], link[64], line[512];
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) && nmine < 4096) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		unsigned long ino;
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%lu]", &ino) == 1)
+			mine[nmine++] = ino;
+	}
+	closedir(d);
+	FILE *f = fopen("/proc/self/net/tcp", "r");
+	cr_assert_not_null(f);
+	unsigned port = ntohs(a->u.in4.sin_port);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, st;
+		unsigned long ino;
+		if (sscanf(line,
+			   " %*u: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x "
+			   "%*u %*u %lu",
+			   &lport, &st, &ino) == 3 &&
+		    lport == port && st == 0x0a /* LISTEN */ &&
+		    pw_test_inode_in(ino, mine, nmine))
+			found++;
+	}
+	fclose(f);
+	return found;
 }
 
 /*
