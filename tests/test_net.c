@@ -3,7 +3,8 @@
  * test_net.c - sockets over io_uring on loopback: byte-exact echo over
  * TCP (IPv4, IPv6) and Unix sockets with many connections, half-close,
  * peer reset, connect refused and timed out, accept under descriptor
- * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, bad input and
+ * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, cancels (of a
+ * connect, and by a close), settings and calls refused, bad input and
  * the `pinwheel echo` command.
  */
 #include <errno.h>
