@@ -69,7 +69,9 @@ void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
 		op->flags |= PW__NF_STARVED;
 	} else if (res == -ECANCELED && (op->flags & PW__NF_PAUSED)) {
 		/* our own pause */
-	} else if (res < 0 && res != -ECANCELED) {
+	} else if (res < 0) {
+		/* -ECANCELED here is another's cancel (a close of the socket):
+		 * terminal, never re-armed on a descriptor that is gone. */
 		r->err = res;
 	}
 	if (final) {

@@ -2,11 +2,12 @@
 /*
  * net_fixtures.h - helpers shared by the socket tests (test_net.c,
  * test_proxy.c): blocking client sockets, loopback listeners, ports that
- * refuse or never answer, descriptor exhaustion and forked scenarios.
+ * refuse or never answer (each held by its socket while in use), descriptor exhaustion and forked scenarios.
  */
 #ifndef PW_TESTS_NET_FIXTURES_H
 #define PW_TESTS_NET_FIXTURES_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -61,13 +62,76 @@ static inline int pw_test_listen_any(struct pw_net_addr *a, int backlog)
 	return fd;
 }
 
-/* An address nobody listens on (connects are refused). */
-static inline struct pw_net_addr pw_test_closed_port(void)
+/*
+ * A loopback TCP port that refuses connects for as long as the returned
+ * socket is open: it is bound (so no other socket, in this process or
+ * another test's, can take the port) but not listening, so a SYN to it
+ * gets a reset. Its address goes to *@a; close the socket when done.
+ */
+static inline int pw_test_refusing_port(struct pw_net_addr *a)
 {
-	struct pw_net_addr a;
-	int fd = pw_test_listen_any(&a, 1);
-	close(fd);
-	return a;
+	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
+	socklen_t len = sizeof(a->u);
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+	return fd;
+}
+
+/* Whether a socket of this process's is in the set of @n inodes. */
+static inline bool pw_test_inode_in(unsigned long ino, const unsigned long *set,
+				    int n)
+{
+	for (int i = 0; i < n; i++)
+		if (set[i] == ino)
+			return true;
+	return false;
+}
+
+/*
+ * How many sockets of this process listen on the IPv4 TCP port of @a
+ * (from /proc/self/net/tcp and /proc/self/fd): whether a listener is
+ * closed, asked without connecting to a port that may have been given
+ * to someone else since.
+ */
+static inline int pw_test_listening(const struct pw_net_addr *a)
+{
+	static unsigned long mine[4096];
+	int nmine = 0, found = 0;
+	DIR *d = opendir("/proc/self/fd");
+	struct dirent *e;
+	char path[300], link[64], line[512];
+
+	cr_assert_not_null(d);
+	while ((e = readdir(d)) && nmine < 4096) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+		ssize_t n = readlink(path, link, sizeof(link) - 1);
+		unsigned long ino;
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (sscanf(link, "socket:[%lu]", &ino) == 1)
+			mine[nmine++] = ino;
+	}
+	closedir(d);
+	FILE *f = fopen("/proc/self/net/tcp", "r");
+	cr_assert_not_null(f);
+	unsigned port = ntohs(a->u.in4.sin_port);
+	while (fgets(line, sizeof(line), f)) {
+		unsigned lport, st;
+		unsigned long ino;
+		if (sscanf(line,
+			   " %*u: %*x:%x %*x:%*x %x %*x:%*x %*x:%*x %*x "
+			   "%*u %*u %lu",
+			   &lport, &st, &ino) == 3 &&
+		    lport == port && st == 0x0a /* LISTEN */ &&
+		    pw_test_inode_in(ino, mine, nmine))
+			found++;
+	}
+	fclose(f);
+	return found;
 }
 
 /*

@@ -3,7 +3,8 @@
  * test_net.c - sockets over io_uring on loopback: byte-exact echo over
  * TCP (IPv4, IPv6) and Unix sockets with many connections, half-close,
  * peer reset, connect refused and timed out, accept under descriptor
- * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, bad input and
+ * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, cancels (of a
+ * connect, and by a close), settings and calls refused, bad input and
  * the `pinwheel echo` command.
  */
 #include <errno.h>
@@ -214,8 +215,9 @@ static void server_start(struct server *s, unsigned shards, const char *at,
 /* Wait until @n connections finished on the server side. */
 static void server_wait_done(int n)
 {
-	for (int i = 0; i < 10000 && atomic_load(&srv_done) < n; i++)
-		usleep(1000);
+	PW_TEST_WAIT_UNTIL(atomic_load(&srv_done) >= n, PW_TEST_WAIT_SECS,
+			   "%d of %d server connections done",
+			   atomic_load(&srv_done), n);
 	cr_assert_eq(atomic_load(&srv_done), n, "server connections done");
 }
 
@@ -262,7 +264,7 @@ static void *client_main(void *arg)
 		struct pollfd p = { fd, POLLIN, 0 };
 		if (!shut)
 			p.events |= POLLOUT;
-		int n = poll(&p, 1, 10000);
+		int n = poll(&p, 1, PW_TEST_WAIT_SECS * 1000);
 		if (n <= 0) {
 			c->err = -ETIMEDOUT;
 			break;
@@ -547,16 +549,19 @@ Test(net, peer_reset_mid_stream)
 	server_start(&s, 1, "127.0.0.1:0", 0);
 	int fd = pw_test_dial(&s.addr);
 	cr_assert_geq(fd, 0);
-	/* Send without reading until the echo backs up. */
+	/* Send without reading until the client's send buffer is full: the
+	 * echo has backed up, bytes are in flight on the server's side. */
 	char *blk = calloc(1, 65536);
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
 	size_t total = 0;
-	for (int i = 0; i < 2000 && total < (64u << 20); i++) {
+	for (;;) {
 		ssize_t w = send(fd, blk, 65536, MSG_NOSIGNAL);
-		if (w > 0)
-			total += (size_t)w;
-		else
-			usleep(1000);
+		if (w <= 0) {
+			cr_assert_eq(errno, EAGAIN, "send: %s",
+				     strerror(errno));
+			break;
+		}
+		total += (size_t)w;
 	}
 	free(blk);
 	cr_assert_gt(total, 0);
@@ -581,7 +586,8 @@ struct dial {
 	uint64_t timeout_ns;
 	int step, fd;
 	int32_t res;
-	uint64_t deadline;
+	uint64_t start, deadline;
+	uint64_t connected; /* runtime time the connect ended */
 	char in[64];
 	size_t got;
 	struct pw_net_buf buf;
@@ -599,15 +605,16 @@ static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
 	switch (d->step) {
 	case 0:
 		pw_connect_init(&d->c, &d->addr);
-		d->deadline = d->timeout_ns ?
-				      (uint64_t)pw_time_now() + d->timeout_ns :
-				      PW_TIME_NEVER;
+		d->start = (uint64_t)pw_time_now();
+		d->deadline = d->timeout_ns ? d->start + d->timeout_ns :
+					      PW_TIME_NEVER;
 		d->step = 1;
 		/* fall through */
 	case 1:
 		if (pw_connect_poll(cx, &d->c, d->deadline, &d->fd) ==
 		    PW_PENDING)
 			return PW_PENDING;
+		d->connected = (uint64_t)pw_time_now();
 		if (d->fd < 0)
 			return pw_ready(cx, d->fd);
 		pw_send_init(&d->tx, d->fd);
@@ -660,6 +667,8 @@ Test(net, connect_with_tasks_and_exchange)
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
+/* A port bound by this test but not listening: the connect is refused,
+ * and the socket the connect opened is closed. */
 Test(net, connect_refused)
 {
 	pw_test_time_limit(30);
@@ -667,14 +676,16 @@ Test(net, connect_refused)
 	struct pw_runtime *rt = pw_test_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
-	d.addr = pw_test_closed_port();
+	int pfd = pw_test_refusing_port(&d.addr);
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ECONNREFUSED);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(pfd);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
 
 /* A listener with backlog 0 whose accept queue is full drops SYNs, so a
- * connect hangs: the deadline cancels it and -ETIMEDOUT comes back. */
+ * connect hangs: the deadline cancels it and -ETIMEDOUT comes back at
+ * exactly the deadline of the paused clock, its socket closed. */
 Test(net, connect_timeout)
 {
 	pw_test_time_limit(30);
@@ -682,16 +693,15 @@ Test(net, connect_timeout)
 	int fill[16], nfill;
 	int lfd = pw_test_blackhole(&a, fill, &nfill);
 	int fds0 = pw_test_open_fds();
-	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
 	static struct dial d;
 	memset(&d, 0, sizeof(d));
 	d.addr = a;
 	d.timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	uint64_t t0 = pw_test_mono_ms();
 	cr_assert_eq(pw_test_block_on(rt, dial_poll, &d), -ETIMEDOUT);
-	uint64_t took = pw_test_mono_ms() - t0;
-	cr_assert_geq(took, 295, "took %llu ms", (unsigned long long)took);
-	cr_assert_lt(took, 3000, "took %llu ms", (unsigned long long)took);
+	cr_assert_eq(d.connected - d.start, 300 * PW_NSEC_PER_MSEC,
+		     "ended %llu ns after the start",
+		     (unsigned long long)(d.connected - d.start));
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 	pw_test_blackhole_close(lfd, fill, nfill);
@@ -719,10 +729,10 @@ static int fd_exhaustion_scenario(void)
 	for (int i = 0; i < N; i++)
 		EXPECT(connect(cfd[i], &s.addr.u.sa, s.addr.len) == 0);
 	struct pw_net_listener_stats ls = { 0 };
-	for (int i = 0; i < 5000 && ls.accept_errors < 3; i++) {
-		usleep(1000);
-		pw_net_listener_stats(s.l, &ls);
-	}
+	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	while (pw_net_listener_stats(s.l, &ls) == 0 && ls.accept_errors < 3 &&
+	       pw_test_wait_step(dl))
+		;
 	EXPECT(ls.accept_errors >= 3); /* counted, retried after backoff */
 	EXPECT(ls.accepted == 0);
 	EXPECT(pw_test_fds_restore(hog, nhog, &old) == 0);
@@ -733,8 +743,9 @@ static int fd_exhaustion_scenario(void)
 		EXPECT(memcmp(b, "abc", 3) == 0);
 		close(cfd[i]);
 	}
-	for (int i = 0; i < 5000 && atomic_load(&srv_done) < N; i++)
-		usleep(1000);
+	dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	while (atomic_load(&srv_done) < N && pw_test_wait_step(dl))
+		;
 	EXPECT(atomic_load(&srv_done) == N);
 	pw_net_listener_stats(s.l, &ls);
 	EXPECT(ls.accepted == N);
@@ -982,24 +993,35 @@ Test(net, echo_command)
 	char *bad4[] = { bin, "echo", NULL };
 	cr_assert_eq(pw_test_run_cmd(NULL, 0, bad4), 2);
 
-	/* Serve on a free port, echo, then stop on SIGTERM with status 0. */
-	struct pw_net_addr a = pw_test_closed_port();
-	char at[64];
-	pw_net_addr_format(&a, at, sizeof(at));
+	/* Serve on a port the command picks (port 0) and reports, echo,
+	 * then stop on SIGTERM with status 0. */
 	int out[2];
 	cr_assert_eq(pipe(out), 0);
 	pid_t pid = pw_test_fork();
 	if (pid == 0) {
 		dup2(out[1], 1);
 		close(out[0]);
-		execl(bin, bin, "echo", "--listen", at, "--shards", "2", NULL);
+		execl(bin, bin, "echo", "--listen", "127.0.0.1:0", "--shards",
+		      "2", NULL);
 		_exit(127);
 	}
 	close(out[1]);
 	char line[256] = { 0 };
-	ssize_t n = read(out[0], line, sizeof(line) - 1);
-	cr_assert_gt(n, 0);
-	cr_assert_not_null(strstr(line, "listening on"), "%s", line);
+	size_t got = 0;
+	while (!strchr(line, '\n') && got < sizeof(line) - 1) {
+		cr_assert(pw_test_readable(out[0], PW_TEST_WAIT_SECS * 1000),
+			  "the command never said where it listens: %s", line);
+		ssize_t n = read(out[0], line + got, sizeof(line) - 1 - got);
+		cr_assert_gt(n, 0, "the command ended: %s", line);
+		got += (size_t)n;
+	}
+	const char *on = strstr(line, "listening on ");
+	cr_assert_not_null(on, "%s", line);
+	char at[64];
+	cr_assert_eq(sscanf(on, "listening on %63s", at), 1, "%s", line);
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, at), 0, "%s", at);
+	cr_assert_neq(ntohs(a.u.in4.sin_port), 0, "%s", at);
 	int fd = pw_test_dial(&a);
 	cr_assert_geq(fd, 0);
 	char b[6];
@@ -1012,4 +1034,543 @@ Test(net, echo_command)
 	waitpid(pid, &st, 0);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d", st);
 	close(out[0]);
+}
+
+/* ---- contract clauses: cancel, deadlines, closes, settings ------------- */
+
+/* A connect in flight to a port that never answers, cancelled. */
+struct cancel_dial {
+	struct pw_net_addr addr;
+	int step, fd;
+	struct pw_connect c;
+	struct pw_sleep nap;
+};
+
+static enum pw_poll cancel_dial_poll(struct pw_cx *cx, void *state)
+{
+	struct cancel_dial *d = state;
+
+	if (d->step == 0) {
+		pw_connect_init(&d->c, &d->addr);
+		cr_assert_eq(pw_connect_poll(cx, &d->c, PW_TIME_NEVER, &d->fd),
+			     PW_PENDING);
+		/* The paused clock reaches this sleep only once the shard
+		 * is idle: the connect has been submitted by then. */
+		pw_sleep_init(&d->nap, 10 * PW_NSEC_PER_MSEC);
+		d->step = 1;
+	}
+	if (pw_sleep_poll(cx, &d->nap) == PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(pw_connect_poll(cx, &d->c, PW_TIME_NEVER, &d->fd),
+		     PW_PENDING, "the connect ended: %d", d->fd);
+	pw_connect_cancel(&d->c);
+	return pw_ready(cx, 0);
+}
+
+/* pw_connect_cancel() of a connect in flight closes its socket (once
+ * the kernel's final completion comes back), and the runtime goes on
+ * connecting. */
+Test(net, connect_cancel_closes_its_socket)
+{
+	pw_test_time_limit(30);
+	struct pw_net_addr hole;
+	int fill[16], nfill;
+	int lfd = pw_test_blackhole(&hole, fill, &nfill);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	int fds_rt = pw_test_open_fds();
+	static struct cancel_dial d;
+	memset(&d, 0, sizeof(d));
+	d.addr = hole;
+	cr_assert_eq(pw_test_block_on(rt, cancel_dial_poll, &d), 0);
+	PW_TEST_WAIT_UNTIL(pw_test_open_fds() == fds_rt, PW_TEST_WAIT_SECS,
+			   "the cancelled connect's socket is still open "
+			   "(%d fds, %d expected)",
+			   pw_test_open_fds(), fds_rt);
+	static struct dial again;
+	memset(&again, 0, sizeof(again));
+	int pfd = pw_test_refusing_port(&again.addr);
+	cr_assert_eq(pw_test_block_on(rt, dial_poll, &again), -ECONNREFUSED);
+	close(pfd);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+	pw_test_blackhole_close(lfd, fill, nfill);
+}
+
+/* A send larger than the socket buffers to a peer that never reads. */
+enum { BIG_SEND = 4 << 20 };
+static char big_send[BIG_SEND];
+
+struct timed_send {
+	int fd, step;
+	uint64_t start, ended, sent;
+	int32_t res;
+	const char *data;
+	size_t len;
+	uint64_t deadline;
+	struct pw_send tx;
+};
+
+static enum pw_poll timed_send_poll(struct pw_cx *cx, void *state)
+{
+	struct timed_send *t = state;
+	struct pw_net_stats st;
+
+	if (t->step == 0) {
+		t->start = (uint64_t)pw_time_now();
+		t->step = 1;
+	}
+	if (pw_send_poll(cx, &t->tx, t->data, t->len, t->deadline, &t->res) ==
+	    PW_PENDING)
+		return PW_PENDING;
+	t->ended = (uint64_t)pw_time_now();
+	cr_assert_eq(pw_net_stats(&st), 0);
+	t->sent = st.send_bytes;
+	t->step = 0;
+	return pw_ready(cx, 0);
+}
+
+/* Read what @fd holds now (non-blocking) into @out; the count. */
+static size_t drain_now(int fd, char *out, size_t max)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < max &&
+	       (r = recv(fd, out + got, max - got, MSG_DONTWAIT)) > 0)
+		got += (size_t)r;
+	return got;
+}
+
+/*
+ * pw_send_poll() to a peer that never reads returns -ETIMEDOUT exactly
+ * at its deadline (paused clock); the bytes that went out are exactly
+ * those counted, in order, and the leaf is idle for the next send.
+ */
+Test(net, send_deadline_with_a_peer_that_never_reads)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	uint64_t seed = 11;
+	fill(&seed, big_send, sizeof(big_send));
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static struct timed_send t;
+	memset(&t, 0, sizeof(t));
+	pw_send_init(&t.tx, sv[0]);
+	t.data = big_send;
+	t.len = sizeof(big_send);
+	t.deadline = 100 * PW_NSEC_PER_MSEC;
+	pw_test_block_on(rt, timed_send_poll, &t);
+	cr_assert_eq(t.res, -ETIMEDOUT);
+	cr_assert_eq(t.ended, 100 * PW_NSEC_PER_MSEC, "ended at %llu ns",
+		     (unsigned long long)t.ended);
+	static char got[BIG_SEND];
+	size_t n = drain_now(sv[1], got, sizeof(got));
+	cr_assert_gt(n, 0, "nothing was sent");
+	cr_assert_lt(n, sizeof(big_send), "all was sent to a full socket");
+	cr_assert_eq(n, t.sent, "%zu bytes arrived, %llu counted", n,
+		     (unsigned long long)t.sent);
+	cr_assert_eq(memcmp(got, big_send, n), 0, "the bytes differ");
+	/* The same leaf sends again, and only its bytes follow. */
+	t.data = "end";
+	t.len = 3;
+	t.deadline = PW_TIME_NEVER;
+	pw_test_block_on(rt, timed_send_poll, &t);
+	cr_assert_eq(t.res, 3);
+	cr_assert_eq(t.sent, n + 3);
+	char tail[8];
+	cr_assert(pw_test_readable(sv[1], PW_TEST_WAIT_SECS * 1000));
+	cr_assert_eq(recv(sv[1], tail, sizeof(tail), MSG_DONTWAIT), 3);
+	cr_assert_eq(memcmp(tail, "end", 3), 0);
+	cr_assert_eq(recv(sv[1], tail, sizeof(tail), MSG_DONTWAIT), -1);
+	cr_assert_eq(errno, EAGAIN);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sv[0]);
+	close(sv[1]);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* A send and a receive in flight on one socket when a close runs. */
+struct close_pending {
+	int fd, step;
+	int32_t sres, rres, cres;
+	struct pw_net_buf buf;
+	struct pw_send tx;
+	struct pw_recv rx;
+	struct pw_close cl;
+	struct pw_sleep nap;
+};
+
+static enum pw_poll close_pending_poll(struct pw_cx *cx, void *state)
+{
+	struct close_pending *c = state;
+
+	switch (c->step) {
+	case 0:
+		pw_send_init(&c->tx, c->fd);
+		pw_recv_init(&c->rx, c->fd);
+		cr_assert_eq(pw_send_poll(cx, &c->tx, "more", 4, PW_TIME_NEVER,
+					  &c->sres),
+			     PW_PENDING);
+		cr_assert_eq(pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+					  &c->rres),
+			     PW_PENDING);
+		/* Reached once the shard was idle: both are submitted. */
+		pw_sleep_init(&c->nap, 10 * PW_NSEC_PER_MSEC);
+		c->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_sleep_poll(cx, &c->nap) == PW_PENDING)
+			return PW_PENDING;
+		pw_close_init(&c->cl, c->fd);
+		c->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_close_poll(cx, &c->cl, &c->cres) == PW_PENDING)
+			return PW_PENDING;
+		c->step = 3;
+		/* fall through */
+	case 3:
+		if (pw_send_poll(cx, &c->tx, "more", 4, PW_TIME_NEVER,
+				 &c->sres) == PW_PENDING)
+			return PW_PENDING;
+		c->step = 4;
+		/* fall through */
+	default:
+		if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+				 &c->rres) == PW_PENDING)
+			return PW_PENDING;
+		if (c->rres > 0)
+			pw_net_buf_release(&c->buf);
+		pw_recv_cancel(&c->rx);
+		return pw_ready(cx, 0);
+	}
+}
+
+/*
+ * pw_close_poll() on a socket with a send (to a full socket buffer, so
+ * no byte of it goes) and a receive in flight cancels both: each leaf's
+ * next poll delivers -ECANCELED, no buffer is left borrowed, the socket
+ * is closed and the peer got no byte of the cancelled send.
+ */
+Test(net, close_cancels_pending_send_and_recv)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	/* Fill the socket's send buffer: the peer never reads. */
+	size_t filled = 0;
+	ssize_t w;
+	while ((w = send(sv[0], big_send, 65536, MSG_DONTWAIT)) > 0)
+		filled += (size_t)w;
+	cr_assert_eq(errno, EAGAIN);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static struct close_pending c;
+	memset(&c, 0, sizeof(c));
+	c.fd = sv[0];
+	pw_test_block_on(rt, close_pending_poll, &c);
+	cr_assert_eq(c.cres, 0, "close: %d", c.cres);
+	cr_assert_eq(c.sres, -ECANCELED, "send: %d", c.sres);
+	cr_assert_eq(c.rres, -ECANCELED, "recv: %d", c.rres);
+	struct pw_net_stats st;
+	pw_test_block_on(rt, stats_poll, &st);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	cr_assert_eq(st.send_bytes, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	static char got[BIG_SEND];
+	cr_assert_eq(drain_now(sv[1], got, sizeof(got)), filled,
+		     "the peer got bytes of the cancelled send");
+	close(sv[1]);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Settings changed around the buffer ring's creation. */
+struct busy_cfg {
+	int fd, step;
+	int32_t res;
+	uint64_t zc_before;
+	struct pw_net_buf buf;
+	struct pw_recv rx;
+	struct pw_send tx;
+};
+
+static void net_cfg(struct pw_net_config *c, uint32_t count, uint32_t size,
+		    uint32_t zc)
+{
+	pw_net_config_init(c);
+	c->buf_count = count;
+	c->buf_size = size;
+	c->zc_threshold = zc;
+}
+
+static enum pw_poll busy_cfg_poll(struct pw_cx *cx, void *state)
+{
+	struct busy_cfg *b = state;
+	struct pw_net_config c;
+	struct pw_net_stats st;
+
+	switch (b->step) {
+	case 0:
+		net_cfg(&c, 16, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), 0, "before the ring");
+		pw_recv_init(&b->rx, b->fd);
+		pw_send_init(&b->tx, b->fd);
+		b->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_recv_poll(cx, &b->rx, PW_TIME_NEVER, &b->buf, &b->res) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 1);
+		cr_assert_eq(pw_net_buf_release(&b->buf), 0);
+		/* The ring exists: its geometry is fixed. */
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.bufs_total, 16);
+		net_cfg(&c, 32, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		net_cfg(&c, 16, 512, 0);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		/* The ZC threshold is updated all the same. */
+		net_cfg(&c, 32, 256, 64);
+		cr_assert_eq(pw_net_configure(&c), -EBUSY);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.bufs_total, 16);
+		b->zc_before = st.zc_sends;
+		b->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_send_poll(cx, &b->tx, big_send, 100, PW_TIME_NEVER,
+				 &b->res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 100);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.zc_sends, b->zc_before + 1,
+			     "a send above the new threshold used SEND_ZC");
+		/* The same geometry is accepted, and turns ZC off. */
+		net_cfg(&c, 16, 256, 0);
+		cr_assert_eq(pw_net_configure(&c), 0);
+		b->step = 3;
+		/* fall through */
+	default:
+		if (pw_send_poll(cx, &b->tx, big_send + 100, 10, PW_TIME_NEVER,
+				 &b->res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(b->res, 10);
+		cr_assert_eq(pw_net_stats(&st), 0);
+		cr_assert_eq(st.zc_sends, b->zc_before + 1);
+		cr_assert_eq(st.bufs_borrowed, 0);
+		pw_recv_cancel(&b->rx);
+		return pw_ready(cx, 0);
+	}
+}
+
+/*
+ * pw_net_configure() once the shard's buffer ring exists: a new geometry
+ * is refused with -EBUSY and the ring keeps its own, yet the ZC
+ * threshold it carries is applied; the bytes sent arrive intact.
+ */
+Test(net, configure_busy_once_the_ring_exists)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_net_addr a;
+	int lfd = pw_test_listen_any(&a, 1);
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0);
+	int sfd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	cr_assert_geq(sfd, 0);
+	close(lfd);
+	uint64_t seed = 12;
+	fill(&seed, big_send, 110);
+	cr_assert_eq(send(cfd, "x", 1, 0), 1);
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct busy_cfg b;
+	memset(&b, 0, sizeof(b));
+	b.fd = sfd;
+	pw_test_block_on(rt, busy_cfg_poll, &b);
+	char got[110];
+	cr_assert(pw_test_readable(cfd, PW_TEST_WAIT_SECS * 1000));
+	cr_assert_eq(recv(cfd, got, sizeof(got), MSG_WAITALL), 110);
+	cr_assert_eq(memcmp(got, big_send, sizeof(got)), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sfd);
+	close(cfd);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Take one connection from @state's accept. */
+static enum pw_poll accept_one_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_accept *a = state;
+	int fd;
+
+	if (pw_accept_poll(cx, a, PW_TIME_NEVER, &fd) == PW_PENDING)
+		return PW_PENDING;
+	pw_accept_cancel(a);
+	return pw_ready(cx, fd);
+}
+
+/*
+ * Calls off a shard and empty or unsupported arguments: pw_net_stats()
+ * gives -EPERM off a shard (-EINVAL for NULL first),
+ * pw_net_listener_addr() and pw_net_addr_format() -EINVAL, writing
+ * nothing; the listener and the runtime work on afterwards.
+ */
+Test(net, off_shard_and_bad_address_calls)
+{
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_net_listener *l;
+	struct pw_net_addr a, keep;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), 0);
+
+	struct pw_net_stats st, zero;
+	memset(&st, 0xa5, sizeof(st));
+	zero = st;
+	cr_assert_eq(pw_net_stats(&st), -EPERM);
+	cr_assert_eq(memcmp(&st, &zero, sizeof(st)), 0, "written off a shard");
+	cr_assert_eq(pw_net_stats(NULL), -EINVAL);
+	struct pw_net_buf nb = { 0 };
+	cr_assert_eq(pw_net_buf_release(&nb), -EINVAL, "off a shard");
+
+	cr_assert_eq(pw_net_addr_parse(&keep, "10.0.0.1:1"), 0);
+	a = keep;
+	cr_assert_eq(pw_net_listener_addr(NULL, &a), -EINVAL);
+	cr_assert_eq(memcmp(&a, &keep, sizeof(a)), 0);
+	cr_assert_eq(pw_net_listener_addr(l, NULL), -EINVAL);
+
+	char text[PW_NET_ADDR_STRLEN], before[PW_NET_ADDR_STRLEN];
+	const sa_family_t bad[] = { AF_UNSPEC, AF_PACKET, AF_NETLINK };
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct pw_net_addr b;
+		memset(&b, 0, sizeof(b));
+		b.u.sa.sa_family = bad[i];
+		b.len = sizeof(b.u.sa);
+		memset(text, 'z', sizeof(text));
+		memcpy(before, text, sizeof(text));
+		cr_assert_eq(pw_net_addr_format(&b, text, sizeof(text)),
+			     -EINVAL, "family %d", bad[i]);
+		cr_assert_eq(memcmp(text, before, sizeof(text)), 0,
+			     "family %d: the buffer was written", bad[i]);
+	}
+	cr_assert_eq(pw_net_addr_format(&keep, NULL, 10), -EINVAL);
+
+	/* The listener still serves, at the port it reports. */
+	cr_assert_eq(pw_net_listener_addr(l, &a), 0);
+	cr_assert_neq(ntohs(a.u.in4.sin_port), 0);
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0);
+	static struct pw_accept acc;
+	pw_accept_init(&acc, l, 0);
+	int64_t sfd = pw_test_block_on(rt, accept_one_poll, &acc);
+	cr_assert_geq(sfd, 0, "accept: %lld", (long long)sfd);
+	cr_assert_eq(send(cfd, "ok", 2, 0), 2);
+	char b2[2];
+	cr_assert_eq(recv((int)sfd, b2, 2, MSG_WAITALL), 2);
+	cr_assert_eq(memcmp(b2, "ok", 2), 0);
+	close((int)sfd);
+	close(cfd);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/* Each shard's task takes one buffer from its own ring and keeps it. */
+static struct pw_net_buf lent[2];
+static _Atomic int lent_ready, cross_done;
+
+struct lend {
+	int fd, shard;
+	int32_t res;
+	struct pw_recv rx;
+};
+
+static enum pw_poll lend_poll(struct pw_cx *cx, void *state)
+{
+	struct lend *t = state;
+
+	cr_assert_eq(pw_shard_id(), t->shard);
+	if (pw_recv_poll(cx, &t->rx, PW_TIME_NEVER, &lent[t->shard], &t->res) ==
+	    PW_PENDING)
+		return PW_PENDING;
+	cr_assert_eq(t->res, 1);
+	pw_recv_cancel(&t->rx);
+	atomic_fetch_add(&lent_ready, 1);
+	return pw_ready(cx, 0);
+}
+
+/* On shard @state: the other shard's buffer is refused, its own taken. */
+static enum pw_poll cross_release_poll(struct pw_cx *cx, void *state)
+{
+	int me = *(int *)state, other = !me;
+	struct pw_net_stats st;
+	struct pw_net_buf theirs = lent[other];
+
+	cr_assert_eq(pw_shard_id(), me);
+	cr_assert_eq(pw_net_buf_release(&lent[other]), -EINVAL);
+	cr_assert_eq(memcmp(&lent[other], &theirs, sizeof(theirs)), 0,
+		     "the refused buffer was changed");
+	cr_assert_eq(pw_net_stats(&st), 0);
+	cr_assert_eq(st.bufs_borrowed, 1, "shard %d lends its own only", me);
+	cr_assert_eq(pw_net_buf_release(&lent[me]), 0);
+	cr_assert_eq(pw_net_stats(&st), 0);
+	cr_assert_eq(st.bufs_borrowed, 0);
+	atomic_fetch_add(&cross_done, 1);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * pw_net_buf_release() of a buffer another shard lent (same index in
+ * each shard's ring) is refused with -EINVAL and changes nothing on
+ * either shard; each shard then takes its own back.
+ */
+Test(net, buf_release_refuses_another_shards_buffer)
+{
+	PW_TEST_SHARD_ONLY();
+	pw_test_time_limit(30);
+	int fds0 = pw_test_open_fds();
+	int sv[2][2];
+	struct pw_runtime *rt = pw_test_runtime(2);
+	atomic_store(&lent_ready, 0);
+	atomic_store(&cross_done, 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					sv[i]),
+			     0);
+		cr_assert_eq(write(sv[i][1], i ? "b" : "a", 1), 1);
+		struct lend t = { .fd = sv[i][0], .shard = i };
+		pw_recv_init(&t.rx, t.fd);
+		cr_assert_eq(pw_runtime_spawn(rt, (unsigned)i, lend_poll, &t,
+					      sizeof(t), NULL),
+			     0);
+	}
+	PW_TEST_WAIT_UNTIL(atomic_load(&lent_ready) == 2, PW_TEST_WAIT_SECS,
+			   "%d of 2 shards lent a buffer",
+			   atomic_load(&lent_ready));
+	cr_assert_eq(lent[0].bid, lent[1].bid, "the same index in both rings");
+	cr_assert_neq(lent[0].data, lent[1].data);
+	cr_assert_eq(*(char *)lent[0].data, 'a');
+	cr_assert_eq(*(char *)lent[1].data, 'b');
+	for (int i = 1; i >= 0; i--) {
+		cr_assert_eq(pw_runtime_spawn(rt, (unsigned)i,
+					      cross_release_poll, &i, sizeof(i),
+					      NULL),
+			     0);
+		PW_TEST_WAIT_UNTIL(atomic_load(&cross_done) == 2 - i,
+				   PW_TEST_WAIT_SECS,
+				   "shard %d did not release", i);
+	}
+	for (int i = 0; i < 2; i++)
+		pw_test_wait_live(rt, (unsigned)i, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	for (int i = 0; i < 2; i++) {
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
 }
