@@ -9,6 +9,8 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <sys/resource.h>
@@ -134,29 +136,47 @@ static inline int pw_test_listening(const struct pw_net_addr *a)
 	return found;
 }
 
+/* True once the listener @lfd's accept queue is full, so that the
+ * kernel drops new SYNs to it (for a listener, TCP_INFO's unacked is the
+ * queue's length and sacked its limit; full means longer than that). */
+static inline bool pw_test_accept_queue_full(int lfd)
+{
+	struct tcp_info ti;
+	socklen_t len = sizeof(ti);
+
+	cr_assert_eq(getsockopt(lfd, IPPROTO_TCP, TCP_INFO, &ti, &len), 0);
+	return ti.tcpi_unacked > ti.tcpi_sacked;
+}
+
 /*
  * A listener on *@a with backlog 0 whose accept queue is full drops SYNs,
  * so a connect to it hangs. Returns the listener; the connections that
  * fill its queue go to @fill (room for 16), their number to *@nfill.
+ * Each connect is followed by a wait for the event that decides: the
+ * connect completes (the queue had room) or the listener reports its
+ * queue full.
  */
 static inline int pw_test_blackhole(struct pw_net_addr *a, int *fill,
 				    int *nfill)
 {
 	int lfd = pw_test_listen_any(a, 0);
 	*nfill = 0;
-	for (; *nfill < 16; (*nfill)++) {
+	while (!pw_test_accept_queue_full(lfd)) {
+		cr_assert_lt(*nfill, 16, "the backlog never filled");
 		int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-		fill[*nfill] = fd;
+		cr_assert_geq(fd, 0);
+		fill[(*nfill)++] = fd;
 		if (connect(fd, &a->u.sa, a->len) == 0)
 			continue;
 		cr_assert_eq(errno, EINPROGRESS);
 		struct pollfd pf = { fd, POLLOUT, 0 };
-		if (poll(&pf, 1, 200) == 0) {
-			(*nfill)++;
-			break;
-		}
+		PW_TEST_WAIT_UNTIL(poll(&pf, 1, 0) == 1 ||
+					   pw_test_accept_queue_full(lfd),
+				   PW_TEST_WAIT_SECS,
+				   "connect %d neither completed nor filled "
+				   "the accept queue",
+				   *nfill);
 	}
-	cr_assert_lt(*nfill, 16, "the backlog never filled");
 	return lfd;
 }
 
