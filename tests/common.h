@@ -188,13 +188,13 @@ static inline bool pw_test_wait_step(uint64_t deadline_ns)
  * that has no file descriptor to wait on; where there is one (a pipe, an
  * eventfd, a child's output), wait on it with poll() instead.
  */
-#define PW_TEST_WAIT_UNTIL(cond, secs, ...)                                \
-	do {                                                               \
-		uint64_t pw_test_dl_ =                                     \
-			pw_test_now_ns() + (uint64_t)(secs)*1000000000ull; \
-		while (!(cond))                                            \
-			if (!pw_test_wait_step(pw_test_dl_))               \
-				cr_assert_fail(__VA_ARGS__);               \
+#define PW_TEST_WAIT_UNTIL(cond, secs, ...)                                   \
+	do {                                                                  \
+		uint64_t pw_test_dl_ =                                        \
+			pw_test_now_ns() + (uint64_t)(secs) * 1000000000ull;  \
+		while (!(cond))                                               \
+			if (!pw_test_wait_step(pw_test_dl_))                  \
+				cr_assert_fail(__VA_ARGS__);                  \
 	} while (0)
 
 /*
@@ -209,9 +209,9 @@ pw_test_wait_live(struct pw_runtime *rt, unsigned shard, uint64_t live)
 
 	PW_TEST_WAIT_UNTIL(
 		pw_runtime_stats(rt, shard, &st) == 0 && st.live_tasks == live,
-		PW_TEST_WAIT_SECS, "shard %u: %llu live tasks, %llu expected",
-		shard, (unsigned long long)st.live_tasks,
-		(unsigned long long)live);
+		PW_TEST_WAIT_SECS,
+		"shard %u: %llu live tasks, %llu expected", shard,
+		(unsigned long long)st.live_tasks, (unsigned long long)live);
 	return st;
 }
 
