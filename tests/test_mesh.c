@@ -150,9 +150,10 @@ Test(mesh, exactly_once_in_order_with_full_rings)
 	/* Counters are published once per turn, the last one in the turn
 	 * that ran the last message. */
 	uint64_t recv = 0;
-	PW_TEST_WAIT_UNTIL((recv = STATS_SUM(rt, NS, mesh_received)) == total,
+	PW_TEST_WAIT_UNTIL((recv = STATS_SUM(rt, NS, mesh_received)) >= total,
 			   PW_TEST_WAIT_SECS, "%llu of %llu messages counted",
 			   (unsigned long long)recv, (unsigned long long)total);
+	cr_assert_eq(recv, total);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(atomic_load(&misordered), 0);
 	for (unsigned d = 0; d < NS; d++)
@@ -393,7 +394,7 @@ Test(mesh, cross_shard_wakes_reach_sleeping_shards)
 			   "%d of %d woken tasks finished",
 			   atomic_load(&finished), PARKERS);
 	uint64_t n = 0;
-	PW_TEST_WAIT_UNTIL((n = STATS_SUM(rt, 2, remote_wakes)) == PARKERS,
+	PW_TEST_WAIT_UNTIL((n = STATS_SUM(rt, 2, remote_wakes)) >= PARKERS,
 			   PW_TEST_WAIT_SECS, "%llu remote wakes counted",
 			   (unsigned long long)n);
 	struct pw_shard_stats st;
@@ -677,36 +678,39 @@ Test(mesh, every_shard_wakes_every_other_shard)
 					      &w, sizeof(w), NULL),
 			     0);
 	}
-	for (int i = 0; i < 30000; i++) {
-		if (atomic_load(&sym_done[0]) == SYM_K &&
-		    atomic_load(&sym_done[1]) == SYM_K)
-			break;
-		usleep(1000);
-	}
-	for (int sh = 0; sh < NS; sh++)
-		cr_assert_eq(atomic_load(&sym_done[sh]), SYM_K, "shard %d", sh);
+	PW_TEST_WAIT_UNTIL(atomic_load(&sym_done[0]) == SYM_K &&
+				   atomic_load(&sym_done[1]) == SYM_K,
+			   PW_TEST_WAIT_SECS,
+			   "finished: %d on shard 0, %d on 1",
+			   atomic_load(&sym_done[0]),
+			   atomic_load(&sym_done[1]));
+	/* Counted in the turn that ran the wake, published at its end. */
 	uint64_t wakes = 0;
-	for (unsigned sh = 0; sh < NS; sh++) {
-		struct pw_shard_stats st;
-		pw_runtime_stats(rt, sh, &st);
-		wakes += st.remote_wakes;
-	}
+	PW_TEST_WAIT_UNTIL((wakes = STATS_SUM(rt, NS, remote_wakes)) >=
+				   (uint64_t)NS * SYM_K * SYM_ROUNDS,
+			   PW_TEST_WAIT_SECS, "%llu remote wakes counted",
+			   (unsigned long long)wakes);
 	cr_assert_eq(wakes, (uint64_t)NS * SYM_K * SYM_ROUNDS);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
-/* ---- real clock: a flooded shard's timers stay on time ---------------- */
+/* ---- real clock: a flooded shard's timers fire ------------------------ */
 
 static _Atomic int rt_flooding;
 
+/* Floods shard 0 while rt_flooding holds, at most FLOOD_BACKLOG
+ * messages ahead of what shard 0 handled. */
 static enum pw_poll rt_flooder_poll(struct pw_cx *cx, void *state)
 {
+	uint64_t sent = atomic_load(&flood_sent);
 	(void)state;
 	if (!atomic_load(&rt_flooding))
 		return pw_ready(cx, 0);
-	for (int i = 0; i < 2048; i++)
-		if (pw_submit_to(0, flood_handler, NULL) < 0)
-			break;
+	for (int i = 0;
+	     i < 2048 && sent - atomic_load(&flood_got) < FLOOD_BACKLOG;
+	     i++, sent++)
+		cr_assert_eq(pw_submit_to(0, flood_handler, NULL), 0);
+	atomic_store(&flood_sent, sent);
 	return pw_yield(cx);
 }
 
@@ -738,37 +742,28 @@ static enum pw_poll late_poll(struct pw_cx *cx, void *state)
 	}
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return (x > y) - (x < y);
-}
-
+/* 50 sleeps of 2 ms one after another on a shard flooded through a full
+ * ring (real clock): every one fires, none before its deadline, and every
+ * flood message is still handled exactly once. How late they fire is a
+ * measurement: bench_mesh_checks.c, bm_flooded_shard_timer_lateness. */
 Test(mesh, flooded_shard_timers_stay_on_time_real_clock)
 {
-	pw_test_time_limit(60);
 	struct pw_runtime *rt = mesh_runtime(2, 64, 0);
 	atomic_store(&rt_flooding, 1);
 	cr_assert_eq(pw_runtime_spawn(rt, 1, rt_flooder_poll, NULL, 0, NULL),
 		     0);
-	usleep(10000); /* the flood is on */
+	PW_TEST_WAIT_UNTIL(atomic_load(&flood_got) > 0, PW_TEST_WAIT_SECS,
+			   "the flood never reached shard 0");
 	static struct late l;
 	cr_assert_eq(pw_test_block_on(rt, late_poll, &l), 0);
-	/* 50 sleeps of 2 ms under a continuous flood: each turn takes at
-	 * most 256 messages per ring, so the timers are not starved. A
-	 * starved shard makes every sleep late; a shared machine may stall
-	 * the thread now and then, so a few late ones are allowed, and the
-	 * median must stay under 20 ms. */
-	int late = 0;
+	cr_assert_eq(l.n, LATE_N);
 	for (int i = 0; i < LATE_N; i++)
-		late += l.lateness[i] >= (int64_t)(100 * MS);
-	qsort(l.lateness, LATE_N, sizeof(l.lateness[0]), cmp_i64);
-	cr_assert_lt(l.lateness[LATE_N / 2], (int64_t)(20 * MS),
-		     "median lateness %lld ns",
-		     (long long)l.lateness[LATE_N / 2]);
-	cr_assert_leq(late, 5, "%d of %d sleeps at least 100 ms late", late,
-		      LATE_N);
-	cr_assert_gt(atomic_load(&flood_got), 0);
+		cr_assert_geq(l.lateness[i], 0, "sleep %d fired %lld ns early",
+			      i, (long long)-l.lateness[i]);
+	/* The flooder sees rt_flooding cleared on its next poll and stops. */
+	PW_TEST_WAIT_UNTIL(STATS_SUM(rt, 2, live_tasks) == 0, PW_TEST_WAIT_SECS,
+			   "the flooder never stopped");
+	wait_for(&flood_got, atomic_load(&flood_sent));
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -782,13 +777,14 @@ static enum pw_poll one_poll(struct pw_cx *cx, void *state)
 
 /* 200 calls one after another from the caller's shard to the other one
  * (shard 0 to shard 1, unless stealing mode moved the caller); counts
- * what the two shards did meanwhile. */
+ * what the two shards did meanwhile, and for how long (CLOCK_MONOTONIC). */
 struct pinger {
 	struct pw_runtime *rt;
 	int left;
 	bool sent;
 	int64_t sum;
 	struct pw_call call;
+	uint64_t t0, t1;
 	struct pw_shard_stats before[2], after[2];
 };
 
@@ -797,10 +793,12 @@ static enum pw_poll pinger_poll(struct pw_cx *cx, void *state)
 	struct pinger *p = state;
 	int64_t v;
 
-	if (p->left == 200 && !p->sent)
+	if (p->left == 200 && !p->sent) {
+		p->t0 = pw_test_now_ns();
 		for (unsigned i = 0; i < 2; i++)
 			cr_assert_eq(pw_runtime_stats(p->rt, i, &p->before[i]),
 				     0);
+	}
 	for (;;) {
 		if (p->sent) {
 			if (pw_call_poll(cx, &p->call, &v) == PW_PENDING)
@@ -815,8 +813,6 @@ static enum pw_poll pinger_poll(struct pw_cx *cx, void *state)
 			     NULL, 0, NULL);
 		p->sent = true;
 	}
-	for (unsigned i = 0; i < 2; i++)
-		cr_assert_eq(pw_runtime_stats(p->rt, i, &p->after[i]), 0);
 	return pw_ready(cx, p->sum);
 }
 
@@ -832,30 +828,40 @@ static void ping_200(uint64_t idle_poll_ns, struct pinger *p)
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
 	*p = (struct pinger){ .rt = rt, .left = 200 };
 	cr_assert_eq(pw_test_block_on(rt, pinger_poll, p), 200);
+	/* Current for the caller's shard as of the root task's end; the
+	 * other shard's may lag, never run ahead of t1. */
+	for (unsigned i = 0; i < 2; i++)
+		cr_assert_eq(pw_runtime_stats(rt, i, &p->after[i]), 0);
+	p->t1 = pw_test_now_ns();
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
 #define DELTA(p, i, f) ((p)->after[i].f - (p)->before[i].f)
 
+/*
+ * With a 1 s idle poll every call is answered, and a shard waits in the
+ * kernel (or is roused from such a wait) only after polling 1 s for work
+ * in vain: at most once per second of the run, plus the wait under way
+ * when it began and one not yet published then. (That it takes none at
+ * all on an unloaded machine is measured by bench_mesh_checks.c,
+ * bm_idle_poll_call_kernel_waits.) Without idle poll the caller sleeps
+ * while it waits for the answers.
+ */
 Test(mesh, idle_poll_answers_calls_without_sleeping_or_rousing)
 {
 	struct pinger p;
 
-	/* Polling for up to 1 s: neither shard sleeps between the calls, so
-	 * neither has to rouse the other. A shared machine may keep a shard
-	 * off the CPU for longer than that now and then: up to three tries,
-	 * the last one asserted. */
-	for (int try = 0; try < 3; try++) {
-		ping_200(PW_IDLE_POLL_MAX_NS, &p);
-		if (!DELTA(&p, 0, kernel_waits) &&
-		    !DELTA(&p, 1, kernel_waits) && !DELTA(&p, 0, msg_rings) &&
-		    !DELTA(&p, 1, msg_rings))
-			break;
-	}
+	ping_200(PW_IDLE_POLL_MAX_NS, &p);
+	uint64_t bound = 2 + (p.t1 - p.t0) / PW_IDLE_POLL_MAX_NS;
 	for (unsigned i = 0; i < 2; i++) {
-		cr_assert_eq(DELTA(&p, i, kernel_waits), 0, "shard %u slept",
-			     i);
-		cr_assert_eq(DELTA(&p, i, msg_rings), 0, "shard %u roused", i);
+		cr_assert_leq(DELTA(&p, i, kernel_waits), bound,
+			      "shard %u slept %llu times in %llu ns", i,
+			      (unsigned long long)DELTA(&p, i, kernel_waits),
+			      (unsigned long long)(p.t1 - p.t0));
+		cr_assert_leq(DELTA(&p, i, msg_rings), bound,
+			      "shard %u roused the other %llu times in %llu ns",
+			      i, (unsigned long long)DELTA(&p, i, msg_rings),
+			      (unsigned long long)(p.t1 - p.t0));
 	}
 	/* Without it the caller sleeps while it waits for an answer (on
 	 * whichever shard it ran). */
@@ -871,6 +877,10 @@ static enum pw_poll sleeper_poll(struct pw_cx *cx, void *state)
 	return pw_sleep_poll(cx, sl);
 }
 
+/* A 5 ms sleep on a shard that would poll for 1 s when idle: the poll
+ * gives way to the timer, which fires, and not before its deadline. (That
+ * it fires after 5 ms, not 1 s, is measured by bench_mesh_checks.c,
+ * bm_idle_poll_timer.) */
 Test(mesh, idle_poll_ends_at_the_next_timer)
 {
 	struct pw_config cfg;
@@ -881,20 +891,15 @@ Test(mesh, idle_poll_ends_at_the_next_timer)
 	cfg.shards = 1;
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
-	/* A 5 ms sleep on a shard that would poll for 1 s: the poll stops at
-	 * the timer, which fires long before the poll would have ended.
-	 * Up to three tries, the last asserted: a loaded machine may hold
-	 * the thread up for half a second once, the fault would every time. */
-	uint64_t took = 0;
-	for (int try = 0; try < 3 && (!try || took >= 500 * MS); try++) {
-		pw_sleep_init(&sl, 5 * MS);
-		uint64_t t0 = pw_test_now_ns();
-		pw_test_block_on(rt, sleeper_poll, &sl);
-		took = pw_test_now_ns() - t0;
-		cr_assert_geq(took, 5 * MS);
-	}
-	cr_assert_lt(took, 500 * MS, "the 5 ms sleep took %llu ns",
-		     (unsigned long long)took);
+	pw_sleep_init(&sl, 5 * MS);
+	uint64_t t0 = pw_test_now_ns();
+	cr_assert_eq(pw_test_block_on(rt, sleeper_poll, &sl), 0);
+	uint64_t took = pw_test_now_ns() - t0;
+	cr_assert_geq(took, 5 * MS, "the 5 ms sleep took %llu ns",
+		      (unsigned long long)took);
+	struct pw_shard_stats st;
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
+	cr_assert_eq(st.timers_fired, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -917,27 +922,51 @@ static enum pw_poll hours_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, pw_time_now());
 }
 
+struct hours_run {
+	struct pw_runtime *rt;
+	struct hours h;
+	int err;
+	int64_t end;
+	_Atomic bool done;
+};
+
+/* The clock moves only while some thread waits in pw_block_on(): this
+ * one, so that the test's own thread can bound the wait. */
+static void *hours_thread(void *arg)
+{
+	struct hours_run *r = arg;
+
+	r->err = pw_block_on(r->rt, hours_poll, &r->h, &r->end);
+	/* release: the results above; pairs with the test's acquire. */
+	atomic_store_explicit(&r->done, true, memory_order_release);
+	return NULL;
+}
+
+/* Under the paused clock a shard does not idle-poll: the clock jumps from
+ * hour to hour as soon as both shards sleep. A poll there would measure
+ * the virtual deadline against the real clock and spin until the real
+ * clock reached it: the five hours would never end within the wait. */
 Test(mesh, idle_poll_does_not_hold_the_paused_clock)
 {
 	struct pw_config cfg;
-	struct pw_runtime *rt;
-	static struct hours h;
+	static struct hours_run r;
+	pthread_t th;
 
 	pw_config_init(&cfg);
 	cfg.shards = 2;
 	cfg.flags = PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_OVERSUBSCRIBE;
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
-	/* The paused clock jumps only once every shard sleeps: a 1 s idle
-	 * poll before each jump would make this take over 5 s. */
-	pw_sleep_init(&h.sl, 3600 * PW_NSEC_PER_SEC);
-	uint64_t t0 = pw_test_now_ns();
-	cr_assert_eq(pw_test_block_on(rt, hours_poll, &h),
-		     5 * 3600 * PW_NSEC_PER_SEC);
-	uint64_t took = pw_test_now_ns() - t0;
-	cr_assert_lt(took, 2500 * MS, "five jumps took %llu ns",
-		     (unsigned long long)took);
-	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_runtime_create(&r.rt, &cfg), 0);
+	pw_sleep_init(&r.h.sl, 3600 * PW_NSEC_PER_SEC);
+	cr_assert_eq(pthread_create(&th, NULL, hours_thread, &r), 0);
+	PW_TEST_WAIT_UNTIL(
+		atomic_load_explicit(&r.done, memory_order_acquire),
+		PW_TEST_WAIT_SECS,
+		"five one-hour sleeps did not end: the clock is held");
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(r.err, 0);
+	cr_assert_eq(r.end, (int64_t)(5 * 3600 * PW_NSEC_PER_SEC));
+	cr_assert_eq(pw_runtime_destroy(r.rt), 0);
 }
 
 Test(mesh, idle_poll_out_of_range_is_refused)
