@@ -595,6 +595,241 @@ Test(mesh, bad_input_and_calls_after_shutdown)
 	cr_assert_eq(atomic_load(&late_err), -ESHUTDOWN);
 }
 
+/* ---- the call contract ------------------------------------------------ */
+
+/* A call target that records that it ran: its state points to its id;
+ * it returns 100 + id. Each call runs once: ran[] counts, order[] lists. */
+static _Atomic int ran[4], order_n;
+static _Atomic int order[8];
+
+static enum pw_poll mark_poll(struct pw_cx *cx, void *state)
+{
+	int id = *(const int *)state;
+
+	atomic_fetch_add(&ran[id], 1);
+	atomic_store(&order[atomic_fetch_add(&order_n, 1) % 8], id);
+	return pw_ready(cx, 100 + id);
+}
+
+static const int ids[4] = { 0, 1, 2, 3 };
+
+/* With max_calls 1: A is sent, B and C wait. */
+struct canceller {
+	int step;
+	int64_t res[3];
+	struct pw_call a, b, c;
+};
+
+static enum pw_poll canceller_poll(struct pw_cx *cx, void *state)
+{
+	struct canceller *k = state;
+
+	switch (k->step) {
+	case 0:
+		pw_call_init(&k->a, 1, mark_poll, &ids[0], 0, NULL);
+		pw_call_init(&k->b, 1, mark_poll, &ids[1], 0, NULL);
+		pw_call_init(&k->c, 1, mark_poll, &ids[2], 0, NULL);
+		cr_assert_eq(pw_call_poll(cx, &k->a, &k->res[0]), PW_PENDING);
+		cr_assert_eq(pw_call_poll(cx, &k->b, &k->res[1]), PW_PENDING);
+		cr_assert_eq(pw_call_poll(cx, &k->c, &k->res[2]), PW_PENDING);
+		cr_assert_eq(k->a.state, PW_CALL_SENT);
+		cr_assert_eq(k->b.state, PW_CALL_WAITING);
+		cr_assert_eq(k->c.state, PW_CALL_WAITING);
+		/* Withdrawn once; then it is not waiting any more. */
+		cr_assert_eq(pw_call_cancel(&k->b), 0);
+		cr_assert_eq(k->b.state, PW_CALL_IDLE);
+		cr_assert_eq(pw_call_cancel(&k->b), -EALREADY);
+		/* A sent call runs to completion. */
+		cr_assert_eq(pw_call_cancel(&k->a), -EALREADY);
+		k->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_call_poll(cx, &k->a, &k->res[0]) == PW_PENDING)
+			return PW_PENDING;
+		k->step = 2;
+		/* fall through */
+	case 2:
+		/* C took the slot A freed; B is not in the queue. */
+		if (pw_call_poll(cx, &k->c, &k->res[2]) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(pw_call_cancel(&k->c), -EALREADY, "done already");
+		k->step = 3;
+		/* fall through */
+	default:
+		/* The withdrawn call is idle again: it can be sent anew. */
+		if (pw_call_poll(cx, &k->b, &k->res[1]) == PW_PENDING)
+			return PW_PENDING;
+		return pw_ready(cx, 0);
+	}
+}
+
+/* pw_call_cancel() withdraws a call that waits for a slot (0, once: then
+ * -EALREADY), refuses one sent or done (-EALREADY); the withdrawn call
+ * never runs unless polled again, the queue moves on to the next one, and
+ * the caller's memory is not held. */
+Test(mesh, call_cancel_withdraws_a_waiting_call)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	pw_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.max_calls = 1;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	static struct canceller k;
+	cr_assert_eq(pw_test_block_on(rt, canceller_poll, &k), 0);
+	cr_assert_eq(k.res[0], 100);
+	cr_assert_eq(k.res[1], 101);
+	cr_assert_eq(k.res[2], 102);
+	/* Each ran once, the withdrawn one last. */
+	cr_assert_eq(atomic_load(&order_n), 3);
+	cr_assert_eq(atomic_load(&order[0]), 0);
+	cr_assert_eq(atomic_load(&order[1]), 2);
+	cr_assert_eq(atomic_load(&order[2]), 1);
+	for (int i = 0; i < 3; i++)
+		cr_assert_eq(atomic_load(&ran[i]), 1, "call %d", i);
+	pw_test_wait_live(rt, 0, 0);
+	pw_test_wait_live(rt, 1, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A call target that stays pending until the gate opens; the test's
+ * thread opens it through the published waker. */
+static struct pw_waker gate_waker;
+static _Atomic int gate_parked, gate_open, gate_done, gate_drops;
+
+static enum pw_poll gate_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	if (!atomic_load(&gate_open)) {
+		if (!atomic_load(&gate_parked)) {
+			struct pw_waker me = pw_cx_waker(cx);
+			cr_assert_eq(pw_waker_clone(&gate_waker, &me), 0);
+			/* seq_cst: publishes the waker to the test thread;
+			 * pairs with its load of gate_parked. */
+			atomic_store(&gate_parked, 1);
+		}
+		return PW_PENDING;
+	}
+	atomic_store(&gate_done, 1);
+	return pw_ready(cx, 5);
+}
+
+static void gate_drop(void *state)
+{
+	(void)state;
+	atomic_fetch_add(&gate_drops, 1);
+}
+
+/* The task aborted: one call sent (to the gate), one waiting. */
+struct doomed {
+	struct pw_call sent, waiting;
+};
+
+static _Atomic int doomed_drops, cancel_sent, cancel_waiting;
+
+static enum pw_poll doomed_poll(struct pw_cx *cx, void *state)
+{
+	struct doomed *d = state;
+	int64_t v;
+
+	pw_call_init(&d->sent, 1, gate_poll, NULL, 0, gate_drop);
+	pw_call_init(&d->waiting, 1, mark_poll, &ids[3], 0, NULL);
+	cr_assert_eq(pw_call_poll(cx, &d->sent, &v), PW_PENDING);
+	cr_assert_eq(pw_call_poll(cx, &d->waiting, &v), PW_PENDING);
+	cr_assert_eq(d->waiting.state, PW_CALL_WAITING);
+	return PW_PENDING; /* woken by nothing but the abort */
+}
+
+static void doomed_drop(void *state)
+{
+	struct doomed *d = state;
+
+	atomic_fetch_add(&doomed_drops, 1);
+	atomic_store(&cancel_waiting, pw_call_cancel(&d->waiting));
+	atomic_store(&cancel_sent, pw_call_cancel(&d->sent));
+}
+
+struct aborter {
+	int step;
+	struct pw_join j;
+};
+
+static enum pw_poll aborter_poll(struct pw_cx *cx, void *state)
+{
+	struct aborter *a = state;
+	int64_t v;
+
+	if (a->step == 0) {
+		cr_assert_eq(pw_spawn(&a->j, doomed_poll, &(struct doomed){ 0 },
+				      sizeof(struct doomed), doomed_drop),
+			     0);
+		a->step = 1;
+		return pw_yield(cx); /* the doomed task runs first */
+	}
+	if (a->step == 1) {
+		cr_assert_eq(pw_join_abort(&a->j), 0);
+		a->step = 2;
+	}
+	if (pw_join_poll(cx, &a->j, &v) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, v);
+}
+
+static enum pw_poll one_call_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_call *c = state;
+	int64_t v;
+
+	if (c->state == PW_CALL_IDLE && !c->fn)
+		pw_call_init(c, 1, mark_poll, &ids[2], 0, NULL);
+	if (pw_call_poll(cx, c, &v) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, v);
+}
+
+/* A caller aborted with one call sent and one waiting: its drop hook
+ * withdraws the waiting one (0), which never runs; the sent one
+ * (-EALREADY) runs to completion once, its reply is dropped, the caller's
+ * memory is freed then, and the runtime answers the next call. */
+Test(mesh, call_cancel_from_a_drop_hook)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	pw_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.max_calls = 1;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	static struct aborter a;
+	cr_assert_eq(pw_test_block_on(rt, aborter_poll, &a), -ECANCELED);
+	cr_assert_eq(atomic_load(&doomed_drops), 1);
+	cr_assert_eq(atomic_load(&cancel_waiting), 0);
+	cr_assert_eq(atomic_load(&cancel_sent), -EALREADY);
+	PW_TEST_WAIT_UNTIL(atomic_load(&gate_parked), PW_TEST_WAIT_SECS,
+			   "the sent call never started");
+	/* The aborted caller's memory waits for the sent call's reply:
+	 * two tasks live, it and the call's task on shard 1. */
+	uint64_t live = 0;
+	PW_TEST_WAIT_UNTIL((live = STATS_SUM(rt, 2, live_tasks)) == 2,
+			   PW_TEST_WAIT_SECS,
+			   "%llu tasks live, not the caller and the call",
+			   (unsigned long long)live);
+	atomic_store(&gate_open, 1);
+	pw_waker_wake(&gate_waker);
+	PW_TEST_WAIT_UNTIL(atomic_load(&gate_done), PW_TEST_WAIT_SECS,
+			   "the sent call never finished");
+	pw_test_wait_live(rt, 0, 0);
+	pw_test_wait_live(rt, 1, 0);
+	/* The slot is free again: the next call is sent and answered. */
+	static struct pw_call next;
+	cr_assert_eq(pw_test_block_on(rt, one_call_poll, &next), 102);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(atomic_load(&ran[3]), 0, "the withdrawn call ran");
+	cr_assert_eq(atomic_load(&ran[2]), 1);
+	cr_assert_eq(atomic_load(&gate_drops), 1);
+}
+
 /* ---- every shard wakes every other shard's tasks ---------------------- */
 
 #define SYM_K	   32
