@@ -830,6 +830,168 @@ Test(mesh, call_cancel_from_a_drop_hook)
 	cr_assert_eq(atomic_load(&gate_drops), 1);
 }
 
+/* A call target that never finishes: counts its polls and drops. */
+static _Atomic int stuck_polls, stuck_drops, stuck_ran_late;
+
+static enum pw_poll stuck_poll(struct pw_cx *cx, void *state)
+{
+	(void)cx;
+	(void)state;
+	atomic_fetch_add(&stuck_polls, 1);
+	return PW_PENDING;
+}
+
+static void stuck_drop(void *state)
+{
+	(void)state;
+	atomic_fetch_add(&stuck_drops, 1);
+}
+
+static enum pw_poll late_target_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	atomic_fetch_add(&stuck_ran_late, 1);
+	return pw_ready(cx, 1);
+}
+
+/* On shard 1, calls to shard 0 while shard 0 stops: the call running
+ * there, then a call to its own shard, then one more to shard 0. */
+struct stop_caller {
+	int step;
+	int64_t res[3];
+	struct pw_call c;
+	_Atomic bool done;
+};
+
+static enum pw_poll stop_caller_poll(struct pw_cx *cx, void *state)
+{
+	struct stop_caller *k = state;
+
+	switch (k->step) {
+	case 0:
+		pw_call_init(&k->c, 0, stuck_poll, NULL, 0, stuck_drop);
+		k->step = 1;
+		/* fall through */
+	case 1:
+		if (pw_call_poll(cx, &k->c, &k->res[0]) == PW_PENDING)
+			return PW_PENDING;
+		pw_call_init(&k->c, 1, mark_poll, &ids[1], 0, NULL);
+		k->step = 2;
+		/* fall through */
+	case 2:
+		if (pw_call_poll(cx, &k->c, &k->res[1]) == PW_PENDING)
+			return PW_PENDING;
+		pw_call_init(&k->c, 0, late_target_poll, NULL, 0, NULL);
+		k->step = 3;
+		/* fall through */
+	default:
+		if (pw_call_poll(cx, &k->c, &k->res[2]) == PW_PENDING)
+			return PW_PENDING;
+		/* release: res[]; pairs with the test's acquire. */
+		atomic_store_explicit(&k->done, true, memory_order_release);
+		return pw_ready(cx, 0);
+	}
+}
+
+static struct stop_caller stopper;
+
+static enum pw_poll start_stop_caller(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	/* Placed by the program: it stays on shard 1 in both modes. */
+	cr_assert_eq(pw_spawn_on(1, stop_caller_poll, &stopper, 0, NULL), 0);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * pw_runtime_destroy() stops shard 0 first, the others after it; here the
+ * test holds the runtime in between, with shard 0 stopping and shard 1
+ * running, by raising shard 0's stop flag alone. A call running on shard
+ * 0 is dropped there (its drop hook runs once, it is not polled again):
+ * the caller gets -ECANCELED. A call to its own shard is still answered.
+ * A call to the stopping shard is refused, -ESHUTDOWN, and never runs.
+ * Then the runtime stops cleanly (LeakSanitizer: nothing left behind).
+ */
+Test(mesh, calls_to_a_stopping_shard_are_cancelled_or_refused)
+{
+	struct pw_runtime *rt = mesh_runtime(2, 0, 0);
+	cr_assert_eq(pw_test_block_on(rt, start_stop_caller, NULL), 0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&stuck_polls) == 1, PW_TEST_WAIT_SECS,
+			   "the call never started on shard 0");
+	/* seq_cst store, then a rouse: as pw_runtime_destroy() does. */
+	atomic_store(&rt->shards[0]->stop, true);
+	pw__shard_rouse(rt->shards[0]);
+	PW_TEST_WAIT_UNTIL(
+		atomic_load_explicit(&stopper.done, memory_order_acquire),
+		PW_TEST_WAIT_SECS, "the caller on shard 1 never finished");
+	cr_assert_eq(stopper.res[0], -ECANCELED);
+	cr_assert_eq(stopper.res[1], 101);
+	cr_assert_eq(stopper.res[2], -ESHUTDOWN);
+	cr_assert_eq(atomic_load(&stuck_polls), 1, "polled after the drop");
+	cr_assert_eq(atomic_load(&stuck_drops), 1);
+	cr_assert_eq(atomic_load(&stuck_ran_late), 0);
+	cr_assert_eq(atomic_load(&ran[1]), 1);
+	pw_test_wait_live(rt, 1, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A call whose state is PW_TASK_STATE_MAX bytes, the most a task may
+ * have: copied intact to the target. */
+static unsigned char big_state[PW_TASK_STATE_MAX];
+
+static enum pw_poll big_poll(struct pw_cx *cx, void *state)
+{
+	uint64_t h = pw_test_fnv(PW_TEST_FNV_INIT, state, sizeof(big_state));
+	return pw_ready(cx, (int64_t)(h >> 1));
+}
+
+struct sizes {
+	int step;
+	int64_t res[2];
+	struct pw_call c;
+};
+
+static enum pw_poll sizes_poll(struct pw_cx *cx, void *state)
+{
+	struct sizes *z = state;
+
+	if (z->step == 0) {
+		/* One byte too many: refused at once, nothing sent. */
+		pw_call_init(&z->c, 1, big_poll, big_state,
+			     PW_TASK_STATE_MAX + 1, NULL);
+		cr_assert_eq(pw_call_poll(cx, &z->c, &z->res[0]), PW_READY);
+		cr_assert_eq(z->c.state, PW_CALL_IDLE);
+		cr_assert_null(z->c.task, "the caller is not held");
+		pw_call_init(&z->c, 1, big_poll, big_state, PW_TASK_STATE_MAX,
+			     NULL);
+		z->step = 1;
+	}
+	if (pw_call_poll(cx, &z->c, &z->res[1]) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, 0);
+}
+
+/* A call's state may be as large as a task's (PW_TASK_STATE_MAX): it
+ * arrives intact; one byte more is -EINVAL at the first poll and nothing
+ * is sent. The runtime then serves the next call. */
+Test(mesh, call_state_size_limit)
+{
+	struct pw_runtime *rt = mesh_runtime(2, 0, 0);
+	for (size_t i = 0; i < sizeof(big_state); i++)
+		big_state[i] = (unsigned char)(i * 31 + 7);
+	uint64_t h =
+		pw_test_fnv(PW_TEST_FNV_INIT, big_state, sizeof(big_state));
+	static struct sizes z;
+	cr_assert_eq(pw_test_block_on(rt, sizes_poll, &z), 0);
+	cr_assert_eq(z.res[0], -EINVAL);
+	cr_assert_eq(z.res[1], (int64_t)(h >> 1), "result %lld",
+		     (long long)z.res[1]);
+	static struct pw_call next;
+	cr_assert_eq(pw_test_block_on(rt, one_call_poll, &next), 102);
+	pw_test_wait_live(rt, 1, 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 /* ---- every shard wakes every other shard's tasks ---------------------- */
 
 #define SYM_K	   32
