@@ -479,13 +479,13 @@ static enum pw_poll victim_poll(struct pw_cx *cx, void *state)
 
 /* A shard flooded through a full ring still runs its own task every turn:
  * between two polls of it the shard handles at most one batch
- * (mesh_batch) of the flood. Virtual time stands still while the flood
+ * (mesh_batch, 256) of the flood, though the ring holds 1024. Virtual time stands still while the flood
  * lasts, so the task's 5 ms sleep ends at exactly 5 ms. */
 Test(mesh, flooded_shard_keeps_its_tasks_and_timers)
 {
 	struct pw_config cfg;
 	pw_config_init(&cfg);
-	struct pw_runtime *rt = mesh_runtime(2, 64, PW_CONFIG_PAUSED_CLOCK);
+	struct pw_runtime *rt = mesh_runtime(2, 1024, PW_CONFIG_PAUSED_CLOCK);
 	atomic_store(&flooding, 1);
 	cr_assert_eq(pw_runtime_spawn(rt, 1, flooder_poll, NULL, 0, NULL), 0);
 	PW_TEST_WAIT_UNTIL(atomic_load(&flood_got) > 0, PW_TEST_WAIT_SECS,
