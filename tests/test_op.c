@@ -440,8 +440,8 @@ static enum pw_poll gather_poll(struct pw_cx *cx, void *state)
 	return left ? PW_PENDING : pw_ready(cx, 0);
 }
 
-/* The shard of @g asleep (or just about to be) in the kernel. */
-static bool gather_asleep(struct gather *g)
+/* The shard of @g waits in the kernel (or is just about to). */
+static bool shard_waits(struct gather *g)
 {
 	/* seq_cst: the flag the shard raises before its kernel wait. */
 	return atomic_load(&g->rt->shards[0]->asleep);
@@ -462,7 +462,7 @@ static void *gather_writer(void *arg)
 		       atomic_load_explicit(&g->got, memory_order_acquire) < i)
 			if (!pw_test_wait_step(dl))
 				return g->why = "a byte was never read", NULL;
-		while ((g->lockstep || i == 0) && !gather_asleep(g))
+		while ((g->lockstep || i == 0) && !shard_waits(g))
 			if (!pw_test_wait_step(dl))
 				return g->why = "the shard never slept", NULL;
 		/* Else the workload under test: a trickle of completions
