@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "shard_int.h"
 
 #define WAKERS 2
 
@@ -18,6 +19,10 @@ static _Atomic uint64_t produced;
 static uint64_t total;
 static _Atomic(struct pw__task *) published;
 static struct pw_waker shared_waker;
+static struct pw_runtime *inbox_rt;
+/* A waking thread's failure, or NULL; it then wakes the watcher, which
+ * ends so that the test reports it instead of waiting. */
+static _Atomic(const char *) waker_failed;
 
 struct watcher {
 	uint64_t seen, polls;
@@ -35,6 +40,8 @@ static enum pw_poll watcher_poll(struct pw_cx *cx, void *state)
 		atomic_store_explicit(&published, shared_waker.task,
 				      memory_order_release);
 	}
+	if (atomic_load(&waker_failed))
+		return pw_ready(cx, -1);
 	/* acquire: pairs with the release increments of the wakers, made
 	 * before each wake. */
 	w->seen = atomic_load_explicit(&produced, memory_order_acquire);
@@ -43,39 +50,67 @@ static enum pw_poll watcher_poll(struct pw_cx *cx, void *state)
 	return PW_PENDING;
 }
 
+/* Give up on @why: the watcher is woken to see it. */
+static void *waker_fail(struct pw_waker *w, const char *why)
+{
+	atomic_store(&waker_failed, why);
+	if (w->task)
+		pw_waker_wake_by_ref(w);
+	return NULL;
+}
+
 static void *waker_thread(void *arg)
 {
 	unsigned seed = (unsigned)(uintptr_t)arg;
-	struct pw_waker w;
+	struct pw_waker w = { NULL };
+	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * 1000000000ull;
+
 	/* acquire: pairs with the release store of the watcher. */
 	while (!(w.task = atomic_load_explicit(&published,
 					       memory_order_acquire)))
-		usleep(100);
+		if (!pw_test_wait_step(dl))
+			return waker_fail(&w, "the watcher never started");
 	for (uint64_t i = 0; i < total / WAKERS; i++) {
 		/* release: the watcher must see this count once woken. */
 		atomic_fetch_add_explicit(&produced, 1, memory_order_release);
 		pw_waker_wake_by_ref(&w);
-		/* Pause now and then so the shard goes to sleep. */
+		/* Now and then wait until the shard, out of work, sleeps
+		 * in the kernel, so that the next wake must rouse it. */
 		if ((rand_r(&seed) & 1023) == 0)
-			usleep(rand_r(&seed) % 200);
+			/* seq_cst: the flag the shard raises before its
+			 * kernel wait. */
+			while (!atomic_load(&inbox_rt->shards[0]->asleep))
+				if (!pw_test_wait_step(dl))
+					return waker_fail(
+						&w, "the shard never slept");
 	}
 	return NULL;
 }
 
+/* Two threads wake a shard's task a million times in all, now and then
+ * waiting for the shard to fall asleep first: the task sees every count
+ * (no wake lost), is polled at most once per wake, the sleeping shard is
+ * roused, and dropping the last waker frees the task. */
 Test(inbox, million_foreign_wakes_none_lost)
 {
 	pw_test_time_limit(120);
 	total = (uint64_t)(1000000 * pw_test_scale()) / WAKERS * WAKERS;
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pthread_t th[WAKERS];
+	inbox_rt = rt;
 	for (uintptr_t i = 0; i < WAKERS; i++)
-		pthread_create(&th[i], NULL, waker_thread, (void *)(i + 1));
+		cr_assert_eq(pthread_create(&th[i], NULL, waker_thread,
+					    (void *)(i + 1)),
+			     0);
 	struct watcher w = { 0 };
-	cr_assert_eq(pw_test_block_on(rt, watcher_poll, &w), (int64_t)total);
+	int64_t seen = pw_test_block_on(rt, watcher_poll, &w);
 	for (int i = 0; i < WAKERS; i++)
-		pthread_join(th[i], NULL);
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+	cr_assert_null(atomic_load(&waker_failed), "%s",
+		       atomic_load(&waker_failed));
+	cr_assert_eq(seen, (int64_t)total);
 	struct pw_shard_stats st;
-	pw_runtime_stats(rt, 0, &st);
+	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
 	cr_assert_leq(w.polls, total + 1, "polled more often than woken");
 	cr_assert_gt(st.kernel_waits, 0, "the shard never slept");
 	cr_assert_gt(st.wakeups_sent, 0, "no sleeping shard was roused");
@@ -122,18 +157,25 @@ Test(inbox, foreign_spawns_each_run_once)
 	struct spawner sp = { rt, n };
 	pthread_t th[2];
 	for (int i = 0; i < 2; i++)
-		pthread_create(&th[i], NULL, spawn_thread, &sp);
+		cr_assert_eq(pthread_create(&th[i], NULL, spawn_thread, &sp),
+			     0);
 	for (int i = 0; i < 2; i++)
-		pthread_join(th[i], NULL);
-	for (int i = 0; i < 60000 && atomic_load(&ran) < (uint64_t)(2 * n); i++)
-		usleep(1000);
-	struct pw_shard_stats st;
-	pw_runtime_stats(rt, 0, &st);
+		cr_assert_eq(pthread_join(th[i], NULL), 0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&ran) >= (uint64_t)(2 * n),
+			   PW_TEST_WAIT_SECS, "%llu of %d tasks ran",
+			   (unsigned long long)atomic_load(&ran), 2 * n);
+	/* Counted in the turn that made them, published at its end. */
+	struct pw_shard_stats st = { 0 };
+	if (!pw_test_steal()) /* stealing mode: made by the spawning thread */
+		PW_TEST_WAIT_UNTIL(pw_runtime_stats(rt, 0, &st) == 0 &&
+					   st.spawned >= (uint64_t)(2 * n),
+				   PW_TEST_WAIT_SECS, "%llu spawns counted",
+				   (unsigned long long)st.spawned);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	/* Each ran once: none lost, none twice. */
 	cr_assert_eq(atomic_load(&ran), (uint64_t)(2 * n));
-	if (!pw_test_steal()) /* stealing mode: made by the spawning thread */
-		cr_assert_geq(st.spawned, (uint64_t)(2 * n));
+	if (!pw_test_steal())
+		cr_assert_eq(st.spawned, (uint64_t)(2 * n));
 }
 
 Test(inbox, runtime_spawn_bad_input)

@@ -392,6 +392,9 @@ struct stress {
 	uint64_t received;
 	uint64_t bad_seq; /* first wrong message's position, or UINT64_MAX */
 	uint64_t bad_got;
+	/* Raised by the consumer when it gives up on a wrong message, so
+	 * the producer stops instead of waiting for room forever. */
+	_Atomic bool stop;
 };
 
 static struct pw__spsc_slot stress_slots[STRESS_SLOTS];
@@ -451,7 +454,10 @@ static void *stress_producer(void *arg)
 	uint64_t seq = 0;
 
 	spsc_pin(0);
-	while (seq < s->total) {
+	/* relaxed: the flag alone; the main thread reads the consumer's
+	 * findings after joining both threads. */
+	while (seq < s->total &&
+	       !atomic_load_explicit(&s->stop, memory_order_relaxed)) {
 		uint32_t k = 1 + (uint32_t)(rand_r(&seed) % STRESS_BATCH);
 
 		if (k > s->total - seq)
@@ -459,7 +465,8 @@ static void *stress_producer(void *arg)
 		for (uint32_t i = 0; i < k; i++)
 			batch[i] = spsc_msg(seq + i);
 		uint32_t done = 0;
-		while (done < k) {
+		while (done < k &&
+		       !atomic_load_explicit(&s->stop, memory_order_relaxed)) {
 			uint32_t n = stress_push(s, &seed, batch + done,
 						 seq + done, k - done);
 			done += n;
@@ -529,8 +536,12 @@ static void *stress_consumer(void *arg)
 	while (s->received < s->total) {
 		uint32_t n = stress_pop(s, &seed);
 
-		if (n == UINT32_MAX)
+		if (n == UINT32_MAX) {
+			/* relaxed: see stress_producer(). */
+			atomic_store_explicit(&s->stop, true,
+					      memory_order_relaxed);
 			return NULL;
+		}
 		s->received += n;
 		if (!n)
 			spsc_relax(&spins);
@@ -562,6 +573,7 @@ static void stress_run(uint32_t slots, bool across_wrap, bool mixed,
 	s->received = 0;
 	s->bad_seq = UINT64_MAX;
 	s->bad_got = 0;
+	atomic_store(&s->stop, false);
 	/* pthread_create orders the set-up above before both threads. */
 	cr_assert_eq(pthread_create(&cons, NULL, stress_consumer, s), 0);
 	cr_assert_eq(pthread_create(&prod, NULL, stress_producer, s), 0);
