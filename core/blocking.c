@@ -27,6 +27,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fault.h"
 #include "pinwheel/blocking.h"
 #include "shard_int.h"
 
@@ -190,7 +191,9 @@ int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
 		pthread_attr_t a;
 		pthread_attr_init(&a);
 		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		int err = pthread_create(&th, &a, pool_thread, p);
+		int err = pw__fault(PW__FAULT_THREAD) ?
+				  EAGAIN :
+				  pthread_create(&th, &a, pool_thread, p);
 		pthread_attr_destroy(&a);
 		if (!err)
 			p->threads++;

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "pinwheel/hist.h"
 
 #define HIST_HIGHEST_MAX (1ull << 62)
@@ -111,7 +112,7 @@ int pw_hist_init(struct pw_hist *h, uint64_t highest, unsigned digits)
 
 	if (!h || !layout(&highest, &digits, &bits, &n))
 		return -EINVAL;
-	counts = malloc((size_t)n * sizeof(*counts));
+	counts = pw__fault_malloc(PW__FAULT_HIST, (size_t)n * sizeof(*counts));
 	if (!counts)
 		return -ENOMEM;
 	setup(h, highest, bits, n, counts, true);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "pinwheel/metrics.h"
 #include "pinwheel/numa.h"
 #include "shard_int.h"
@@ -124,7 +125,7 @@ int pw_metrics_read(struct pw_runtime *rt, struct pw_metrics *out)
 		return -EINVAL;
 	if (!pw__rt_enter(rt))
 		return -EINVAL;
-	w = calloc(rt->nshards, sizeof(*w));
+	w = pw__fault_calloc(PW__FAULT_METRICS, rt->nshards, sizeof(*w));
 	if (!w) {
 		pw__rt_leave(rt);
 		memset(out, 0, sizeof(*out));

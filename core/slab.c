@@ -7,6 +7,7 @@
  */
 #include "slab.h"
 
+#include "fault.h"
 #include "mem_int.h"
 
 #include <stdlib.h>
@@ -37,7 +38,9 @@ int pw__slab_grow(struct pw__slab *s, int cls)
 		n = 16;
 	size_t total = sizeof(struct pw__slab_chunk) + n * bsize;
 	size_t mapped;
-	struct pw__slab_chunk *c = pw__mem_chunk_alloc(total, &mapped);
+	struct pw__slab_chunk *c = pw__fault(PW__FAULT_SLAB) ?
+					   NULL :
+					   pw__mem_chunk_alloc(total, &mapped);
 
 	if (!c)
 		return -1;

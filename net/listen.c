@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "net_int.h"
 
 static int sock_opt(int fd, int level, int name)
@@ -82,7 +83,8 @@ static bool spill_push(struct pw__lshard *ls, int fd)
 {
 	if (ls->spill_len == ls->spill_cap) {
 		uint32_t cap = ls->spill_cap ? 2 * ls->spill_cap : 64;
-		int *n = malloc(cap * sizeof(int));
+		int *n =
+			pw__fault_malloc(PW__FAULT_LISTENER, cap * sizeof(int));
 		if (!n)
 			return false;
 		for (uint32_t k = 0; k < ls->spill_len; k++)
@@ -129,7 +131,8 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 	if (n < 1)
 		return -EINVAL;
 	struct pw_net_listener *l =
-		calloc(1, sizeof(*l) + (size_t)n * sizeof(l->per[0]));
+		pw__fault_calloc(PW__FAULT_LISTENER, 1,
+				 sizeof(*l) + (size_t)n * sizeof(l->per[0]));
 	if (!l)
 		return -ENOMEM;
 	l->rt = rt;

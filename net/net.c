@@ -16,6 +16,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
+#include "fault.h"
 #include "net_int.h"
 
 void pw_net_config_init(struct pw_net_config *cfg)
@@ -42,7 +43,7 @@ struct pw__net *pw__net_get(struct pw__shard *s, int *err)
 	}
 	if (s->net)
 		return s->net;
-	struct pw__net *n = calloc(1, sizeof(*n));
+	struct pw__net *n = pw__fault_calloc(PW__FAULT_NET, 1, sizeof(*n));
 	if (!n) {
 		*err = -ENOMEM;
 		return NULL;
@@ -99,14 +100,13 @@ int pw__net_bufs_ready(struct pw__shard *s, struct pw__net *n)
 	if (n->br)
 		return 0;
 	n->br_bytes = (cnt * sizeof(struct io_uring_buf) + 4095) & ~4095ul;
-	void *br = mmap(NULL, n->br_bytes, PROT_READ | PROT_WRITE,
-			MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	void *br = pw__fault_mmap(PW__FAULT_NET, n->br_bytes);
 	if (br == MAP_FAILED)
 		return -ENOMEM;
-	n->mem = aligned_alloc(64, (size_t)cnt * sz);
-	n->next = calloc(cnt, sizeof(*n->next));
-	n->len = calloc(cnt, sizeof(*n->len));
-	n->where = calloc(cnt, sizeof(*n->where));
+	n->mem = pw__fault_aligned_alloc(PW__FAULT_NET, 64, (size_t)cnt * sz);
+	n->next = pw__fault_calloc(PW__FAULT_NET, cnt, sizeof(*n->next));
+	n->len = pw__fault_calloc(PW__FAULT_NET, cnt, sizeof(*n->len));
+	n->where = pw__fault_calloc(PW__FAULT_NET, cnt, sizeof(*n->where));
 	int err = -ENOMEM;
 	if (n->mem && n->next && n->len && n->where) {
 		struct io_uring_buf_reg reg;
@@ -114,7 +114,9 @@ int pw__net_bufs_ready(struct pw__shard *s, struct pw__net *n)
 		reg.ring_addr = (uint64_t)(uintptr_t)br;
 		reg.ring_entries = cnt;
 		reg.bgid = PW__NET_BGID;
-		err = io_uring_register_buf_ring(&s->ring, &reg, 0);
+		err = pw__fault(PW__FAULT_NET) ?
+			      -ENOMEM :
+			      io_uring_register_buf_ring(&s->ring, &reg, 0);
 	}
 	if (err) {
 		munmap(br, n->br_bytes);

@@ -44,6 +44,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "pinwheel/mesh.h"
 #include "pinwheel/numa.h"
 #include "pinwheel/topo.h"
@@ -144,7 +145,7 @@ static int place_policy(struct pw_runtime *rt, const struct pw_topo *t)
 	}
 	o.shards = rt->nshards;
 	o.allow_oversubscribe |= oversubscribe_ok(rt);
-	pl = malloc(sizeof(*pl));
+	pl = pw__fault_malloc(PW__FAULT_RUNTIME, sizeof(*pl));
 	if (!pl)
 		return -ENOMEM;
 	n = pw_topo_place(t, &o, pl);
@@ -163,8 +164,10 @@ int pw__mem_place(struct pw_runtime *rt)
 
 	if (rt->cfg.cpus && rt->cfg.placement)
 		return -EINVAL;
-	rt->cpus = calloc(rt->nshards, sizeof(int));
-	m->nodes = calloc(rt->nshards, sizeof(int));
+	rt->cpus =
+		pw__fault_calloc(PW__FAULT_RUNTIME, rt->nshards, sizeof(int));
+	m->nodes =
+		pw__fault_calloc(PW__FAULT_RUNTIME, rt->nshards, sizeof(int));
 	if (!rt->cpus || !m->nodes)
 		return -ENOMEM;
 	err = pw_topo_load(&m->topo);
@@ -384,8 +387,7 @@ int pw__mem_mesh_alloc(struct pw_runtime *rt, size_t slots)
 		return -ENOMEM;
 	m->mesh_len = m->mesh_stride * n;
 	m->mesh_slots = slots;
-	m->mesh = mmap(NULL, m->mesh_len, PROT_READ | PROT_WRITE,
-		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	m->mesh = pw__fault_mmap(PW__FAULT_MESH, m->mesh_len);
 	if (m->mesh == MAP_FAILED) {
 		m->mesh = NULL;
 		return -ENOMEM;

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fault.h"
 #include "pinwheel/topo.h"
 
 static int neg_errno(int fallback)
@@ -47,13 +48,15 @@ static int snapshot(hwloc_topology_t topo, bool synthetic, struct pw_topo **out)
 		return -ENODEV;
 	if (ncore < 0 || nl3 < 0 || nnode < 0 || npack < 0)
 		return -EINVAL;
-	t = calloc(1, sizeof(*t));
+	t = pw__fault_calloc(PW__FAULT_TOPO, 1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->pus = calloc((size_t)npu, sizeof(*t->pus));
-	t->nodes = calloc(nnode ? (size_t)nnode : 1, sizeof(*t->nodes));
+	t->pus = pw__fault_calloc(PW__FAULT_TOPO, (size_t)npu, sizeof(*t->pus));
+	t->nodes = pw__fault_calloc(PW__FAULT_TOPO, nnode ? (size_t)nnode : 1,
+				    sizeof(*t->nodes));
 	/* PUs without a core become cores of their own: ids past ncore. */
-	smt_next = calloc((size_t)ncore + (size_t)npu, sizeof(*smt_next));
+	smt_next = pw__fault_calloc(PW__FAULT_TOPO, (size_t)ncore + (size_t)npu,
+				    sizeof(*smt_next));
 	if (!t->pus || !t->nodes || !smt_next) {
 		free(smt_next);
 		pw_topo_free(t);
@@ -267,7 +270,9 @@ int pw_cpulist_parse(const char *s, int *out, unsigned max)
 
 	if (!s)
 		return -EINVAL;
-	bits = calloc(PW_CPULIST_LIMIT / BITS_PER_WORD, sizeof(*bits));
+	bits = pw__fault_calloc(PW__FAULT_TOPO,
+				PW_CPULIST_LIMIT / BITS_PER_WORD,
+				sizeof(*bits));
 	if (!bits)
 		return -ENOMEM;
 	for (;;) {
@@ -431,7 +436,7 @@ static int want_cpus(const struct pw_topo *t, const char *list, bool *want)
 
 	if (n < 0)
 		return n == -ERANGE ? -ENODEV : n;
-	cpus = malloc((size_t)n * sizeof(*cpus));
+	cpus = pw__fault_malloc(PW__FAULT_TOPO, (size_t)n * sizeof(*cpus));
 	if (!cpus)
 		return -ENOMEM;
 	n = pw_cpulist_parse(list, cpus, (unsigned)n);
@@ -455,7 +460,7 @@ static int want_nodes(const struct pw_topo *t, const char *list, bool *keep)
 
 	if (n < 0)
 		return n == -ERANGE ? -ENODEV : n;
-	ids = malloc((size_t)n * sizeof(*ids));
+	ids = pw__fault_malloc(PW__FAULT_TOPO, (size_t)n * sizeof(*ids));
 	if (!ids)
 		return -ENOMEM;
 	n = pw_cpulist_parse(list, ids, (unsigned)n);
@@ -488,9 +493,9 @@ int pw_topo_place(const struct pw_topo *t, const struct pw_placement_opts *o,
 		return -EINVAL;
 	if (o->order != PW_PLACE_COMPACT && o->order != PW_PLACE_SPREAD)
 		return -EINVAL;
-	want = calloc(t->npus, sizeof(*want));
-	keep = calloc(t->nnodes, sizeof(*keep));
-	c = calloc(t->npus, sizeof(*c));
+	want = pw__fault_calloc(PW__FAULT_TOPO, t->npus, sizeof(*want));
+	keep = pw__fault_calloc(PW__FAULT_TOPO, t->nnodes, sizeof(*keep));
+	c = pw__fault_calloc(PW__FAULT_TOPO, t->npus, sizeof(*c));
 	if (!want || !keep || !c) {
 		err = -ENOMEM;
 		goto out;

@@ -44,6 +44,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "pinwheel/mesh.h"
 #include "shard_int.h"
 
@@ -72,8 +73,8 @@ int pw__mesh_create(struct pw_runtime *rt)
 		return err;
 	for (unsigned i = 0; i < n; i++) {
 		struct pw__shard *s = rt->shards[i];
-		s->out = calloc(n, sizeof(*s->out));
-		s->in = calloc(n, sizeof(*s->in));
+		s->out = pw__fault_calloc(PW__FAULT_MESH, n, sizeof(*s->out));
+		s->in = pw__fault_calloc(PW__FAULT_MESH, n, sizeof(*s->in));
 		if (!s->out || !s->in)
 			return -ENOMEM;
 		for (unsigned d = 0; d < n; d++) {
@@ -96,17 +97,20 @@ void pw__mesh_destroy(struct pw_runtime *rt)
 	pw__mem_mesh_free(rt);
 }
 
-/* Append @k messages to @q's overflow list. 0, or -ENOMEM (nothing
- * appended then). */
-static int ovf_append(struct pw__shard *s, struct pw__outq *q,
-		      const struct pw__msg *m, uint32_t k)
+/* Append up to @k messages to @q's overflow list, in order: how many
+ * were appended, fewer than @k only when no memory is left for a new
+ * block (the first ones may still have filled the last block). */
+static uint32_t ovf_append(struct pw__shard *s, struct pw__outq *q,
+			   const struct pw__msg *m, uint32_t k)
 {
+	uint32_t done = 0;
+
 	while (k) {
 		struct pw__ovf *o = q->ovf_tail;
 		if (!o || o->n == PW__OVF_MSGS) {
 			o = pw__slab_alloc(&s->aux, OVF_CLASS);
 			if (!o)
-				return -ENOMEM;
+				return done;
 			o->next = NULL;
 			o->first = o->n = 0;
 			if (q->ovf_tail)
@@ -121,9 +125,10 @@ static int ovf_append(struct pw__shard *s, struct pw__outq *q,
 		o->n += take;
 		m += take;
 		k -= take;
+		done += take;
 		PW__STAT_ADD(s, mesh_overflowed, take);
 	}
-	return 0;
+	return done;
 }
 
 static uint32_t publish(struct pw__shard *s, struct pw__outq *q,
@@ -156,8 +161,9 @@ static void flush_one(struct pw__shard *s, struct pw__outq *q)
 	if (q->nstage) {
 		uint32_t n = q->ovf_head ? 0 :
 					   publish(s, q, q->stage, q->nstage);
-		if (n < q->nstage &&
-		    ovf_append(s, q, q->stage + n, q->nstage - n) < 0) {
+		if (n < q->nstage)
+			n += ovf_append(s, q, q->stage + n, q->nstage - n);
+		if (n < q->nstage) {
 			/* No memory: keep the rest staged, in order. */
 			memmove(q->stage, q->stage + n,
 				(q->nstage - n) * sizeof(q->stage[0]));

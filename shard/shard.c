@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fault.h"
 #include "pinwheel/topo.h"
 #include "pinwheel/version.h"
 #include "shard_int.h"
@@ -55,6 +56,7 @@ struct pw__blockon {
 	pthread_cond_t cv;
 	bool done;	/* memory released; the caller may return */
 	bool have;	/* the task completed with a result */
+	int err;	/* or why it could not be made (-ENOMEM) */
 	int64_t result; /* its result */
 	pw_poll_fn fn;
 	void *state;
@@ -213,6 +215,7 @@ static void handle_spawn(struct pw__shard *s, struct pw__spawn_msg *m)
 		pw__task_start(t);
 	if (err) {
 		if (m->bo) {
+			m->bo->err = err;
 			blockon_signal(m->bo);
 		} else {
 			fprintf(stderr,
@@ -578,7 +581,10 @@ static int ring_setup(struct pw__shard *s)
 		memset(&p, 0, sizeof(p));
 		p.flags = base | tries[i];
 		p.cq_entries = c->ring_entries * c->cq_factor;
-		err = io_uring_queue_init_params(c->ring_entries, &s->ring, &p);
+		err = pw__fault(PW__FAULT_RING) ?
+			      -ENOMEM :
+			      io_uring_queue_init_params(c->ring_entries,
+							 &s->ring, &p);
 		if (!err) {
 			s->defer = i == 0;
 			s->min_wait = p.features & PW__FEAT_MIN_TIMEOUT;
@@ -610,6 +616,8 @@ static int shard_start(struct pw__shard *s)
 	}
 	pw__mem_shard_enter(s);
 	/* Closed by rt_free(), after the thread is joined. */
+	if (pw__fault(PW__FAULT_RING))
+		return -ENOMEM;
 	s->efd = eventfd(0, EFD_CLOEXEC);
 	if (s->efd < 0)
 		return -errno;
@@ -635,6 +643,19 @@ static void shard_teardown(struct pw__shard *s)
 	 * thread may still write to it (rt_free() closes it). */
 }
 
+/*
+ * A shard whose loop will never run (its start failed, or its thread was
+ * never created) has sent and received nothing: it counts as quiet, so
+ * the shards that did start can stop (pw__mesh_stop_done()).
+ */
+static void never_runs(struct pw__shard *s)
+{
+	/* seq_cst store: read by scan() on the shards that started (pairs
+	 * with its seq_cst loads); they only look once they are stopped,
+	 * after pw_runtime_create() saw this shard's start report. */
+	atomic_store(&s->quiet, 1);
+}
+
 static void *shard_main(void *arg)
 {
 	struct pw__shard *s = arg;
@@ -643,6 +664,8 @@ static void *shard_main(void *arg)
 	pw__cur_shard = s;
 	int err = shard_start(s);
 
+	if (err)
+		never_runs(s);
 	pthread_mutex_lock(&rt->start_mu);
 	s->start_err = err;
 	rt->started++;
@@ -782,7 +805,7 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	err = config_check(cfg, ncpu > 0 ? (int)ncpu : CPU_SETSIZE);
 	if (err)
 		return err;
-	rt = calloc(1, sizeof(*rt));
+	rt = pw__fault_calloc(PW__FAULT_RUNTIME, 1, sizeof(*rt));
 	if (!rt)
 		return -ENOMEM;
 	rt->cfg = *cfg;
@@ -794,7 +817,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	rt->paused = (cfg->flags & PW_CONFIG_PAUSED_CLOCK) != 0;
 	atomic_init(&rt->vnow, 0);
 	atomic_init(&rt->blockers, 0);
-	rt->shards = calloc(rt->nshards, sizeof(*rt->shards));
+	rt->shards = pw__fault_calloc(PW__FAULT_RUNTIME, rt->nshards,
+				      sizeof(*rt->shards));
 	rt->cfg.cpus = cfg->cpus;
 	err = !rt->shards ? -ENOMEM : pw__mem_place(rt);
 	rt->cfg.cpus = NULL; /* the caller's array need not outlive us */
@@ -803,8 +827,9 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	if (err)
 		goto out_free;
 	for (unsigned i = 0; i < rt->nshards; i++) {
-		struct pw__shard *s = aligned_alloc(
-			4096, (sizeof(*s) + 4095) & ~(size_t)4095);
+		struct pw__shard *s = pw__fault_aligned_alloc(
+			PW__FAULT_RUNTIME, 4096,
+			(sizeof(*s) + 4095) & ~(size_t)4095);
 		if (!s) {
 			err = -ENOMEM;
 			goto out_free;
@@ -829,10 +854,14 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 	rt->pool_live = true;
 	for (; launched < rt->nshards; launched++) {
 		struct pw__shard *s = rt->shards[launched];
-		err = -pthread_create(&s->thread, NULL, shard_main, s);
+		err = pw__fault(PW__FAULT_THREAD) ?
+			      -EAGAIN :
+			      -pthread_create(&s->thread, NULL, shard_main, s);
 		if (err)
 			break;
 	}
+	for (unsigned i = launched; i < rt->nshards; i++)
+		never_runs(rt->shards[i]);
 	pthread_mutex_lock(&rt->start_mu);
 	while (rt->started < launched)
 		pthread_cond_wait(&rt->start_cv, &rt->start_mu);
@@ -911,7 +940,8 @@ static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 		pw__steal_schedule(t, false);
 		return 0;
 	}
-	struct pw__spawn_msg *m = malloc(sizeof(*m) + size);
+	struct pw__spawn_msg *m =
+		pw__fault_malloc(PW__FAULT_SPAWN, sizeof(*m) + size);
 
 	if (!m)
 		return -ENOMEM;
@@ -983,7 +1013,7 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 		while (!bo.done)
 			pthread_cond_wait(&bo.cv, &bo.mu);
 		pthread_mutex_unlock(&bo.mu);
-		err = bo.have ? 0 : -ESHUTDOWN;
+		err = bo.have ? 0 : bo.err ? bo.err : -ESHUTDOWN;
 		if (bo.have && result)
 			*result = bo.result;
 	}

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "fault.h"
 #include "shard_int.h"
 #include "time_int.h"
 
@@ -911,11 +912,13 @@ void pw__steal_loop(struct pw__shard *s)
 
 int pw__steal_create(struct pw_runtime *rt)
 {
-	struct pw__steal *g = calloc(1, sizeof(*g));
+	struct pw__steal *g =
+		pw__fault_calloc(PW__FAULT_RUNTIME, 1, sizeof(*g));
 
 	if (!g)
 		return -ENOMEM;
-	g->sleepers = calloc(rt->nshards, sizeof(unsigned));
+	g->sleepers = pw__fault_calloc(PW__FAULT_RUNTIME, rt->nshards,
+				       sizeof(unsigned));
 	if (!g->sleepers) {
 		free(g);
 		return -ENOMEM;
@@ -929,8 +932,8 @@ int pw__steal_create(struct pw_runtime *rt)
 	rt->steal = g;
 	for (unsigned i = 0; i < rt->nshards; i++) {
 		struct pw__shard *s = rt->shards[i];
-		struct pw__worker *w =
-			aligned_alloc(64, (sizeof(*w) + 63) & ~(size_t)63);
+		struct pw__worker *w = pw__fault_aligned_alloc(
+			PW__FAULT_RUNTIME, 64, (sizeof(*w) + 63) & ~(size_t)63);
 		if (!w)
 			return -ENOMEM;
 		memset(w, 0, sizeof(*w));
