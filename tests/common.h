@@ -7,6 +7,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -257,6 +258,57 @@ static inline pid_t pw_test_spawn(const char *path, char *const argv[],
 		*fd = pfd[0];
 	}
 	return pid;
+}
+
+/*
+ * Append what a child writes to @fd to @text (NUL-terminated, *@len bytes
+ * so far, at most @size - 1) until a whole line holding @key has come,
+ * and return where @key starts. Fails the test, with what the child
+ * said, if the child ends or PW_TEST_WAIT_SECS pass first.
+ */
+static inline const char *pw_test_read_until(int fd, char *text, size_t size,
+					     size_t *len, const char *key)
+{
+	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	const char *at;
+
+	text[*len] = '\0';
+	while (!(at = strstr(text, key)) || !strchr(at, '\n')) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = pw_test_now_ns();
+		cr_assert_lt(now, dl, "no line with '%s'; the command said: %s",
+			     key, text);
+		cr_assert_lt(*len + 1, size, "no room left: %s", text);
+		if (poll(&p, 1, (int)((dl - now) / PW_NSEC_PER_MSEC) + 1) < 1)
+			continue;
+		ssize_t n = read(fd, text + *len, size - 1 - *len);
+		cr_assert_gt(n, 0, "the command ended; it said: %s", text);
+		*len += (size_t)n;
+		text[*len] = '\0';
+	}
+	return at;
+}
+
+/*
+ * pw_test_read_until() the banner line "listening on ADDR ..." of a
+ * server command started on 127.0.0.1:0, and put ADDR, with the port
+ * the command was given, in *@a.
+ */
+static inline void pw_test_banner_addr(int fd, char *text, size_t size,
+				       size_t *len, struct pw_net_addr *a)
+{
+	static const char key[] = "listening on ";
+	const char *at = pw_test_read_until(fd, text, size, len, key);
+	char addr[PW_NET_ADDR_STRLEN + 1];
+
+	at += sizeof(key) - 1;
+	size_t n = strcspn(at, " \n");
+	cr_assert_lt(n, sizeof(addr), "%s", text);
+	memcpy(addr, at, n);
+	addr[n] = '\0';
+	cr_assert_eq(pw_net_addr_parse(a, addr), 0, "banner: %s", text);
+	cr_assert_eq(a->u.sa.sa_family, AF_INET, "banner: %s", text);
+	cr_assert_neq(a->u.in4.sin_port, 0, "banner: %s", text);
 }
 
 #ifdef PW_BUILDDIR

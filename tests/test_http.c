@@ -822,44 +822,8 @@ Test(http, wrk_as_a_client)
 
 /* ---- the command --------------------------------------------------------- */
 
-/*
- * Append what the command writes to @fd to @text (NUL-terminated, *@len
- * bytes so far, at most @size - 1) until its banner line "listening on
- * ADDR ..." is whole, and put ADDR in *@a. Fails the test if the line
- * does not come within PW_TEST_WAIT_SECS.
- */
-static void banner_addr(int fd, char *text, size_t size, size_t *len,
-			struct pw_net_addr *a)
-{
-	const char *key = "listening on ", *at;
-	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
-
-	text[*len] = '\0';
-	while (!(at = strstr(text, key)) || !strchr(at, '\n')) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = pw_test_now_ns();
-		cr_assert_lt(now, dl, "no banner line; the command said: %s",
-			     text);
-		if (poll(&p, 1, (int)((dl - now) / PW_NSEC_PER_MSEC) + 1) < 1)
-			continue;
-		ssize_t n = read(fd, text + *len, size - 1 - *len);
-		cr_assert_gt(n, 0, "the command ended; it said: %s", text);
-		*len += (size_t)n;
-		text[*len] = '\0';
-	}
-	char addr[PW_NET_ADDR_STRLEN + 1];
-	at += strlen(key);
-	size_t n = strcspn(at, " \n");
-	cr_assert_lt(n, sizeof(addr), "%s", text);
-	memcpy(addr, at, n);
-	addr[n] = '\0';
-	cr_assert_eq(pw_net_addr_parse(a, addr), 0, "banner: %s", text);
-	cr_assert_eq(a->u.sa.sa_family, AF_INET, "banner: %s", text);
-	cr_assert_neq(a->u.in4.sin_port, 0, "banner: %s", text);
-}
-
 /* Append the rest of what the command writes to @fd, to its end, to
- * @text (as banner_addr()), and close @fd. */
+ * @text (as pw_test_banner_addr()), and close @fd. */
 static void read_all(int fd, char *text, size_t size, size_t *len)
 {
 	ssize_t n;
@@ -926,7 +890,7 @@ Test(http, command_flags_and_graceful_stop)
 	size_t len = 0;
 	int out;
 	pid_t pid = pw_test_spawn(bin, serve, NULL, &out);
-	banner_addr(out, text, sizeof(text), &len, &v.a);
+	pw_test_banner_addr(out, text, sizeof(text), &len, &v.a);
 	int idle = client(&v), busy = client(&v);
 	send_all(idle, REQ, strlen(REQ));
 	expect_ok(idle, true);
@@ -973,7 +937,7 @@ Test(http, command_drain_deadline)
 	size_t len = 0;
 	int out;
 	pid_t pid = pw_test_spawn(bin, serve, NULL, &out);
-	banner_addr(out, text, sizeof(text), &len, &v.a);
+	pw_test_banner_addr(out, text, sizeof(text), &len, &v.a);
 	int fd = client(&v);
 	const char *r = REQ "GET / HT";
 	send_all(fd, r, strlen(r));

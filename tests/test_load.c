@@ -795,20 +795,8 @@ Test(load, command_stops_on_sigint_and_reports)
 	/* SIGINT once the first progress line (after a second) is whole. */
 	size_t len = 0;
 	out[0] = '\0';
-	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
-	const char *line;
-	while (!(line = strstr(out, "s rate ")) || !strchr(line, '\n')) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		uint64_t now = pw_test_now_ns();
-		cr_assert_lt(now, dl, "no progress line; the command said: %s",
-			     out);
-		if (poll(&p, 1, (int)((dl - now) / PW_NSEC_PER_MSEC) + 1) < 1)
-			continue;
-		ssize_t n = read(fd, out + len, sizeof(out) - 1 - len);
-		cr_assert_gt(n, 0, "the command ended; it said: %s", out);
-		len += (size_t)n;
-		out[len] = '\0';
-	}
+	const char *line =
+		pw_test_read_until(fd, out, sizeof(out), &len, "s rate ");
 	cr_assert_not_null(strstr(line, ", requests "), "%s", out);
 	cr_assert_eq(kill(pid, SIGINT), 0);
 	int st = pw_test_cmd_wait(pid, fd, out + len, sizeof(out) - len);

@@ -1006,22 +1006,10 @@ Test(net, echo_command)
 		_exit(127);
 	}
 	close(out[1]);
-	char line[256] = { 0 };
+	char line[256];
 	size_t got = 0;
-	while (!strchr(line, '\n') && got < sizeof(line) - 1) {
-		cr_assert(pw_test_readable(out[0], PW_TEST_WAIT_SECS * 1000),
-			  "the command never said where it listens: %s", line);
-		ssize_t n = read(out[0], line + got, sizeof(line) - 1 - got);
-		cr_assert_gt(n, 0, "the command ended: %s", line);
-		got += (size_t)n;
-	}
-	const char *on = strstr(line, "listening on ");
-	cr_assert_not_null(on, "%s", line);
-	char at[64];
-	cr_assert_eq(sscanf(on, "listening on %63s", at), 1, "%s", line);
 	struct pw_net_addr a;
-	cr_assert_eq(pw_net_addr_parse(&a, at), 0, "%s", at);
-	cr_assert_neq(ntohs(a.u.in4.sin_port), 0, "%s", at);
+	pw_test_banner_addr(out[0], line, sizeof(line), &got, &a);
 	int fd = pw_test_dial(&a);
 	cr_assert_geq(fd, 0);
 	char b[6];
