@@ -31,6 +31,19 @@ static struct pw_runtime *mesh_runtime(unsigned shards, unsigned slots,
 	return rt;
 }
 
+/* Two shards whose calls in flight to each shard are capped at @max. */
+static struct pw_runtime *calls_runtime(unsigned max)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	pw_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
+	cfg.max_calls = max;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	return rt;
+}
+
 /* Wait until *@v is @want (bounded); then it must stay exactly that. */
 static void wait_for(_Atomic uint64_t *v, uint64_t want)
 {
@@ -258,13 +271,7 @@ Test(mesh, calls_return_results_from_every_shard)
  * no shard ever runs more than 2 at once, and every result arrives. */
 Test(mesh, calls_in_flight_are_bounded)
 {
-	struct pw_config cfg;
-	struct pw_runtime *rt;
-	pw_config_init(&cfg);
-	cfg.shards = 2;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
-	cfg.max_calls = 2;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	struct pw_runtime *rt = calls_runtime(2);
 	static struct caller c = { .n = 32 };
 	cr_assert_eq(pw_test_block_on(rt, caller_poll, &c), squares_sum());
 	cr_assert_eq(c.done, 32);
@@ -669,13 +676,7 @@ static enum pw_poll canceller_poll(struct pw_cx *cx, void *state)
  * the caller's memory is not held. */
 Test(mesh, call_cancel_withdraws_a_waiting_call)
 {
-	struct pw_config cfg;
-	struct pw_runtime *rt;
-	pw_config_init(&cfg);
-	cfg.shards = 2;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
-	cfg.max_calls = 1;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	struct pw_runtime *rt = calls_runtime(1);
 	static struct canceller k;
 	cr_assert_eq(pw_test_block_on(rt, canceller_poll, &k), 0);
 	cr_assert_eq(k.res[0], 100);
@@ -799,13 +800,7 @@ static enum pw_poll one_call_poll(struct pw_cx *cx, void *state)
  * memory is freed then, and the runtime answers the next call. */
 Test(mesh, call_cancel_from_a_drop_hook)
 {
-	struct pw_config cfg;
-	struct pw_runtime *rt;
-	pw_config_init(&cfg);
-	cfg.shards = 2;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
-	cfg.max_calls = 1;
-	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	struct pw_runtime *rt = calls_runtime(1);
 	static struct aborter a;
 	cr_assert_eq(pw_test_block_on(rt, aborter_poll, &a), -ECANCELED);
 	cr_assert_eq(atomic_load(&doomed_polls), 1);
