@@ -13,6 +13,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -36,8 +37,11 @@ struct srv {
 	int fds; /* open before the runtime started */
 };
 
-static void srv_start_sched(struct srv *v, unsigned shards,
-			    const struct pw_http_opts *o, enum pw_sched sched)
+/* A server on a runtime of @shards shards under @sched, with the runtime
+ * flags @flags on top of PW_CONFIG_OVERSUBSCRIBE. */
+static void srv_start_flags(struct srv *v, unsigned shards,
+			    const struct pw_http_opts *o, enum pw_sched sched,
+			    unsigned flags)
 {
 	struct pw_config cfg;
 	struct pw_net_addr any;
@@ -46,7 +50,7 @@ static void srv_start_sched(struct srv *v, unsigned shards,
 	v->fds = pw_test_open_fds();
 	pw_config_init(&cfg);
 	cfg.shards = shards;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE | flags;
 	cfg.sched = sched;
 	int err = pw_runtime_create(&v->rt, &cfg);
 	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
@@ -62,6 +66,12 @@ static void srv_start_sched(struct srv *v, unsigned shards,
 	cr_assert_eq(pw_http_server_addr(v->s, &v->a), 0);
 }
 
+static void srv_start_sched(struct srv *v, unsigned shards,
+			    const struct pw_http_opts *o, enum pw_sched sched)
+{
+	srv_start_flags(v, shards, o, sched, 0);
+}
+
 static void srv_start(struct srv *v, unsigned shards,
 		      const struct pw_http_opts *o)
 {
@@ -74,6 +84,38 @@ static void srv_start_pass(struct srv *v, unsigned shards,
 {
 	srv_start_sched(v, shards, o,
 			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD);
+}
+
+/* srv_start_pass() with the paused clock: time moves only by
+ * srv_advance(). */
+static void srv_start_paused(struct srv *v, unsigned shards,
+			     const struct pw_http_opts *o)
+{
+	srv_start_flags(v, shards, o,
+			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD,
+			PW_CONFIG_PAUSED_CLOCK);
+}
+
+/* Move the paused clock of @v's runtime forward by @ns (a task on its
+ * shard 0 does it) and wait until that is done. */
+static _Atomic int srv_advances;
+
+static enum pw_poll srv_advance_poll(struct pw_cx *cx, void *state)
+{
+	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
+	atomic_fetch_add(&srv_advances, 1);
+	return pw_ready(cx, 0);
+}
+
+static void srv_advance(struct srv *v, uint64_t ns)
+{
+	int n = atomic_load(&srv_advances);
+
+	cr_assert_eq(pw_runtime_spawn(v->rt, 0, srv_advance_poll, &ns,
+				      sizeof(ns), NULL),
+		     0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&srv_advances) > n, PW_TEST_WAIT_SECS,
+			   "the clock was not advanced");
 }
 
 static struct pw_http_stats srv_shard(struct srv *v, unsigned shard)
@@ -645,99 +687,93 @@ Test(http, fanout_calls_every_shard_per_request)
 	srv_stop(&v);
 }
 
-/*
- * The idle timeout of the next test: far above any pause a loaded machine
- * puts between two requests of the active connection (a request every
- * POLL_MS at most), so that it is closed only once it falls silent.
- */
+/* The idle timeout of the next tests, in virtual time, and the clock's
+ * tick. */
 #define IDLE_NS (1000 * PW_NSEC_PER_MSEC)
-#define POLL_MS 50
+#define TICK_NS PW_NSEC_PER_MSEC
 
 /*
- * Three connections to a server with an idle timeout: "active" is answered
- * first and then sends a request at least every POLL_MS, "idle" is answered
- * once and falls silent, "silent" never sends. Without the reset by each
- * request, active's deadline would come no later than the other two's, so
- * active answered after the server closed both proves the reset; both are
- * closed by the server's own timeout (counted), and active too once it
- * falls silent, no sooner than the timeout after its last request.
+ * Under the paused clock, three connections to a server with an idle
+ * timeout T, all opened at virtual time 0: "idle" is answered once and
+ * falls silent, "silent" sends half a request line and nothing more (an
+ * unfinished request does not move the deadline), "active" is answered
+ * at 0 and again at T/2. At T - 1 tick nothing is closed; at T exactly
+ * the server closes idle and silent by its timeout (counted) while
+ * active, whose deadline the request at T/2 moved, is still answered;
+ * active is then closed exactly T after its last request.
  */
 Test(http, idle_timeout_closes_idle_and_spares_active)
 {
 	struct srv v;
 	struct pw_http_opts o = { .timeout_ns = IDLE_NS };
-	uint64_t answered = 0;
 
 	pw_test_time_limit(60);
-	srv_start_pass(&v, 2, &o);
-	uint64_t t0 = pw_test_now_ns();
+	srv_start_paused(&v, 2, &o);
 	int active = client(&v);
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
-	answered++;
 	int idle = client(&v);
 	send_all(idle, REQ, strlen(REQ));
 	expect_ok(idle, true);
 	int silent = client(&v);
-	struct pollfd p[2] = { { .fd = idle, .events = POLLIN },
-			       { .fd = silent, .events = POLLIN } };
-	int open = 2;
-	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
-	while (open) {
-		/* Wait for a close, at most POLL_MS, then keep active busy. */
-		int n = poll(p, 2, POLL_MS);
-		cr_assert_geq(n, 0, "poll: %s", strerror(errno));
-		for (int i = 0; i < 2; i++) {
-			if (p[i].fd < 0 || !p[i].revents)
-				continue;
-			expect_eof(p[i].fd);
-			p[i].fd = -1;
-			open--;
-		}
-		cr_assert_lt(pw_test_now_ns(), dl,
-			     "%d idle connections never closed", open);
-		send_all(active, REQ, strlen(REQ));
-		expect_ok(active, true);
-		answered++;
-	}
-	cr_assert_geq(pw_test_now_ns() - t0, IDLE_NS,
-		      "the idle connections closed before their timeout");
-	cr_assert_eq(SUM(&v, timeouts), 2);
-	/* Once active falls silent, it goes the same way. */
-	uint64_t t1 = pw_test_now_ns();
+	send_all(silent, "GET / HT", 8);
+	/* Its bytes read means its task was polled: its timer is armed. */
+	wait_reads(&v, 3);
+	srv_advance(&v, IDLE_NS / 2);
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
-	answered++;
+	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	/* Active answered again: the server turned after that advance. */
+	send_all(active, REQ, strlen(REQ));
+	expect_ok(active, true);
+	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
+	expect_quiet(idle, 0);
+	expect_quiet(silent, 0);
+	srv_advance(&v, TICK_NS); /* virtual time T */
+	PW_TEST_WAIT_UNTIL(SUM(&v, timeouts) >= 2, PW_TEST_WAIT_SECS,
+			   "%llu idle connections closed at the timeout",
+			   (unsigned long long)SUM(&v, timeouts));
+	expect_eof(idle);
+	expect_eof(silent);
+	cr_assert_eq(SUM(&v, timeouts), 2, "active closed at T");
+	/* Active's last request was at T - 1 tick: it is still served. */
+	send_all(active, REQ, strlen(REQ));
+	expect_ok(active, true);
+	cr_assert_eq(SUM(&v, timeouts), 2);
+	/* Silent from now (T) on: open until 2T - 1 tick, closed at 2T. */
+	srv_advance(&v, IDLE_NS - TICK_NS);
+	expect_quiet(active, 0);
+	cr_assert_eq(SUM(&v, timeouts), 2, "active closed before 2T");
+	srv_advance(&v, TICK_NS);
 	expect_eof(active);
-	uint64_t idle_for = pw_test_now_ns() - t1;
-	cr_assert_geq(idle_for, IDLE_NS / 2, "closed after %llu ns",
-		      (unsigned long long)idle_for);
 	cr_assert_eq(SUM(&v, timeouts), 3);
-	cr_assert_eq(SUM(&v, requests), answered + 1);
+	cr_assert_eq(SUM(&v, requests), 5);
 	close(silent);
 	close(idle);
 	close(active);
 	srv_stop(&v);
 }
 
+/*
+ * Under the paused clock, a lone connection answered at virtual time 0 is
+ * still open at T - 1 tick and closed by the timeout (counted) at T.
+ */
 Test(http, idle_timeout_exact_time)
 {
-	/* A lone idle connection is closed by the timeout (counted), no
-	 * sooner than the timeout after its request (taken before the
-	 * request was sent, the clock's 1 ms tick allowed for). */
 	struct srv v;
-	struct pw_http_opts o = { .timeout_ns = 200 * PW_NSEC_PER_MSEC };
+	const uint64_t t = 200 * PW_NSEC_PER_MSEC;
+	struct pw_http_opts o = { .timeout_ns = t };
 
 	pw_test_time_limit(30);
-	srv_start_pass(&v, 1, &o);
+	srv_start_paused(&v, 1, &o);
 	int fd = client(&v);
-	uint64_t t0 = pw_test_now_ns();
 	send_all(fd, REQ, strlen(REQ));
 	expect_ok(fd, true);
+	srv_advance(&v, t - TICK_NS);
+	expect_quiet(fd, 0);
+	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
+	srv_advance(&v, TICK_NS);
 	expect_eof(fd);
-	uint64_t t = pw_test_now_ns() - t0;
-	cr_assert_geq(t, 199 * PW_NSEC_PER_MSEC, "closed after %llu ns",
-		      (unsigned long long)t);
 	cr_assert_eq(SUM(&v, timeouts), 1);
 	cr_assert_eq(SUM(&v, requests), 1);
 	close(fd);
