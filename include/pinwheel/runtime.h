@@ -156,6 +156,10 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
  * @state/@size/@drop: as pw_spawn(): @size bytes are copied (at most
  * PW_TASK_STATE_MAX), or @state is passed as is when @size is 0.
  *
+ * In shard mode the task itself is made later, on its shard: if that
+ * shard then has no memory for it (or is stopping), the task never runs,
+ * @drop is called once on that shard, and a line on stderr says so.
+ *
  * Return: 0; -EINVAL for a bad @rt, NULL @fn or bad size; -ENODEV for a
  * shard out of range; -ESHUTDOWN if the runtime is stopping; -ENOMEM.
  * Context: any thread.
