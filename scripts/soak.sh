@@ -6,9 +6,13 @@
 #   scripts/soak.sh [-n RUNS] [-t TARGET] [-l LOGDIR]
 #
 # RUNS (default 20) runs of `make TARGET` (default test; tsan and asan
-# work too) one after another. During all of them `pinwheel http` serves
-# `pinwheel load` on loopback (closed loop, 8 connections, both on every
-# CPU), which keeps every core busy. Each run's output goes to
+# work too) one after another. During all of them `pinwheel http` (one
+# shard, on CPU 0) serves `pinwheel load` (one shard, on the last CPU;
+# closed loop, 2 connections) on loopback: a shard busy on each core of a
+# two-core machine, plus the kernel's network work, so that the tests
+# always compete for the CPU. (A heavier load, both commands on every
+# core with 8 connections, slows `make test` more than tenfold on two
+# cores, so that twenty runs take hours.) Each run's output goes to
 # LOGDIR/run-N.log (default build/soak); the last line says how many of
 # the runs failed, and the exit status is 1 if any did.
 set -u
@@ -32,7 +36,9 @@ mkdir -p "$logdir" || exit 2
 # generator needs the number first; 127.0.0.1:18080 is held for the whole
 # soak, so no test can be handed it.
 addr=127.0.0.1:18080
-build/pinwheel http --listen "$addr" >"$logdir/server.log" 2>&1 &
+last=$(($(nproc) - 1))
+build/pinwheel http --listen "$addr" --shards 1 --cpus 0 \
+	>"$logdir/server.log" 2>&1 &
 server=$!
 trap 'kill $load $server 2>/dev/null; wait 2>/dev/null' EXIT INT TERM
 i=0
@@ -46,8 +52,8 @@ until build/pinwheel load --target "$addr" --requests 1 --warmup 0 \
 	fi
 	sleep 0.1 # waiting for the server to answer its first request
 done
-build/pinwheel load --target "$addr" --conns 8 --duration 100000s \
-	--warmup 0 --quiet >"$logdir/load.log" 2>&1 &
+build/pinwheel load --target "$addr" --shards 1 --cpus "$last" --conns 2 \
+	--duration 100000s --warmup 0 --quiet >"$logdir/load.log" 2>&1 &
 load=$!
 echo "soak: $runs runs of make $target; pinwheel load keeps the cores busy" \
 	"($(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg))"

@@ -26,7 +26,11 @@
  * Kill this test's process after @seconds (SIGALRM): the test then shows
  * as crashed, and the children it forked with pw_test_fork() die with it.
  * Every test already has a limit of PW_TEST_TIME_LIMIT_DEFAULT seconds
- * (tests/limit.c); this sets a tighter one. Used instead of Criterion's
+ * (tests/limit.c); this sets another, for a test that needs longer, or
+ * a shorter one of at least twice PW_TEST_WAIT_SECS, so that a bounded
+ * wait always reports what it waited for before the limit strikes. A
+ * limit is a guard against a hang, never a speed check: a loaded machine
+ * may run a test many times slower than an idle one. Used instead of Criterion's
  * .timeout, whose watchdog leaks in the runner under LeakSanitizer when
  * several timed tests run.
  */

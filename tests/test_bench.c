@@ -212,7 +212,6 @@ static int run_cmd(char *out, size_t len, char *const argv[])
 
 Test(bench, command_flags)
 {
-	pw_test_time_limit(20);
 	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "bench", "--help" }, 0, "timers" },
 		{ { "pinwheel", "bench", "--scenarios", "nope" },
@@ -276,7 +275,6 @@ static bool have_gnuplot(void)
 
 Test(bench, short_http_run_writes_json_and_plot)
 {
-	pw_test_time_limit(30);
 	static char out[65536];
 	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64];
 	size_t len = 0;
@@ -332,7 +330,6 @@ Test(bench, short_http_run_writes_json_and_plot)
  */
 Test(bench, peer_column_and_skips)
 {
-	pw_test_time_limit(30);
 	static char out[65536];
 	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64], peer[64];
 	size_t len = 0;

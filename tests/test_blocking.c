@@ -356,7 +356,6 @@ static enum pw_poll eagain_poll(struct pw_cx *cx, void *state)
 
 Test(blocking, no_thread_can_start_is_eagain)
 {
-	pw_test_time_limit(60);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pthread_attr_t def, huge;
 	struct pw_blocking_stats st;

@@ -274,7 +274,6 @@ Test(cli, config)
 
 Test(cli, signals)
 {
-	pw_test_time_limit(10);
 	cr_expect_eq(pw_cli_wait_stop(0), -EBADF);
 	cr_assert_eq(pw_cli_signals_init(), 0);
 	cr_assert_eq(pw_cli_signals_init(), 0);
@@ -298,7 +297,6 @@ Test(cli, signals)
 
 Test(cli, command_exit_statuses)
 {
-	pw_test_time_limit(20);
 	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "demo", "--tasks", "3x" }, 2, "--tasks" },
 		{ { "pinwheel", "demo", "--tasks", "0" }, 2, "1..4096" },

@@ -291,7 +291,6 @@ Test(http, pipelined_100_in_one_write)
 {
 	struct srv v;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 2, NULL);
 	pipelined(&v, 100);
 	cr_assert_eq(SUM(&v, requests), 101);
@@ -309,7 +308,6 @@ Test(http, pipelined_in_odd_chunks)
 	size_t len = 0;
 	uint64_t chunks = 0;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 1, NULL);
 	int fd = client(&v);
 	for (int i = 0; i < 100; i++)
@@ -350,7 +348,6 @@ Test(http, request_byte_by_byte)
 			"X-Long: 0123456789\r\n\r\n";
 	uint64_t bytes = 0;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 1, NULL);
 	int fd = client(&v);
 	for (int round = 0; round < 2; round++) {
@@ -371,7 +368,6 @@ Test(http, oversized_head_gets_431_and_close)
 	struct srv v;
 	static char big[12000];
 
-	pw_test_time_limit(30);
 	srv_start(&v, 1, NULL);
 	int n = snprintf(big, sizeof(big),
 			 "GET / HTTP/1.1\r\nHost: t\r\n"
@@ -412,7 +408,6 @@ Test(http, garbage_gets_400_and_close)
 	};
 	struct srv v;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 2, NULL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		int fd = client(&v);
@@ -447,7 +442,6 @@ Test(http, keep_alive_1000_sequential)
 {
 	struct srv v;
 
-	pw_test_time_limit(60);
 	srv_start(&v, 2, NULL);
 	int fd = client(&v);
 	for (int i = 0; i < 1000; i++) {
@@ -480,7 +474,6 @@ Test(http, connection_close_and_http10)
 	};
 	struct srv v;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 1, NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		int fd = client(&v);
@@ -516,7 +509,6 @@ Test(http, custom_body)
 	const char *body = "pinwheel says hi\n";
 	struct pw_http_opts o = { .body = body, .body_len = strlen(body) };
 
-	pw_test_time_limit(30);
 	srv_start(&v, 1, &o);
 	int fd = client(&v);
 	send_all(fd, REQ, strlen(REQ));
@@ -576,7 +568,6 @@ Test(http, many_concurrent_connections)
 {
 	struct srv v;
 
-	pw_test_time_limit(60);
 	srv_start(&v, 2, NULL);
 	many_connections(&v, 200, 5);
 	cr_assert_eq(SUM(&v, accepted), 200);
@@ -588,7 +579,6 @@ Test(http, stealing_scheduler)
 {
 	struct srv v;
 
-	pw_test_time_limit(60);
 	srv_start_sched(&v, 2, NULL, PW_SCHED_STEAL);
 	pipelined(&v, 100);
 	many_connections(&v, 100, 3);
@@ -607,7 +597,6 @@ Test(http, drain_finishes_requests_and_closes_idle)
 {
 	struct srv v;
 
-	pw_test_time_limit(30);
 	srv_start(&v, 2, NULL);
 	int idle = client(&v), busy = client(&v);
 	send_all(idle, REQ, strlen(REQ));
@@ -635,7 +624,6 @@ Test(http, work_child_task_keeps_responses_in_order)
 	struct srv v;
 	struct pw_http_opts o = { .work = 1000 };
 
-	pw_test_time_limit(60);
 	srv_start_pass(&v, 2, &o);
 	pipelined(&v, 100);
 	pipelined(&v, 7);
@@ -661,7 +649,6 @@ Test(http, fanout_calls_every_shard_per_request)
 	struct srv v;
 	struct pw_http_opts o = { .fanout = true };
 
-	pw_test_time_limit(60);
 	srv_start_pass(&v, 2, &o);
 	int fd = client(&v);
 	for (int i = 0; i < 50; i++) {
@@ -707,7 +694,6 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	struct srv v;
 	struct pw_http_opts o = { .timeout_ns = IDLE_NS };
 
-	pw_test_time_limit(60);
 	srv_start_paused(&v, 2, &o);
 	int active = client(&v);
 	send_all(active, REQ, strlen(REQ));
@@ -764,7 +750,6 @@ Test(http, idle_timeout_exact_time)
 	const uint64_t t = 200 * PW_NSEC_PER_MSEC;
 	struct pw_http_opts o = { .timeout_ns = t };
 
-	pw_test_time_limit(30);
 	srv_start_paused(&v, 1, &o);
 	int fd = client(&v);
 	send_all(fd, REQ, strlen(REQ));
@@ -785,7 +770,6 @@ Test(http, accept_shards_one_takes_every_connection)
 	struct srv v;
 	struct pw_http_opts o = { .accept_shards = 1, .work = 300 };
 
-	pw_test_time_limit(60);
 	srv_start_pass(&v, 2, &o);
 	many_connections(&v, 40, 2);
 	pipelined(&v, 10);
@@ -829,7 +813,6 @@ Test(http, wrk_as_a_client)
 	char *argv[] = { "wrk", "-t1", "-c16", "-d1s", url, NULL };
 	int fd;
 
-	pw_test_time_limit(60);
 	if (access("/usr/bin/wrk", X_OK))
 		cr_skip_test("wrk is not installed (make deps installs it as "
 			     "root; apt-get install wrk)");
@@ -881,7 +864,6 @@ Test(http, command_flags_and_graceful_stop)
 {
 	char bin[512];
 
-	pw_test_time_limit(60);
 	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
 	if (access(bin, X_OK))
 		cr_skip_test("%s is not built", bin);
@@ -962,7 +944,6 @@ Test(http, command_drain_deadline)
 	 * closes it, and exits 0. */
 	char bin[512];
 
-	pw_test_time_limit(60);
 	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
 	if (access(bin, X_OK))
 		cr_skip_test("%s is not built", bin);

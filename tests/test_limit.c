@@ -33,7 +33,6 @@ Test(limit, a_hung_test_fails_and_leaves_nothing)
 	size_t got = 0, n = 0;
 	int fd, st;
 
-	pw_test_time_limit(60);
 	/* A runner (no BXFI_MAP), whose test hangs and has a 1 s limit;
 	 * the variables set here replace any the caller set. */
 	for (char **e = environ; *e; e++) {

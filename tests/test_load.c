@@ -216,7 +216,6 @@ struct load_test {
 static void load_start(struct load_test *t, enum srv_mode mode, unsigned shards,
 		       unsigned conns)
 {
-	pw_test_time_limit(20);
 	srv_start(&t->s, mode);
 	t->rt = load_runtime(shards);
 	pw_load_config_init(&t->lc);
@@ -334,7 +333,6 @@ Test(load, refused_connects_are_counted)
 	socklen_t len = sizeof(sin);
 	struct pw_load_result res;
 
-	pw_test_time_limit(20);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
@@ -495,7 +493,6 @@ Test(load, wait_hook_stops_early_with_results)
 
 Test(load, bad_settings)
 {
-	pw_test_time_limit(10);
 	struct pw_runtime *rt = load_runtime(1);
 	struct pw_load_config lc;
 	struct pw_load_result res;
@@ -697,7 +694,6 @@ Test(load, resp_errors)
 
 Test(load, command_help_and_bad_flags)
 {
-	pw_test_time_limit(20);
 	static const struct pw_test_cmd_case cases[] = {
 		{ { "pinwheel", "load", "--help" }, 0, "--rate R" },
 		{ { "pinwheel", "load" }, 2, "--target" },
@@ -730,7 +726,6 @@ Test(load, command_help_and_bad_flags)
 
 Test(load, command_runs_and_writes_json)
 {
-	pw_test_time_limit(20);
 	static char out[16384], json[8192];
 	struct srv s = { 0 };
 	char at[64], path[64];
@@ -779,7 +774,6 @@ Test(load, command_runs_and_writes_json)
  */
 Test(load, command_stops_on_sigint_and_reports)
 {
-	pw_test_time_limit(20);
 	static char out[16384];
 	struct srv s = { 0 };
 	char at[64];

@@ -1059,7 +1059,6 @@ static enum pw_poll sym_waker_poll(struct pw_cx *cx, void *state)
 Test(mesh, every_shard_wakes_every_other_shard)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(60);
 	struct pw_runtime *rt = mesh_runtime(NS, 0, 0);
 	for (int sh = 0; sh < NS; sh++) {
 		for (int i = 0; i < SYM_K; i++) {

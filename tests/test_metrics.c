@@ -107,7 +107,6 @@ static bool shard_drained(const struct pw_metrics *m)
 Test(metrics, shard_mode_exact_counts)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	struct pw_metrics m;
 
@@ -161,7 +160,6 @@ static bool one_poll_of_six(const struct pw_metrics *m)
 Test(metrics, shard_mode_local_wakes_are_local_schedules)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_metrics m;
 	int n = 0;
@@ -215,7 +213,6 @@ static bool steal_parked_again(const struct pw_metrics *m)
 
 Test(metrics, steal_mode_depths_and_overflow)
 {
-	pw_test_time_limit(30);
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 	struct spawner sp = { 0 };
@@ -380,7 +377,6 @@ Test(metrics, prometheus_has_help_type_and_labels)
 
 Test(metrics, live_snapshot_writes_in_both_formats)
 {
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_metrics m;
 
@@ -435,7 +431,6 @@ static void expect_writers_fail(const struct pw_metrics *m, int mode)
 
 Test(metrics, writers_report_a_failed_write)
 {
-	pw_test_time_limit(20);
 	struct pw_metrics m;
 	struct pw_metrics_worker w[2];
 
@@ -455,7 +450,6 @@ Test(metrics, writers_report_a_failed_write)
 
 Test(metrics, bad_arguments)
 {
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	struct pw_metrics m, zero;
 	struct pw_metrics_worker w;

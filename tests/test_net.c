@@ -384,7 +384,6 @@ Test(net, echo_ipv4_many_connections_byte_exact)
  * delivers more than its queue holds, and not one is lost. */
 Test(net, accept_burst_loses_nothing)
 {
-	pw_test_time_limit(60);
 	enum { N = 400 };
 	int fds0 = pw_test_open_fds();
 	struct server s;
@@ -412,7 +411,6 @@ Test(net, accept_burst_loses_nothing)
 
 Test(net, echo_shared_listener)
 {
-	pw_test_time_limit(60);
 	int fds0 = pw_test_open_fds();
 	struct server s;
 	server_start(&s, 2, "127.0.0.1:0", PW_NET_LISTEN_SHARED);
@@ -424,7 +422,6 @@ Test(net, echo_shared_listener)
 
 Test(net, echo_unix_socket)
 {
-	pw_test_time_limit(60);
 	char at[64];
 	snprintf(at, sizeof(at), "unix:/tmp/pw-test-net-%d.sock", getpid());
 	unlink(at + 5);
@@ -451,7 +448,6 @@ static bool ipv6_loopback(void)
 
 Test(net, echo_ipv6)
 {
-	pw_test_time_limit(60);
 	if (!ipv6_loopback())
 		cr_skip_test("IPv6 loopback ::1 is unavailable on this host");
 	int fds0 = pw_test_open_fds();
@@ -475,7 +471,6 @@ static enum pw_poll stats_poll(struct pw_cx *cx, void *state)
 
 Test(net, echo_send_zc)
 {
-	pw_test_time_limit(60);
 	struct pw_net_config cfg;
 	pw_net_config_init(&cfg);
 	cfg.zc_threshold = 1024;
@@ -495,7 +490,6 @@ Test(net, echo_send_zc)
  * wait, re-arm, and every byte still arrives. */
 Test(net, enobufs_recovery_with_a_tiny_ring)
 {
-	pw_test_time_limit(60);
 	int fds0 = pw_test_open_fds();
 	struct pw_net_config cfg;
 	pw_net_config_init(&cfg);
@@ -523,7 +517,6 @@ Test(net, enobufs_recovery_with_a_tiny_ring)
  * the client can still read. */
 Test(net, half_close_propagates)
 {
-	pw_test_time_limit(30);
 	struct server s;
 	server_start(&s, 1, "127.0.0.1:0", 0);
 	int fd = pw_test_dial(&s.addr);
@@ -543,7 +536,6 @@ Test(net, half_close_propagates)
  * error, finishes, and leaves no task, buffer or fd behind. */
 Test(net, peer_reset_mid_stream)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct server s;
 	server_start(&s, 1, "127.0.0.1:0", 0);
@@ -652,7 +644,6 @@ static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
 
 Test(net, connect_with_tasks_and_exchange)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct server s;
 	server_start(&s, 2, "127.0.0.1:0", 0);
@@ -671,7 +662,6 @@ Test(net, connect_with_tasks_and_exchange)
  * and the socket the connect opened is closed. */
 Test(net, connect_refused)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct pw_runtime *rt = pw_test_runtime(1);
 	static struct dial d;
@@ -688,7 +678,6 @@ Test(net, connect_refused)
  * exactly the deadline of the paused clock, its socket closed. */
 Test(net, connect_timeout)
 {
-	pw_test_time_limit(30);
 	struct pw_net_addr a;
 	int fill[16], nfill;
 	int lfd = pw_test_blackhole(&a, fill, &nfill);
@@ -755,7 +744,6 @@ static int fd_exhaustion_scenario(void)
 
 Test(net, accept_survives_fd_exhaustion)
 {
-	pw_test_time_limit(60);
 	pw_test_scenario(fd_exhaustion_scenario);
 }
 
@@ -794,7 +782,6 @@ static enum pw_poll timed_recv_poll(struct pw_cx *cx, void *state)
 
 Test(net, recv_deadline_then_data)
 {
-	pw_test_time_limit(30);
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	struct pw_runtime *rt = pw_test_runtime(1);
@@ -825,7 +812,6 @@ static enum pw_poll timed_accept_poll(struct pw_cx *cx, void *state)
 
 Test(net, accept_deadline)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct pw_runtime *rt = pw_test_runtime(1);
 	struct pw_net_addr a;
@@ -976,7 +962,6 @@ Test(net, bad_arguments)
 
 Test(net, echo_command)
 {
-	pw_test_time_limit(60);
 	char bin[512];
 	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
 	if (access(bin, X_OK))
@@ -1060,7 +1045,6 @@ static enum pw_poll cancel_dial_poll(struct pw_cx *cx, void *state)
  * connecting. */
 Test(net, connect_cancel_closes_its_socket)
 {
-	pw_test_time_limit(30);
 	struct pw_net_addr hole;
 	int fill[16], nfill;
 	int lfd = pw_test_blackhole(&hole, fill, &nfill);
@@ -1137,7 +1121,6 @@ static size_t drain_now(int fd, char *out, size_t max)
  */
 Test(net, send_deadline_with_a_peer_that_never_reads)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -1245,7 +1228,6 @@ static enum pw_poll close_pending_poll(struct pw_cx *cx, void *state)
  */
 Test(net, close_cancels_pending_send_and_recv)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	int sv[2];
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
@@ -1362,7 +1344,6 @@ static enum pw_poll busy_cfg_poll(struct pw_cx *cx, void *state)
  */
 Test(net, configure_busy_once_the_ring_exists)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct pw_net_addr a;
 	int lfd = pw_test_listen_any(&a, 1);
@@ -1409,7 +1390,6 @@ static enum pw_poll accept_one_poll(struct pw_cx *cx, void *state)
  */
 Test(net, off_shard_and_bad_address_calls)
 {
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	struct pw_runtime *rt = pw_test_runtime(1);
 	struct pw_net_listener *l;
@@ -1520,7 +1500,6 @@ static enum pw_poll cross_release_poll(struct pw_cx *cx, void *state)
 Test(net, buf_release_refuses_another_shards_buffer)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(30);
 	int fds0 = pw_test_open_fds();
 	int sv[2][2];
 	struct pw_runtime *rt = pw_test_runtime(2);

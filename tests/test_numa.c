@@ -156,7 +156,6 @@ static void run_probe(struct pw_runtime *rt, unsigned shard, struct probe *p)
 Test(numa, each_shard_runs_on_its_cpu_with_memory_on_its_node)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_topo *t;
 	cr_assert_eq(pw_topo_load(&t), 0);
@@ -193,7 +192,6 @@ Test(numa, each_shard_runs_on_its_cpu_with_memory_on_its_node)
 Test(numa, allocations_on_shard_k_come_from_arena_k)
 {
 	PW_TEST_SHARD_ONLY();
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_arena_stats as[2];
 
@@ -249,7 +247,6 @@ Test(numa, allocations_on_shard_k_come_from_arena_k)
 
 Test(numa, mesh_distance_follows_the_topology)
 {
-	pw_test_time_limit(20);
 	struct pw_runtime *rt = pw_test_runtime(2);
 	struct pw_shard_stats s0, s1;
 	struct pw_topo *t;
@@ -328,7 +325,6 @@ static int create_on(unsigned shards, const int *cpus, uint32_t flags)
 
 Test(numa, bad_cpus_nodes_and_sets_are_refused)
 {
-	pw_test_time_limit(30);
 	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
 	int unknown[1] = { (int)ncpu };
 	int negative[1] = { -1 };
@@ -367,7 +363,6 @@ Test(numa, bad_cpus_nodes_and_sets_are_refused)
 
 Test(numa, cpu_outside_the_affinity_mask_is_refused)
 {
-	pw_test_time_limit(20);
 	cpu_set_t set;
 	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
 	if (CPU_COUNT(&set) < 2)
@@ -407,7 +402,6 @@ Test(numa, cpu_outside_the_affinity_mask_is_refused)
 
 Test(numa, more_shards_than_cpus_needs_opting_in)
 {
-	pw_test_time_limit(30);
 	struct pw_topo *t;
 	cr_assert_eq(pw_topo_load(&t), 0);
 	unsigned cores = t->ncores, pus = t->npus;
@@ -445,7 +439,6 @@ Test(numa, more_shards_than_cpus_needs_opting_in)
 
 Test(numa, hwloc_failure_is_a_clear_error)
 {
-	pw_test_time_limit(20);
 	/* This process only: each test runs in its own. */
 	setenv("HWLOC_COMPONENTS", "stop", 1); /* no discovery at all */
 	struct pw_topo *t;
@@ -482,7 +475,6 @@ static enum pw_poll answer_poll(struct pw_cx *cx, void *state)
 
 Test(numa, no_numa_support_is_one_node)
 {
-	pw_test_time_limit(20);
 	forbid_numa();
 	struct pw_runtime *rt = pw_test_runtime(2);
 	for (unsigned k = 0; k < 2; k++)

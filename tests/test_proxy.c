@@ -583,7 +583,6 @@ Test(proxy, failover_and_all_refusing)
 
 Test(proxy, connect_timeout_then_failover)
 {
-	pw_test_time_limit(30);
 	signal(SIGPIPE, SIG_IGN);
 	int fill[16], nfill;
 	struct pw_net_addr hole;
@@ -910,7 +909,6 @@ static int fd_exhaustion_scenario(void)
 
 Test(proxy, fd_exhaustion_counted_and_recovers)
 {
-	pw_test_time_limit(60);
 	pw_test_scenario(fd_exhaustion_scenario);
 }
 

@@ -328,7 +328,6 @@ static enum pw_poll busy_poll(struct pw_cx *cx, void *state)
  * wait in the inject queue. */
 Test(steal, foreign_spawns_wait_in_the_inject_queue)
 {
-	pw_test_time_limit(30);
 	struct pw_runtime *rt = steal_runtime(1, 0);
 	atomic_store(&busy_state, 0);
 	atomic_store(&ran, 0);
@@ -395,7 +394,6 @@ static enum pw_poll root_poll(struct pw_cx *cx, void *state)
  */
 Test(steal, lifo_slot_runs_at_most_three_in_a_row)
 {
-	pw_test_time_limit(30);
 	struct pw_runtime *rt = steal_runtime(1, 0);
 	int want[] = { R, 1, 2, 3, X, 4 };
 
@@ -413,7 +411,6 @@ Test(steal, lifo_slot_runs_at_most_three_in_a_row)
 /* Without the LIFO slot every spawn queues FIFO: R X A B C D. */
 Test(steal, without_lifo_spawns_run_fifo)
 {
-	pw_test_time_limit(30);
 	struct pw_runtime *rt = steal_runtime(1, PW_CONFIG_NO_LIFO);
 	int want[] = { R, X, 1, 2, 3, 4 };
 
@@ -489,7 +486,6 @@ static enum pw_poll hold_poll(struct pw_cx *cx, void *state)
  * first to the queue and notifies the parked worker, which steals it. */
 Test(steal, one_spawn_wakes_no_one_two_do)
 {
-	pw_test_time_limit(60);
 	struct pw_runtime *rt = steal_runtime(2, 0);
 	struct pair_spawner one = { 1 }, two = { 2 };
 
