@@ -309,12 +309,6 @@ Test(time, dropped_task_keeps_memory_until_its_timer_fires)
 }
 
 /* Real clock: never early; an earlier timer shortens the kernel wait. */
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 /*
  * The real clock is read at most once per loop turn, at its first use:
