@@ -308,8 +308,6 @@ Test(time, dropped_task_keeps_memory_until_its_timer_fires)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
-/* Real clock: never early; an earlier timer shortens the kernel wait. */
-
 /*
  * The real clock is read at most once per loop turn, at its first use:
  * 1000 turns (batch 1, one task yielding) read it 0 times with no timer
