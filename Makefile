@@ -36,7 +36,7 @@ DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
 
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2
-CPPFLAGS := -D_GNU_SOURCE -Iinclude -Icore -Ishard -Itimer -Inet -Inuma
+CPPFLAGS := -D_GNU_SOURCE -I. -Iinclude
 CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC -fno-semantic-interposition $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
 LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread $(LDLIBS)
@@ -108,7 +108,7 @@ $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 $(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call msg,CXX,$<)
-	$(Q)$(CXX) $(CXXFLAGS_ALL) -Ibench -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -I. -c $< -o $@
 
 $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)

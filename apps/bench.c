@@ -32,10 +32,10 @@
 #include <unistd.h>
 
 #include "pinwheel.h"
-#include "apps.h"
-#include "bench.h"
-#include "cli.h"
-#include "load.h"
+#include "apps/apps.h"
+#include "apps/bench.h"
+#include "apps/cli.h"
+#include "apps/load.h"
 
 /* ---- the scenarios ---------------------------------------------------- */
 

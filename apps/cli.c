@@ -22,7 +22,7 @@
 
 #include "pinwheel/metrics.h"
 #include "pinwheel/topo.h"
-#include "cli.h"
+#include "apps/cli.h"
 
 int pw_cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {

@@ -17,8 +17,8 @@
 #include <unistd.h>
 
 #include "pinwheel.h"
-#include "apps.h"
-#include "cli.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
 
 struct rw_arg {
 	int fd;

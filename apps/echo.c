@@ -21,9 +21,9 @@
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
-#include "apps.h"
-#include "cli.h"
-#include "echo.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/echo.h"
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
 

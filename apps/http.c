@@ -51,10 +51,10 @@
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
-#include "apps.h"
-#include "cli.h"
-#include "http.h"
-#include "http_parse.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/http.h"
+#include "apps/http_parse.h"
 
 #define OUT_MAX	     8192		   /* a connection's output buffer */
 #define LINGER_NS    (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */

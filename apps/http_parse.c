@@ -32,7 +32,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "http_parse.h"
+#include "apps/http_parse.h"
 
 enum {
 	S_START,    /* before the method; empty lines are skipped */

@@ -35,9 +35,9 @@
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
-#include "apps.h"
-#include "cli.h"
-#include "load.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/load.h"
 
 #define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
 #define CHECK_NS       (10 * PW_NSEC_PER_MSEC)

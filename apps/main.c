@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "pinwheel.h"
-#include "apps.h"
+#include "apps/apps.h"
 
 static const struct pw_app_cmd {
 	const char *name;

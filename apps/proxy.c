@@ -39,9 +39,9 @@
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
-#include "apps.h"
-#include "cli.h"
-#include "proxy.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/proxy.h"
 
 /* Buffers one direction holds, whatever their sizes. */
 #define PX_QCAP 64

@@ -13,8 +13,8 @@
 #include <string.h>
 
 #include "pinwheel/topo.h"
-#include "apps.h"
-#include "cli.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
 
 static const char *dist_name(int d)
 {

@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "bench.h"
-#include "../apps/http_parse.h"
+#include "bench/bench.h"
+#include "apps/http_parse.h"
 
 #define BATCH	 1024
 #define PIPELINE 16

@@ -25,9 +25,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
-#include "../apps/load.h"
+#include "apps/load.h"
 
 #define CONNS 4
 

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
 
 #define BATCH 64

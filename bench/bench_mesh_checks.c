@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
 
 #define MS PW_NSEC_PER_MSEC

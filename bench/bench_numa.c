@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
 
 #ifdef PW_HAVE_JEMALLOC

@@ -18,7 +18,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
 
 #define BATCH	   100000u

@@ -31,8 +31,8 @@
 
 #include <ck_ring.h>
 
-#include "bench.h"
-#include "spsc.h"
+#include "bench/bench.h"
+#include "shard/spsc.h"
 
 #define RING_SLOTS 1024
 #define MAX_BATCH  64

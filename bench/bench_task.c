@@ -13,7 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 #include "pinwheel.h"
 
 #define BATCH 256

@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bench.h"
-#include "wheel.h"
+#include "bench/bench.h"
+#include "timer/wheel.h"
 
 #define SPAN_MIN  (UINT64_C(1) << 12)
 #define SPAN_MASK ((UINT64_C(1) << 18) - 1)

@@ -6,7 +6,7 @@
 // name; every call below is a thin forward. main() is Google Benchmark's.
 #include <benchmark/benchmark.h>
 
-#include "bench.h"
+#include "bench/bench.h"
 
 static benchmark::State &S(struct pw_bench *b)
 {

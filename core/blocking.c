@@ -27,9 +27,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/blocking.h"
-#include "shard_int.h"
+#include "shard/shard_int.h"
 
 _Static_assert(sizeof(struct pw__mpsc_node) <=
 		       sizeof(((struct pw_blocking *)0)->node),

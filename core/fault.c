@@ -3,7 +3,7 @@
  * fault.c - the armed rule of fault.h and its counters, under one lock.
  * Only allocations made while a rule is armed come here.
  */
-#include "fault.h"
+#include "core/fault.h"
 
 #include <pthread.h>
 

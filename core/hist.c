@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/hist.h"
 
 #define HIST_HIGHEST_MAX (1ull << 62)

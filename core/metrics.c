@@ -20,10 +20,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/metrics.h"
 #include "pinwheel/numa.h"
-#include "shard_int.h"
+#include "shard/shard_int.h"
 
 /* relaxed: counters published by their shard with relaxed stores; a
  * snapshot needs no order between them. */

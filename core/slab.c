@@ -5,10 +5,10 @@
  * free list when the chunk is carved; a freed block goes back on top, so
  * the hottest (most recently used, cache-warm) block is reused first.
  */
-#include "slab.h"
+#include "core/slab.h"
 
-#include "fault.h"
-#include "mem_int.h"
+#include "core/fault.h"
+#include "numa/mem_int.h"
 
 #include <stdlib.h>
 

@@ -41,8 +41,8 @@
 #include <errno.h>
 #include <string.h>
 
-#include "shard_int.h"
-#include "task_int.h"
+#include "shard/shard_int.h"
+#include "core/task_int.h"
 
 _Thread_local struct pw__shard *pw__cur_shard
 	__attribute__((tls_model("initial-exec")));

@@ -21,7 +21,7 @@
 
 #include "pinwheel/list.h"
 #include "pinwheel/task.h"
-#include "mpsc.h"
+#include "core/mpsc.h"
 
 /* Task flags (owner thread only). */
 #define PW__T_SCHEDULED 0x01u /* in the run queue */

@@ -20,8 +20,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fault.h"
-#include "net_int.h"
+#include "core/fault.h"
+#include "net/net_int.h"
 
 static int sock_opt(int fd, int level, int name)
 {

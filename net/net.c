@@ -16,8 +16,8 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "fault.h"
-#include "net_int.h"
+#include "core/fault.h"
+#include "net/net_int.h"
 
 void pw_net_config_init(struct pw_net_config *cfg)
 {

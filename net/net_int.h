@@ -15,7 +15,7 @@
 #include <liburing.h>
 
 #include "pinwheel/net.h"
-#include "shard_int.h"
+#include "shard/shard_int.h"
 
 /* The buffer group of the per-shard provided-buffer ring. */
 #define PW__NET_BGID 7

@@ -20,7 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "net_int.h"
+#include "net/net_int.h"
 
 /* ---- recv ------------------------------------------------------------- */
 

@@ -44,12 +44,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/mesh.h"
 #include "pinwheel/numa.h"
 #include "pinwheel/topo.h"
-#include "mem_int.h"
-#include "shard_int.h"
+#include "numa/mem_int.h"
+#include "shard/shard_int.h"
 
 /* ---- NUMA support ------------------------------------------------------ */
 

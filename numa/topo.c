@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/topo.h"
 
 static int neg_errno(int fallback)

@@ -44,9 +44,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/mesh.h"
-#include "shard_int.h"
+#include "shard/shard_int.h"
 
 /* Longest kernel wait while an overflow backlog remains. */
 #define PW__OVF_POLL_NS 100000u

@@ -10,7 +10,7 @@
  */
 #include <errno.h>
 
-#include "shard_int.h"
+#include "shard/shard_int.h"
 
 struct io_uring_sqe *pw__shard_sqe(struct pw__shard *s)
 {

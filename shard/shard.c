@@ -34,11 +34,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fault.h"
+#include "core/fault.h"
 #include "pinwheel/topo.h"
 #include "pinwheel/version.h"
-#include "shard_int.h"
-#include "time_int.h"
+#include "shard/shard_int.h"
+#include "timer/time_int.h"
 
 /* A spawn or block_on request from another thread. */
 struct pw__spawn_msg {

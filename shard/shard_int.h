@@ -18,14 +18,14 @@
 #include "pinwheel/blocking.h"
 #include "pinwheel/op.h"
 #include "pinwheel/runtime.h"
-#include "mem_int.h"
-#include "mpsc.h"
-#include "slab.h"
-#include "spsc.h"
-#include "steal.h"
-#include "task_int.h"
-#include "time_int.h"
-#include "wheel.h"
+#include "numa/mem_int.h"
+#include "core/mpsc.h"
+#include "core/slab.h"
+#include "shard/spsc.h"
+#include "shard/steal.h"
+#include "core/task_int.h"
+#include "timer/time_int.h"
+#include "timer/wheel.h"
 
 /* user_data tags: an op pointer (8-aligned) has tag 0. */
 #define PW__UD_TAG_MASK	 7ull

@@ -41,9 +41,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "fault.h"
-#include "shard_int.h"
-#include "time_int.h"
+#include "core/fault.h"
+#include "shard/shard_int.h"
+#include "timer/time_int.h"
 
 #define MAX_LIFO_POLLS	  3
 #define TARGET_GQI_NS	  200000.0 /* 200 us between inject checks */

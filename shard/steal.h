@@ -13,7 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "slab.h"
+#include "core/slab.h"
 
 struct pw__shard;
 struct pw__task;

@@ -18,7 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 static void on_alarm(int sig)
 {

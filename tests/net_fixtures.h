@@ -19,7 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/net.h"
 
 static inline uint64_t pw_test_mono_ms(void)

@@ -12,7 +12,7 @@
 #include <stdatomic.h>
 #include <stddef.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define PW_COUNT_MALLOC 0

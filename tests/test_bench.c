@@ -13,9 +13,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "json.h"
-#include "../apps/bench.h"
+#include "tests/common.h"
+#include "tests/json.h"
+#include "apps/bench.h"
 
 Test(bench, table_is_well_formed)
 {

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/channel.h"
 #include "pinwheel/stream.h"
 

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <sys/wait.h>
 
-#include "common.h"
-#include "../apps/cli.h"
+#include "tests/common.h"
+#include "apps/cli.h"
 
 Test(cli, numbers)
 {

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/channel.h"
 #include "pinwheel/combinators.h"
 #include "pinwheel/stream.h"

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/hist.h"
 
 static struct pw_hist make(uint64_t highest, unsigned digits)

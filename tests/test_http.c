@@ -21,10 +21,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/net.h"
-#include "../apps/http.h"
-#include "../apps/http_parse.h"
+#include "apps/http.h"
+#include "apps/http_parse.h"
 
 #define REQ "GET / HTTP/1.1\r\nHost: t\r\n\r\n"
 

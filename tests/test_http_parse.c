@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "../apps/http_parse.h"
+#include "tests/common.h"
+#include "apps/http_parse.h"
 
 #define MAXREQ 256
 

@@ -7,7 +7,7 @@
  */
 #include <poll.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 extern char **environ;
 

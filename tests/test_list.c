@@ -8,7 +8,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common.h"
+#include "tests/common.h"
 #include "pinwheel/list.h"
 
 /* An element whose node is not its first member: container_of must

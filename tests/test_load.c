@@ -24,9 +24,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "json.h"
-#include "../apps/load.h"
+#include "tests/common.h"
+#include "tests/json.h"
+#include "apps/load.h"
 
 /* ---- test servers ----------------------------------------------------- */
 

@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "shard_int.h"
+#include "tests/common.h"
+#include "shard/shard_int.h"
 
 #define MS PW_NSEC_PER_MSEC
 

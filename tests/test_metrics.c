@@ -11,9 +11,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../apps/cli.h"
-#include "common.h"
-#include "json.h"
+#include "apps/cli.h"
+#include "tests/common.h"
+#include "tests/json.h"
 
 static enum pw_poll noop_poll(struct pw_cx *cx, void *state)
 {

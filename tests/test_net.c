@@ -21,8 +21,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "net_fixtures.h"
+#include "tests/common.h"
+#include "tests/net_fixtures.h"
 
 /* ---- checksums and payloads -------------------------------------------- */
 

@@ -11,8 +11,8 @@
 #include <stdatomic.h>
 #include <sys/socket.h>
 
-#include "common.h"
-#include "fault.h"
+#include "tests/common.h"
+#include "core/fault.h"
 #include "pinwheel/blocking.h"
 #include "pinwheel/hist.h"
 #include "pinwheel/metrics.h"

@@ -21,7 +21,7 @@
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 #ifdef PW_HAVE_JEMALLOC
 extern int mallctl(const char *name, void *oldp, size_t *oldlenp, void *newp,

@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "shard_int.h"
+#include "tests/common.h"
+#include "shard/shard_int.h"
 
 static void prep_nop(struct io_uring_sqe *sqe, void *arg)
 {

@@ -23,12 +23,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "net_fixtures.h"
+#include "tests/common.h"
+#include "tests/net_fixtures.h"
 #include "pinwheel/net.h"
-#include "../apps/apps.h"
-#include "../apps/echo.h"
-#include "../apps/proxy.h"
+#include "apps/apps.h"
+#include "apps/echo.h"
+#include "apps/proxy.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 

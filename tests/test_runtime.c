@@ -22,7 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 static enum pw_poll answer_poll(struct pw_cx *cx, void *state)
 {

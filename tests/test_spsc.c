@@ -18,9 +18,9 @@
 
 #include <criterion/criterion.h>
 
-#include "common.h"
+#include "tests/common.h"
 
-#include "spsc.h"
+#include "shard/spsc.h"
 
 static void spsc_mark(const struct pw__msg *m)
 {

@@ -16,8 +16,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
-#include "shard_int.h"
+#include "tests/common.h"
+#include "shard/shard_int.h"
 
 /* ---- hand-made workers for the queue tests --------------------------- */
 

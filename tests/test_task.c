@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 /* A log of events, written on the shard, read after pw_block_on(). */
 struct log {

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common.h"
+#include "tests/common.h"
 
 #define MS PW_NSEC_PER_MSEC
 #define US PW_NSEC_PER_USEC

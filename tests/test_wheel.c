@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common.h"
-#include "wheel.h"
+#include "tests/common.h"
+#include "timer/wheel.h"
 
 #define MAX_TIMERS 512
 

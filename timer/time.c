@@ -31,8 +31,8 @@
 #include <time.h>
 
 #include "pinwheel/time.h"
-#include "shard_int.h"
-#include "time_int.h"
+#include "shard/shard_int.h"
+#include "timer/time_int.h"
 
 _Static_assert(sizeof(struct pw__timer) <=
 		       sizeof(((struct pw_sleep *)0)->entry),

@@ -71,7 +71,7 @@
  * of a higher one, so the next expiry is in the lowest non-empty level:
  * rotate its mask to just past elapsed's digit, count trailing zeros.
  */
-#include "wheel.h"
+#include "timer/wheel.h"
 
 #include <errno.h>
 #include <inttypes.h>
