@@ -134,21 +134,17 @@ else
 TEST_LIBS := -lcriterion
 endif
 
-# The app modules the tests exercise directly (they are not in the
-# library).
-TEST_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/cli.o \
-	$(BUILD)/obj/apps/http.o $(BUILD)/obj/apps/load.o \
-	$(BUILD)/obj/apps/proxy.o $(BUILD)/obj/apps/bench.o \
-	$(BUILD)/obj/apps/echo.o
+# The app modules the tests exercise directly (every app file but the
+# command's main(); they are not in the library).
+TEST_APP_OBJS := $(filter-out $(BUILD)/obj/apps/main.o,$(APP_OBJS))
 
 $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
 	$(Q)$(CC) $(SANLD) -o $@ $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A) \
 		$(TEST_LIBS) $(LDLIBS_ALL) $(JEMALLOC) -ldl
 
-# The app modules the benchmarks time directly.
-BENCH_APP_OBJS := $(BUILD)/obj/apps/http_parse.o $(BUILD)/obj/apps/load.o \
-	$(BUILD)/obj/apps/cli.o
+# The app modules the benchmarks time directly (the same set).
+BENCH_APP_OBJS := $(TEST_APP_OBJS)
 
 $(BENCHES): $(BENCH_OBJS) $(BENCH_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)
