@@ -95,12 +95,37 @@ struct pw_config {
  * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ
  * entries, CQ 8x, batch 64, tick 1 ms, pinning on, no oversubscription,
  * mesh rings of 256 slots drained 256 at a time, unbounded calls, no
- * idle poll and no batch wait, the
- * shard scheduler (or PW_SCHED=steal from the environment); for stealing
- * mode an event interval of 61 and a self-tuning global queue interval.
+ * idle poll and no batch wait, the shard scheduler; for stealing mode an
+ * event interval of 61 and a self-tuning global queue interval. Nothing
+ * comes from the environment: a program that lets a variable choose (the
+ * pinwheel command reads PW_SCHED) sets the field itself.
  * Context: any thread.
  */
 void pw_config_init(struct pw_config *cfg);
+
+/**
+ * pw_config_check - say which field of @cfg pw_runtime_create() would
+ * refuse, and why.
+ * @cfg: the configuration; @msg: receives one line naming the field and
+ * the reason, e.g. "shards: 0 is out of range 1..1024" or "cpus[2]: CPU
+ * 17 is offline or outside this process's affinity mask" ("" when @cfg is
+ * good); at most @len bytes, always terminated when @len > 0; @msg may be
+ * NULL when @len is 0.
+ *
+ * Checks every field on its own (the check pw_runtime_create() makes
+ * first), then the placement (@cfg->cpus, @cfg->placement or the
+ * default) on a snapshot of the machine's topology, the way
+ * pw_runtime_create() places its shards. Starts nothing.
+ * Return: 0 when pw_runtime_create() would accept @cfg; else the first
+ * error it would return for it: -EINVAL (a NULL @cfg, a field out of
+ * range, a negative CPU, a malformed CPU or node list, a policy that
+ * leaves no CPU, or both cpus and placement), -ENODEV (a CPU or node
+ * that does not exist, is offline or is outside the affinity mask),
+ * -E2BIG (more shards than CPUs without PW_CONFIG_OVERSUBSCRIBE),
+ * -ENXIO (the topology cannot be read) or -ENOMEM.
+ * Context: any thread; may sleep (reads sysfs).
+ */
+int pw_config_check(const struct pw_config *cfg, char *msg, size_t len);
 
 /**
  * pw_runtime_create - start a runtime.
@@ -114,7 +139,8 @@ void pw_config_init(struct pw_config *cfg);
  * refuses DEFER_TASKRUN). Returns only once every shard runs, or none does.
  *
  * Return: 0; -EINVAL for a NULL @rtp, a field out of range, a negative
- * CPU, an empty or malformed CPU/node list, or both cpus and placement;
+ * CPU, an empty or malformed CPU/node list, or both cpus and placement
+ * (pw_config_check() names the field of this and the next two errors);
  * -ENODEV for a CPU that is offline, unknown or outside the affinity mask,
  * or an unknown node; -E2BIG for more shards than CPUs without
  * PW_CONFIG_OVERSUBSCRIBE; -ENXIO when the topology cannot be read
@@ -232,6 +258,8 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
 /**
  * pw_strerror_setup - explain a pw_runtime_create() error to a person:
  * what is wrong and how to fix it (e.g. the io_uring_disabled sysctl).
+ * A mistake in one field of the configuration gets a general sentence
+ * here; pw_config_check() names the field.
  * Return: a static string. Context: any thread.
  */
 const char *pw_strerror_setup(int err);
