@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "task.h"
 
 #ifdef __cplusplus
@@ -101,7 +102,7 @@ struct pw_config {
  * pinwheel command reads PW_SCHED) sets the field itself.
  * Context: any thread.
  */
-void pw_config_init(struct pw_config *cfg);
+PW_API void pw_config_init(struct pw_config *cfg);
 
 /**
  * pw_config_check - say which field of @cfg pw_runtime_create() would
@@ -125,7 +126,7 @@ void pw_config_init(struct pw_config *cfg);
  * -ENXIO (the topology cannot be read) or -ENOMEM.
  * Context: any thread; may sleep (reads sysfs).
  */
-int pw_config_check(const struct pw_config *cfg, char *msg, size_t len);
+PW_API int pw_config_check(const struct pw_config *cfg, char *msg, size_t len);
 
 /**
  * pw_runtime_create - start a runtime.
@@ -149,7 +150,8 @@ int pw_config_check(const struct pw_config *cfg, char *msg, size_t len);
  * or ring set-up.
  * Context: any thread that is not a shard.
  */
-int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
+PW_API int pw_runtime_create(struct pw_runtime **rtp,
+			     const struct pw_config *cfg);
 
 /**
  * pw_block_on - run a task on shard 0 (stealing mode: on any worker,
@@ -167,8 +169,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
  * stopping; -ENOMEM. The task's own errors travel in *@result.
  * Context: any thread that is not a shard of @rt.
  */
-int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
-		int64_t *result);
+PW_API int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
+		       int64_t *result);
 
 /* pw_runtime_spawn() shard: wherever the scheduler likes. */
 #define PW_SHARD_ANY 0xffffffffu
@@ -190,8 +192,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
  * shard out of range; -ESHUTDOWN if the runtime is stopping; -ENOMEM.
  * Context: any thread.
  */
-int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
-		     const void *state, size_t size, pw_drop_fn drop);
+PW_API int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard,
+			    pw_poll_fn fn, const void *state, size_t size,
+			    pw_drop_fn drop);
 
 /**
  * pw_runtime_destroy - stop every shard and free the runtime.
@@ -204,19 +207,19 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
  * when called on one of its shards.
  * Context: any thread that is not a shard of @rt.
  */
-int pw_runtime_destroy(struct pw_runtime *rt);
+PW_API int pw_runtime_destroy(struct pw_runtime *rt);
 
 /**
  * pw_runtime_shards - number of shards of @rt, or -EINVAL.
  * Context: any thread.
  */
-int pw_runtime_shards(struct pw_runtime *rt);
+PW_API int pw_runtime_shards(struct pw_runtime *rt);
 
 /**
  * pw_shard_id - index of the shard running the caller, or -EPERM when
  * the caller is not a shard thread. Context: any thread.
  */
-int pw_shard_id(void);
+PW_API int pw_shard_id(void);
 
 /* Counters of one shard. Read with pw_runtime_stats(). */
 struct pw_shard_stats {
@@ -252,8 +255,8 @@ struct pw_shard_stats {
  * Return: 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad shard.
  * Context: any thread.
  */
-int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
-		     struct pw_shard_stats *out);
+PW_API int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
+			    struct pw_shard_stats *out);
 
 /**
  * pw_strerror_setup - explain a pw_runtime_create() error to a person:
@@ -262,10 +265,10 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
  * here; pw_config_check() names the field.
  * Return: a static string. Context: any thread.
  */
-const char *pw_strerror_setup(int err);
+PW_API const char *pw_strerror_setup(int err);
 
 /** pw_version - the library version as "MAJOR.MINOR.PATCH". */
-const char *pw_version(void);
+PW_API const char *pw_version(void);
 
 #ifdef __cplusplus
 }
