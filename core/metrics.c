@@ -24,6 +24,7 @@
 #include "pinwheel/metrics.h"
 #include "pinwheel/numa.h"
 #include "shard/shard_int.h"
+#include "shard/steal.h"
 
 /* relaxed: counters published by their shard with relaxed stores; a
  * snapshot needs no order between them. */
@@ -104,8 +105,7 @@ static void read_runtime(struct pw_runtime *rt, struct pw_metrics *m)
 			atomic_load_explicit(&g->spawned, memory_order_relaxed);
 		remote = atomic_load_explicit(&g->remote_schedules,
 					      memory_order_relaxed);
-		m->global_queue_depth =
-			atomic_load_explicit(&g->inj_len, memory_order_relaxed);
+		m->global_queue_depth = pw__inject_len(&g->inj);
 	}
 	m->spawned_tasks_count = spawned;
 	m->num_alive_tasks = spawned > finished ? spawned - finished : 0;
@@ -171,8 +171,7 @@ int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt)
 		return -EINVAL;
 	if (rt->steal)
 		/* relaxed: a live depth (see steal.h). */
-		d = (int64_t)atomic_load_explicit(&rt->steal->inj_len,
-						  memory_order_relaxed);
+		d = (int64_t)pw__inject_len(&rt->steal->inj);
 	pw__rt_leave(rt);
 	return d;
 }

@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "pinwheel/combinators.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
