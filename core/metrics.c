@@ -100,7 +100,7 @@ static void read_runtime(struct pw_runtime *rt, struct pw_metrics *m)
 	}
 	if (rt->steal) {
 		struct pw__steal *g = rt->steal;
-		/* relaxed: counters and a live depth (see steal.h). */
+		/* relaxed: counters and a live depth (see queue.h). */
 		spawned +=
 			atomic_load_explicit(&g->spawned, memory_order_relaxed);
 		remote = atomic_load_explicit(&g->remote_schedules,
@@ -170,7 +170,7 @@ int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt)
 	if (!pw__rt_enter(rt))
 		return -EINVAL;
 	if (rt->steal)
-		/* relaxed: a live depth (see steal.h). */
+		/* relaxed: a live depth (see queue.h). */
 		d = (int64_t)pw__inject_len(&rt->steal->inj);
 	pw__rt_leave(rt);
 	return d;

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shard_int.h - the shard and runtime records. Private to the library.
+ * shard_int.h - the shard and runtime records, and the shard's and
+ * runtime's own calls (loop.c, shard.c, op.c). Private to the library.
+ * How tasks are scheduled on a shard is shard/sched.h.
  *
  * Everything in struct pw__shard is touched only by its own thread except
  * the fields grouped under "shared": the inbox, the asleep flag, the stop
@@ -157,10 +159,11 @@ static inline uint64_t pw__now(struct pw__shard *s)
 	return s->now_ns;
 }
 
-/* Stealing mode: poll @s's ring, timers, inbox and mesh, sleeping in the
- * kernel first when @sleep; and leave the loop once stopped. Shard
- * thread only. */
+/* Stealing mode (loop.c): poll @s's ring, timers, inbox and mesh,
+ * sleeping in the kernel first when @sleep. Shard thread only. */
 void pw__shard_events(struct pw__shard *s, bool sleep);
+/* Stealing mode: withdraw @s's eventfd read before the worker leaves its
+ * loop, once every shard is done. Shard thread only. */
 void pw__shard_final(struct pw__shard *s);
 /* A pw_block_on() task's state is no longer used: wake its caller
  * (shard/shard.c). Any thread. */

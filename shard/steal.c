@@ -34,7 +34,7 @@
  *
  * Parking: a worker parks in its ring (io_uring_submit_and_wait_timeout
  * bounded by its next timer); a notifier sets its unpark flag and rouses
- * it through the eventfd, with the asleep-flag handshake of shard.c.
+ * it through the eventfd, with the asleep-flag handshake of loop.c.
  */
 #include <errno.h>
 #include <stdlib.h>
