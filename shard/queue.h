@@ -95,7 +95,8 @@ static inline struct pw__task *pw__lq_get(struct pw__lq *q, uint32_t pos)
 				    memory_order_relaxed);
 }
 
-/* Free slots of @q, counting those a thief still copies out. Owner. */
+/* Free slots of @q (slots a thief still copies from count as taken).
+ * Owner thread only. */
 static inline uint32_t pw__lq_room(struct pw__lq *q)
 {
 	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
