@@ -3,6 +3,8 @@
 #   make              build build/libpinwheel.{a,so} and build/pinwheel
 #   make test         install missing packages, build, run every test
 #   make check-exports   libpinwheel.so exports its API, nothing else
+#   make check-includes  no include circle crosses module folders except
+#                        through the headers docs/architecture.md names
 #   make asan / tsan / ubsan   the same tests under a sanitizer
 #   make bench        Google Benchmark micro benchmarks (table + JSON, then
 #                     one summary table; BENCH_ARGS adds flags)
@@ -33,7 +35,7 @@ BINDIR ?= $(PREFIX)/bin
 
 DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
 	libbenchmark-dev libcriterion-dev libck-dev g++ pkg-config \
-	wrk gnuplot-nox
+	wrk gnuplot-nox python3
 
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2
@@ -86,7 +88,7 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-install check-exports asan tsan ubsan \
+.PHONY: all deps test test-run test-install check-exports check-includes asan tsan ubsan \
 	bench bench-peers run install format format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
@@ -175,7 +177,7 @@ SCHEDS ?= shard steal
 SUITE_LIMIT ?= 1500
 ONE_PASS := $(shell sed -e 's/\#.*//' tests/one_pass.txt | \
 	awk 'NF { printf "%s%s", sep, $$1; sep = "|" }')
-test: all check-exports test-install test-run
+test: all check-includes check-exports test-install test-run
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)only=; for s in $(SCHEDS); do \
@@ -191,6 +193,9 @@ test-run: $(TESTS) $(PINWHEEL)
 
 # No internal pw__ symbol is exported; every function the headers declare
 # is.
+check-includes:
+	$(Q)python3 scripts/include-cycles.py
+
 check-exports: $(LIB_SO)
 	$(Q)sh scripts/check-exports.sh $(LIB_SO) include/pinwheel/*.h
 

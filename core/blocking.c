@@ -29,7 +29,7 @@
 
 #include "core/fault.h"
 #include "pinwheel/blocking.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 
 _Static_assert(sizeof(struct pw__mpsc_node) <=
 		       sizeof(((struct pw_blocking *)0)->node),

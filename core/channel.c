@@ -31,7 +31,7 @@
 #include <string.h>
 
 #include "pinwheel/channel.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 
 static enum pw_poll stream_poll_next(struct pw_cx *cx, struct pw_stream *s,
 				     void *item, int *res);

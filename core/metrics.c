@@ -24,6 +24,7 @@
 #include "pinwheel/metrics.h"
 #include "pinwheel/numa.h"
 #include "shard/shard_int.h"
+#include "shard/steal.h"
 
 /* relaxed: counters published by their shard with relaxed stores; a
  * snapshot needs no order between them. */
@@ -99,13 +100,12 @@ static void read_runtime(struct pw_runtime *rt, struct pw_metrics *m)
 	}
 	if (rt->steal) {
 		struct pw__steal *g = rt->steal;
-		/* relaxed: counters and a live depth (see steal.h). */
+		/* relaxed: counters and a live depth (see queue.h). */
 		spawned +=
 			atomic_load_explicit(&g->spawned, memory_order_relaxed);
 		remote = atomic_load_explicit(&g->remote_schedules,
 					      memory_order_relaxed);
-		m->global_queue_depth =
-			atomic_load_explicit(&g->inj_len, memory_order_relaxed);
+		m->global_queue_depth = pw__inject_len(&g->inj);
 	}
 	m->spawned_tasks_count = spawned;
 	m->num_alive_tasks = spawned > finished ? spawned - finished : 0;
@@ -170,9 +170,8 @@ int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt)
 	if (!pw__rt_enter(rt))
 		return -EINVAL;
 	if (rt->steal)
-		/* relaxed: a live depth (see steal.h). */
-		d = (int64_t)atomic_load_explicit(&rt->steal->inj_len,
-						  memory_order_relaxed);
+		/* relaxed: a live depth (see queue.h). */
+		d = (int64_t)pw__inject_len(&rt->steal->inj);
 	pw__rt_leave(rt);
 	return d;
 }

@@ -1,15 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * task_int.h - the task record and the scheduling primitives shared by
- * core/ and shard/. Private to the library.
+ * task_int.h - the task record, the one definition of its `remote`
+ * word in both modes, and the shard-mode reference protocol's calls
+ * (core/task_ref.c). Private to the library.
  *
  * A task is one slab block: this header, then the copied state (or a
  * pointer to a borrowed one). In shard mode its fields are touched only by
  * the owning shard's thread, except `remote` and `inbox`, through which
- * other threads clone, drop and wake it (see task.c, "References"). In
- * stealing mode `remote` is the task's state word and reference count,
- * and the other fields belong to the worker running the task (see task.c,
- * "Stealing mode").
+ * other threads clone, drop and wake it (core/task_ref.c). In stealing
+ * mode `remote` is the task's state word and reference count, and the
+ * other fields belong to the worker running the task (shard/steal_task.c).
+ * How a task is scheduled and run is shard/sched.h.
  */
 #ifndef PW_CORE_TASK_INT_H
 #define PW_CORE_TASK_INT_H
@@ -37,12 +38,36 @@
 #define PW__T_PINNED 0x100u /* pins > 0 */
 #define PW__T_DROP   0x200u /* drop != NULL */
 
-/* task->remote: a signed reference delta in bits 2..63, two flags below.
- * Adding or subtracting PW__R_ONE never disturbs the flags. */
+/*
+ * task->remote, one 64-bit atomic word with two encodings; task->steal,
+ * set once at creation, says which one a task uses.
+ *
+ * Shard mode (PW__R_*, core/task_ref.c): what threads other than the
+ * owner did to the task. Bits 2..63 are a signed reference delta (the
+ * true count is refs + (remote >> 2)); bit 0 asks the owner to wake the
+ * task, bit 1 says its inbox node is queued. Adding or subtracting
+ * PW__R_ONE never disturbs the flags. The owner folds the delta into
+ * refs and clears the flags when it pops the node. Zero: no other thread
+ * holds a reference or has a node queued.
+ */
 #define PW__R_WAKE   1ull /* a remote wake is pending */
 #define PW__R_QUEUED 2ull /* the inbox node is queued */
 #define PW__R_FLAGS  3ull
 #define PW__R_ONE    4ull /* one reference */
+
+/*
+ * Stealing mode (PW__S_*, shard/steal_task.c): Tokio's task state word,
+ * the task's whole scheduling state and its reference count (bits 6..63)
+ * for every thread alike: the scheduler's reference until COMPLETE, the
+ * join handle's, each owned waker's and each pin's.
+ */
+#define PW__S_RUNNING	0x01ull /* being polled */
+#define PW__S_NOTIFIED	0x02ull /* queued, or to be queued after its poll */
+#define PW__S_COMPLETE	0x04ull /* finished; the result may be read */
+#define PW__S_ABORT	0x08ull /* abort requested */
+#define PW__S_JOINW	0x10ull /* task->joiner is set (owned by the task) */
+#define PW__S_REF_ONE	0x40ull /* one reference */
+#define PW__S_REF_SHIFT 6
 
 /* Inbox node kinds. */
 #define PW__MSG_TASK	 1u /* a task's own node: remote wake or drop */
@@ -70,8 +95,7 @@ struct pw__task {
 	void *state;		 /* copied state (below) or borrowed */
 	struct pw__task *joiner; /* task awaiting this one (owns a ref) */
 	int64_t result;		 /* result once DONE */
-	/* Remote references and wake (other threads): the true reference
-	 * count is refs + (remote >> 2); see task.c. */
+	/* PW__R_* (shard mode) or PW__S_* (stealing mode): see above. */
 	_Atomic uint64_t remote;
 	int32_t refs;	/* owner-side references (see remote) */
 	uint16_t flags; /* PW__T_* */
@@ -127,15 +151,33 @@ static inline struct pw__task *pw__runq_pop(struct pw__runq *q)
 	return t;
 }
 
-/* Called by the shard loop (pw__task_run() is inline in shard_int.h). */
+/* ---- the shard-mode reference protocol (core/task_ref.c) ------------ */
+
+/* The inbox brought @t's node: fold the remote delta, wake @t if asked,
+ * free it if nothing keeps it. Owner shard only. */
 void pw__task_remote_event(struct pw__shard *s, struct pw__task *t);
+/* Free @t if it is done and nothing keeps it. Owner shard only. */
 void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t);
-void pw__task_unref(struct pw__shard *s, struct pw__task *t);
 /* @t's owner-side count has just reached zero: fold in the remote
- * delta and free @t if nothing else keeps it. */
+ * delta and free @t if nothing else keeps it. Owner shard only. */
 void pw__task_unref_last(struct pw__shard *s, struct pw__task *t);
+/* End @t with @res: drop hook, wake the joiner, drop the scheduler's
+ * reference. Owner shard only. */
 void pw__task_finish(struct pw__shard *s, struct pw__task *t, int64_t res,
 		     bool cancelled);
+/* From a thread that is not @t's owner: take one more reference (the
+ * caller holds one); wake @t holding an extra reference of @cur's
+ * (pw_waker_wake_by_ref()); or give up the caller's reference, waking
+ * @t first if @wake. @cur: the calling thread's shard, or NULL. */
+void pw__task_ref_remote(struct pw__task *t);
+void pw__task_wake_remote(struct pw__task *t, struct pw__shard *cur);
+void pw__task_release_remote(struct pw__task *t, struct pw__shard *cur,
+			     bool wake);
+
+/* ---- spawning (core/task.c) -------------------------------------------- */
+
+/* Make a task on shard @s (queued in shard mode; in stealing mode
+ * pw__task_start() queues it). 0, -EINVAL or -ENOMEM. Shard thread. */
 int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 		 const void *state, size_t size, pw_drop_fn drop);
 /* Fill in a task's header; the block is @t, of slab class @cls. */
@@ -165,16 +207,6 @@ static inline uint32_t pw__pins(const struct pw__task *t)
 	 * what the operation left is visible to whoever runs the task. */
 	return atomic_load_explicit(&t->pins, memory_order_acquire);
 }
-
-/* Stealing mode (task.c): run, finish and wake. */
-enum pw_poll pw__task_poll_steal(struct pw__shard *s, struct pw__task *t,
-				 int *budget);
-void pw__task_wake_steal(struct pw__task *t);
-void pw__task_unref_steal(struct pw__task *t);
-void pw__task_abort_steal(struct pw__task *t);
-
-/* A pw_block_on() task's state is no longer used: wake its caller. */
-void pw__blockon_release(void *state);
 
 /* The shard running on this thread, or NULL. initial-exec: one load
  * from the thread pointer, no __tls_get_addr call, in the .so too. */

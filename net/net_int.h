@@ -15,7 +15,7 @@
 #include <liburing.h>
 
 #include "pinwheel/net.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 
 /* The buffer group of the per-shard provided-buffer ring. */
 #define PW__NET_BGID 7
@@ -149,5 +149,11 @@ void pw__close_cqe(struct pw__shard *s, struct pw_net_op *op,
  */
 bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
 		      uint64_t deadline);
+
+/* A CQE for net request @op arrived; free @s's networking at teardown
+ * (net/net.c). Shard thread only. */
+void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
+		      const struct io_uring_cqe *cqe);
+void pw__net_teardown(struct pw__shard *s);
 
 #endif /* PW_NET_INT_H */

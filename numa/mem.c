@@ -50,6 +50,7 @@
 #include "pinwheel/topo.h"
 #include "numa/mem_int.h"
 #include "shard/shard_int.h"
+#include "shard/spsc.h"
 
 /* ---- NUMA support ------------------------------------------------------ */
 

@@ -3,7 +3,7 @@
  * mem_int.h - placement and NUMA-local memory of a runtime. Private to
  * the library.
  *
- * shard.c, mesh.c and slab.c call these hooks; numa/mem.c holds the
+ * shard.c, loop.c, mesh.c and slab.c call these hooks; numa/mem.c holds the
  * policy. A runtime keeps its topology snapshot (for pw_mesh_distance)
  * and the memory node of each shard; a shard keeps whether its memory is
  * bound and which jemalloc arena its thread allocates from.

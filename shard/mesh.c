@@ -46,7 +46,9 @@
 
 #include "core/fault.h"
 #include "pinwheel/mesh.h"
-#include "shard/shard_int.h"
+#include "shard/mesh_int.h"
+#include "shard/sched.h"
+#include "shard/steal.h"
 
 /* Longest kernel wait while an overflow backlog remains. */
 #define PW__OVF_POLL_NS 100000u

@@ -10,7 +10,8 @@
  */
 #include <errno.h>
 
-#include "shard/shard_int.h"
+#include "shard/op_int.h"
+#include "shard/sched.h"
 
 struct io_uring_sqe *pw__shard_sqe(struct pw__shard *s)
 {

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shard_int.h - the shard and runtime records. Private to the library.
+ * shard_int.h - the shard and runtime records, and the shard's and
+ * runtime's own calls (loop.c, shard.c, op.c). Private to the library.
+ * How tasks are scheduled on a shard is shard/sched.h.
  *
  * Everything in struct pw__shard is touched only by its own thread except
  * the fields grouped under "shared": the inbox, the asleep flag, the stop
@@ -15,14 +17,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "pinwheel/blocking.h"
-#include "pinwheel/op.h"
 #include "pinwheel/runtime.h"
 #include "numa/mem_int.h"
+#include "core/blocking_int.h"
 #include "core/mpsc.h"
 #include "core/slab.h"
-#include "shard/spsc.h"
-#include "shard/steal.h"
 #include "core/task_int.h"
 #include "timer/time_int.h"
 #include "timer/wheel.h"
@@ -35,25 +34,6 @@
 #define PW__UD_MSGSEND	 4ull /* our MSG_RING to shard (ud >> 3) failed */
 #define PW__UD_EFDCANCEL 5ull /* the final cancel of the eventfd read */
 #define PW__UD_NET	 6ull /* a net request: (ud & ~7) is its pw_net_op */
-
-/* Messages staged per destination before one batch publish. */
-#define PW__STAGE 32
-
-struct pw__ovf;
-struct pw__net;
-struct pw_net_op;
-
-/* What a shard keeps for one destination shard. */
-struct pw__outq {
-	struct pw__spsc *ring;	  /* our ring to it */
-	struct pw__ovf *ovf_head; /* waiting for room, oldest first */
-	struct pw__ovf *ovf_tail;
-	struct pw_list waiters; /* pw_calls waiting for a slot */
-	uint32_t nstage;	/* messages in stage[] */
-	uint32_t calls;		/* pw_calls in flight to it */
-	bool pushed;		/* published since the last rouse */
-	struct pw__msg stage[PW__STAGE];
-};
 
 /* Per-shard counters: written by the shard only (relaxed load + store,
  * no read-modify-write), read by any thread (relaxed loads). */
@@ -136,24 +116,6 @@ struct pw__shard {
 	int start_err; /* set-up result reported to the creator */
 };
 
-/* The blocking pool (core/blocking.c). Guarded by mu. */
-struct pw__pool {
-	pthread_mutex_t mu;
-	pthread_cond_t work;	  /* a job was queued, or stop */
-	pthread_cond_t gone;	  /* a thread exited or a job ended */
-	struct pw_blocking *head; /* FIFO of queued jobs */
-	struct pw_blocking *tail;
-	unsigned max_threads;	 /* cap on pool threads */
-	uint64_t keep_alive_ns;	 /* idle time before a thread exits */
-	unsigned threads, idle;	 /* alive, and waiting for work */
-	uint64_t depth, running; /* queued, and running, jobs */
-	uint64_t jobs_run;	 /* finished jobs */
-	bool stopping;
-	/* Jobs queued or running whose result the shard has not taken:
-	 * read by the paused clock (relaxed; see blocking.c). */
-	_Atomic uint64_t inflight;
-};
-
 struct pw_runtime {
 	struct pw_config cfg;
 	unsigned nshards;
@@ -197,251 +159,21 @@ static inline uint64_t pw__now(struct pw__shard *s)
 	return s->now_ns;
 }
 
-/* pw_coop_proceed(), inline in the library's own leaf operations. */
-static inline __attribute__((always_inline)) bool
-pw__coop_proceed(struct pw_cx *cx)
-{
-	if (!cx || !cx->task)
-		return false;
-	if (__builtin_expect(cx->budget > 0, 1)) {
-		cx->budget--;
-		return true;
-	}
-	if (cx->budget == 0) {
-		/* First refusal in this poll: count one forced yield. */
-		PW__STAT_INC(cx->shard, budget_yields);
-		cx->budget = -1;
-	}
-	cx->task->flags |= PW__T_NOTIFIED;
-	return false;
-}
+/* Stealing mode (loop.c): poll @s's ring, timers, inbox and mesh,
+ * sleeping in the kernel first when @sleep. Shard thread only. */
+void pw__shard_events(struct pw__shard *s, bool sleep);
+/* Stealing mode: withdraw @s's eventfd read before the worker leaves its
+ * loop, once every shard is done. Shard thread only. */
+void pw__shard_final(struct pw__shard *s);
+/* A pw_block_on() task's state is no longer used: wake its caller
+ * (shard/shard.c). Any thread. */
+void pw__blockon_release(void *state);
 
-/*
- * Wake @t on its own shard: queue it unless it is done or queued already;
- * a task being polled is marked NOTIFIED and re-queued after its poll.
- */
-static inline void pw__task_schedule(struct pw__shard *s, struct pw__task *t)
-{
-	uint16_t f = t->flags;
-
-	if (f & (PW__T_DONE | PW__T_SCHEDULED))
-		return;
-	if (f & PW__T_RUNNING) {
-		t->flags = f | PW__T_NOTIFIED;
-		return;
-	}
-	t->flags = f | PW__T_SCHEDULED;
-	pw__runq_push(&s->runq, t);
-}
-
-/*
- * Finish @t, which returned ready with nothing to drop, no pin, not a
- * pw_block_on() task, a joiner waiting and more references than the
- * scheduler's (the join handle's): wake the joiner and drop the
- * scheduler's reference, which cannot be the last. The short form of
- * pw__task_finish(). Shard thread only.
- */
-static inline void pw__task_finish_joined(struct pw__shard *s,
-					  struct pw__task *t, int64_t res)
-{
-	struct pw__task *j = t->joiner;
-
-	t->flags = (uint16_t)((t->flags | PW__T_DONE) &
-			      ~(PW__T_NOTIFIED | PW__T_ABORT));
-	t->result = res;
-	t->joiner = NULL;
-	t->refs--;
-	PW__STAT_INC(s, finished);
-	PW__STAT_INC(s, local_wakes);
-	pw__task_schedule(s, j);
-	/* The joiner's reference that t->joiner held; the joiner is now
-	 * queued (or running), so the scheduler's keeps it alive unless it
-	 * is done already. */
-	if (--j->refs == 0)
-		pw__task_unref_last(s, j);
-}
-
-/*
- * Poll @t once (shard mode): the shard loop's inner step, inline there.
- * A detached task that finishes with nothing to wake, drop or keep goes
- * straight back to the slab; any other end goes through
- * pw__task_finish(). Return: 1 if @t's poll function ran, 0 if it was
- * only freed or aborted (the loop counts polls per batch). Shard thread
- * only.
- */
-static inline unsigned pw__task_run(struct pw__shard *s, struct pw__task *t)
-{
-	uint16_t f = (uint16_t)(t->flags & ~PW__T_SCHEDULED);
-
-	if (__builtin_expect(f & (PW__T_DONE | PW__T_ABORT), 0)) {
-		t->flags = f;
-		if (f & PW__T_DONE)
-			pw__task_maybe_free(s, t);
-		else
-			pw__task_finish(s, t, -ECANCELED, true);
-		return 0;
-	}
-	t->flags = f | PW__T_RUNNING;
-	struct pw_cx cx = { s, t, 0, PW_COOP_BUDGET };
-	s->cur_task = t;
-	enum pw_poll r = t->fn(&cx, t->state);
-	s->cur_task = NULL;
-	t->flags &= (uint16_t)~PW__T_RUNNING;
-	if (r == PW_READY) {
-		/* The common end of a detached task: nothing to run, wake or
-		 * keep, so the block goes straight back to the slab. relaxed
-		 * pins: only this shard writes them. acquire remote: as in
-		 * pw__task_maybe_free(). */
-		if (__builtin_expect(!(t->flags & (PW__T_DROP | PW__T_PINNED |
-						   PW__T_BLOCKON)) &&
-					     !t->joiner && t->refs == 1,
-				     1) &&
-		    !atomic_load_explicit(&t->remote, memory_order_acquire)) {
-			PW__STAT_INC(s, finished);
-			pw__slab_free(&s->slab, t, t->cls);
-			return 1;
-		}
-		/* The common end of an awaited task: its join handle keeps
-		 * it, so only the awaiting task is woken. */
-		if (__builtin_expect(!(t->flags & (PW__T_DROP | PW__T_PINNED |
-						   PW__T_BLOCKON)) &&
-					     t->joiner && t->refs > 1,
-				     1)) {
-			pw__task_finish_joined(s, t, cx.result);
-			return 1;
-		}
-		pw__task_finish(s, t, cx.result, false);
-		return 1;
-	}
-	if (t->flags & (PW__T_NOTIFIED | PW__T_ABORT)) {
-		t->flags = (uint16_t)((t->flags & ~PW__T_NOTIFIED) |
-				      PW__T_SCHEDULED);
-		pw__runq_push(&s->runq, t);
-	}
-	return 1;
-}
-
-/*
- * Pins: a kernel operation, timer or call in flight that points into a
- * task's state pins the task, so its memory outlives the operation.
- * pw__task_pin() is called by the shard that registers the operation,
- * while polling @t; the unpin calls by the same shard when the operation
- * ends. pw__task_unpin() frees a finished task whose last pin this was;
- * pw__task_unpin_wake() also wakes @t when it is not finished.
- *
- * In stealing mode a pinned task is bound to the worker its pins are on
- * (every poll and its drop happen there, see steal.c) and each pin also
- * holds a reference.
- */
-static inline void pw__task_pin(struct pw__shard *s, struct pw__task *t)
-{
-	/* relaxed: only this shard writes pins (see task_int.h). */
-	uint32_t p = atomic_load_explicit(&t->pins, memory_order_relaxed);
-
-	if (__builtin_expect(t->steal, 0)) {
-		if (!p)
-			t->bound = s;
-		/* relaxed: the caller holds a reference (as Arc::clone). */
-		atomic_fetch_add_explicit(&t->remote, PW__S_REF_ONE,
-					  memory_order_relaxed);
-	} else {
-		t->flags |= PW__T_PINNED;
-	}
-	atomic_store_explicit(&t->pins, p + 1, memory_order_relaxed);
-}
-
-void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake);
-
-/* Wake @t from the shard its pins are on (an operation's progress). */
-static inline void pw__task_wake_local(struct pw__shard *s, struct pw__task *t)
-{
-	if (__builtin_expect(t->steal, 0))
-		pw__task_wake_steal(t);
-	else
-		pw__task_schedule(s, t);
-}
-
-/* Drop one pin; returns the pins left. */
-static inline uint32_t pw__pin_drop(struct pw__task *t)
-{
-	uint32_t p = atomic_load_explicit(&t->pins, memory_order_relaxed);
-
-	/* release: pairs with pw__pins(); see task_int.h. */
-	atomic_store_explicit(&t->pins, p - 1, memory_order_release);
-	return p - 1;
-}
-
-/* Shard mode: drop a pin and keep PW__T_PINNED in step. */
-static inline void pw__pin_drop_shard(struct pw__task *t)
-{
-	if (!pw__pin_drop(t))
-		t->flags &= (uint16_t)~PW__T_PINNED;
-}
-
-static inline void pw__task_unpin(struct pw__shard *s, struct pw__task *t)
-{
-	if (__builtin_expect(t->steal, 0)) {
-		pw__task_unpin_steal(s, t, false);
-		return;
-	}
-	pw__pin_drop_shard(t);
-	if (t->flags & PW__T_DONE)
-		pw__task_maybe_free(s, t);
-}
-
-static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
-{
-	if (__builtin_expect(t->steal, 0)) {
-		pw__task_unpin_steal(s, t, true);
-		return;
-	}
-	pw__pin_drop_shard(t);
-	if (t->flags & PW__T_DONE)
-		pw__task_maybe_free(s, t);
-	else
-		pw__task_schedule(s, t);
-}
-
-/* The blocking pool (blocking.c). */
+/* The blocking pool's statistics of @rt (core/metrics.c). Any thread. */
 struct pw_blocking_stats;
-int pw__pool_init(struct pw__pool *p, unsigned max_threads,
-		  uint64_t keep_alive_ns);
-/* Stops the pool: queued jobs are dropped, running ones finish, its
- * threads exit; later pw_spawn_blocking() calls get -ESHUTDOWN. Any
- * thread but a pool thread; may be called again. The lock lives on
- * until pw__pool_free(), so a shard still running may call into it. */
-void pw__pool_stop(struct pw__pool *p);
-/* Frees what pw__pool_init() made; after pw__pool_stop() and after the
- * shards have stopped. */
-void pw__pool_free(struct pw__pool *p);
-bool pw__pool_busy(struct pw__pool *p);
-void pw__pool_done(struct pw__shard *s, struct pw__mpsc_node *n);
-void pw__pool_read(struct pw__pool *p, struct pw_blocking_stats *out);
 int pw__runtime_pool_stats(struct pw_runtime *rt,
 			   struct pw_blocking_stats *out);
 
-/* The mesh (mesh.c). */
-int pw__mesh_create(struct pw_runtime *rt);
-void pw__mesh_destroy(struct pw_runtime *rt);
-int pw__mesh_send(struct pw__shard *s, unsigned dst, const struct pw__msg *m);
-void pw__mesh_drain(struct pw__shard *s);
-void pw__mesh_flush(struct pw__shard *s);
-/* No message waits in any inbound ring (no fence: for polling). */
-bool pw__mesh_empty(struct pw__shard *s);
-/* The same after a seq_cst fence: for the check after "asleep" is up. */
-bool pw__mesh_idle(struct pw__shard *s);
-bool pw__mesh_stop_done(struct pw__shard *s);
-uint64_t pw__mesh_wait_cap(struct pw__shard *s);
-/* Send @t's owner a message carrying one reference of ours: wake (if
- * @wake) and drop it. false if it could not be staged (no memory). */
-bool pw__mesh_remote_wake(struct pw__shard *s, struct pw__task *t, bool wake);
-void pw__mesh_send_failed(struct pw__shard *s, uint64_t ud);
-
-/* Stealing mode: poll @s's ring, timers, inbox and mesh, sleeping in the
- * kernel first when @sleep; and leave the loop once stopped. Shard
- * thread only. */
-void pw__shard_events(struct pw__shard *s, bool sleep);
-void pw__shard_final(struct pw__shard *s);
 /* Validate a runtime handle from any thread and hold it (false: not a
  * live runtime); pw__rt_leave() releases it. */
 bool pw__rt_enter(struct pw_runtime *rt);
@@ -449,6 +181,17 @@ void pw__rt_leave(struct pw_runtime *rt);
 
 /* The field checks of pw_config_check() (shard/config.c). Any thread. */
 int pw__config_fields(const struct pw_config *c, char *msg, size_t len);
+/* The shard thread's body (loop.c): set-up, report to the creator, the
+ * loop (or the stealing worker's), teardown. @arg: the shard. */
+void *pw__shard_main(void *arg);
+/* Mark @s, whose loop will never run, quiet for the shutdown check.
+ * The creator thread. */
+void pw__shard_never_runs(struct pw__shard *s);
+/* Publish the counters kept as plain fields (loop.c). Shard thread. */
+void pw__shard_publish_stats(struct pw__shard *s);
+/* A spawn or pw_block_on() request from another thread arrived in @s's
+ * inbox (shard.c). Shard thread only. */
+void pw__runtime_spawn_arrived(struct pw__shard *s, struct pw__mpsc_node *n);
 
 /* Write @s's eventfd: ends its kernel wait whatever its asleep flag
  * says. Any thread, until the runtime is freed. */
@@ -459,16 +202,6 @@ void pw__shard_rouse(struct pw__shard *s);
 
 /* Queue @n on @s's inbox and rouse it. Any thread. */
 void pw__shard_post(struct pw__shard *s, struct pw__mpsc_node *n);
-
-/* A CQE for @op arrived. Shard thread only. */
-void pw__op_complete(struct pw__shard *s, struct pw_op *op,
-		     const struct io_uring_cqe *cqe);
-
-/* A CQE for net request @op arrived; free @s's networking at teardown
- * (net/net.c). Shard thread only. */
-void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
-		      const struct io_uring_cqe *cqe);
-void pw__net_teardown(struct pw__shard *s);
 
 /* An SQE from @s's ring, flushing a full queue first; NULL only if the
  * kernel accepts nothing. Shard thread only. */

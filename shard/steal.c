@@ -34,7 +34,7 @@
  *
  * Parking: a worker parks in its ring (io_uring_submit_and_wait_timeout
  * bounded by its next timer); a notifier sets its unpark flag and rouses
- * it through the eventfd, with the asleep-flag handshake of shard.c.
+ * it through the eventfd, with the asleep-flag handshake of loop.c.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -42,7 +42,9 @@
 #include <time.h>
 
 #include "core/fault.h"
-#include "shard/shard_int.h"
+#include "shard/mesh_int.h"
+#include "shard/sched.h"
+#include "shard/steal.h"
 #include "timer/time_int.h"
 
 #define MAX_LIFO_POLLS	  3
@@ -53,21 +55,6 @@
 #define IDLE_UNPARKED_ONE (1ull << 32)
 #define IDLE_SEARCHING(v) ((uint32_t)(v))
 #define IDLE_UNPARKED(v)  ((uint32_t)((v) >> 32))
-
-static inline uint64_t pack(uint32_t steal, uint32_t real)
-{
-	return ((uint64_t)steal << 32) | real;
-}
-
-static inline uint32_t h_steal(uint64_t h)
-{
-	return (uint32_t)(h >> 32);
-}
-
-static inline uint32_t h_real(uint64_t h)
-{
-	return (uint32_t)h;
-}
 
 #define WSTAT_ADD(w, f, n)                                                    \
 	atomic_store_explicit(                                                \
@@ -80,235 +67,36 @@ static inline struct pw__steal *sh(struct pw__shard *s)
 	return s->rt->steal;
 }
 
-/* ---- the local queue -------------------------------------------------- */
-
-static inline uint32_t lq_len(struct pw__lq *q)
-{
-	/* acquire: pairs with the thieves' and owner's releases of head. */
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
-	uint32_t t = atomic_load_explicit(&q->tail, memory_order_acquire);
-
-	return t - h_real(h);
-}
-
-static inline void lq_put(struct pw__lq *q, uint32_t pos, struct pw__task *t)
-{
-	/* relaxed: published by the release store of tail. */
-	atomic_store_explicit(&q->buf[pos & PW__LQ_MASK], t,
-			      memory_order_relaxed);
-}
-
-static inline struct pw__task *lq_get(struct pw__lq *q, uint32_t pos)
-{
-	/* relaxed: ordered by the acquire of tail or head before it. */
-	return atomic_load_explicit(&q->buf[pos & PW__LQ_MASK],
-				    memory_order_relaxed);
-}
-
-/* Inject queue: push a chain of @n tasks linked through ->next. */
-static void inj_push_chain(struct pw__steal *g, struct pw__task *first,
-			   struct pw__task *last, uint64_t n)
-{
-	last->next = NULL;
-	pthread_mutex_lock(&g->inj_mu);
-	if (g->inj_tail)
-		g->inj_tail->next = first;
-	else
-		g->inj_head = first;
-	g->inj_tail = last;
-	/* relaxed: a depth read outside the lock; see steal.h. */
-	atomic_store_explicit(
-		&g->inj_len,
-		atomic_load_explicit(&g->inj_len, memory_order_relaxed) + n,
-		memory_order_relaxed);
-	pthread_mutex_unlock(&g->inj_mu);
-}
-
-static inline uint64_t inj_len(struct pw__steal *g)
-{
-	/* relaxed: a hint; pops re-check under the lock. */
-	return atomic_load_explicit(&g->inj_len, memory_order_relaxed);
-}
-
-/* Pop up to @n tasks from the inject queue into a chain; returns the
- * count taken, *@first gets the chain. */
-static uint32_t inj_pop_n(struct pw__steal *g, uint32_t n,
-			  struct pw__task **first)
-{
-	uint32_t got = 0;
-	struct pw__task *h, *t = NULL;
-
-	if (!inj_len(g))
-		return 0;
-	pthread_mutex_lock(&g->inj_mu);
-	h = g->inj_head;
-	for (struct pw__task *c = h; c && got < n; c = c->next) {
-		t = c;
-		got++;
-	}
-	if (got) {
-		g->inj_head = t->next;
-		if (!g->inj_head)
-			g->inj_tail = NULL;
-		t->next = NULL;
-		/* relaxed: see inj_push_chain(). */
-		atomic_store_explicit(
-			&g->inj_len,
-			atomic_load_explicit(&g->inj_len,
-					     memory_order_relaxed) -
-				got,
-			memory_order_relaxed);
-	}
-	pthread_mutex_unlock(&g->inj_mu);
-	*first = h;
-	return got;
-}
-
-/*
- * The queue is full and no thief is active: move the newest 128 tasks and
- * @t to the inject queue in one batch (Tokio 1.5x; 1.24 and Go move the
- * oldest). A thief that read the queue shorter could claim into its
- * newest half, so the owner first shuts thieves out the way a thief does:
- * it moves the steal position off the real head with a compare-and-swap
- * (which fails if a thief moved head first), takes the newest half back
- * by lowering tail, and puts the steal position back. false: head moved,
- * look again.
- */
-static bool lq_overflow(struct pw__shard *s, struct pw__task *t, uint64_t h,
-			uint32_t tail)
-{
-	struct pw__lq *q = &s->w->q;
-	uint32_t real = h_real(h), from = tail - PW__LQ_HALF;
-
-	/* acq_rel CAS: pairs with the thieves' CASes on head; while steal
-	 * != real every thief backs off (lq_steal()). */
-	if (!atomic_compare_exchange_strong_explicit(
-		    &q->head, &h, pack(real - 1, real), memory_order_acq_rel,
-		    memory_order_acquire))
-		return false;
-	struct pw__task *first = lq_get(q, from), *prev = first;
-	for (uint32_t i = from + 1; i < tail; i++) {
-		struct pw__task *c = lq_get(q, i);
-		prev->next = c;
-		prev = c;
-	}
-	prev->next = t;
-	/* release: thieves that read tail from now on see the shorter
-	 * queue; then the steal position comes back (release: pairs with
-	 * the thieves' acquire of head). */
-	atomic_store_explicit(&q->tail, from, memory_order_release);
-	atomic_store_explicit(&q->head, pack(real, real), memory_order_release);
-	inj_push_chain(sh(s), first, t, PW__LQ_HALF + 1);
-	s->w->overflows++;
-	return true;
-}
+/* ---- the queues (queue.h) ---------------------------------------------- */
 
 static void push_back_or_overflow(struct pw__shard *s, struct pw__task *t)
 {
-	struct pw__lq *q = &s->w->q;
-	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
-
-	for (;;) {
-		/* acquire: pairs with the thieves' release of head. */
-		uint64_t h =
-			atomic_load_explicit(&q->head, memory_order_acquire);
-		if (tail - h_steal(h) < PW__LQ_CAP) {
-			lq_put(q, tail, t);
-			/* release: publishes the slot to thieves. */
-			atomic_store_explicit(&q->tail, tail + 1,
-					      memory_order_release);
-			return;
-		}
-		if (h_steal(h) != h_real(h)) {
-			/* A thief is at work: this task alone goes to the
-			 * inject queue (counted as a remote schedule). */
-			inj_push_chain(sh(s), t, t, 1);
-			/* relaxed: a counter. */
-			atomic_fetch_add_explicit(&sh(s)->remote_schedules, 1,
-						  memory_order_relaxed);
-			return;
-		}
-		if (lq_overflow(s, t, h, tail))
-			return;
+	switch (pw__lq_push(&s->w->q, &sh(s)->inj, t)) {
+	case PW__LQ_PUSHED:
+		break;
+	case PW__LQ_OVERFLOWED:
+		s->w->overflows++;
+		break;
+	case PW__LQ_INJECTED:
+		/* relaxed: a counter (a thief was at work: a remote
+		 * schedule, as Tokio counts it). */
+		atomic_fetch_add_explicit(&sh(s)->remote_schedules, 1,
+					  memory_order_relaxed);
+		break;
 	}
 }
 
-/* Owner pop from the real head. */
-static struct pw__task *lq_pop(struct pw__lq *q)
-{
-	uint64_t h = atomic_load_explicit(&q->head, memory_order_acquire);
-	uint32_t tail = atomic_load_explicit(&q->tail, memory_order_relaxed);
-
-	for (;;) {
-		uint32_t real = h_real(h), st = h_steal(h);
-		if (real == tail)
-			return NULL;
-		uint64_t next = st == real ? pack(real + 1, real + 1) :
-					     pack(st, real + 1);
-		/* acq_rel CAS: pairs with the thieves' CASes on head. */
-		if (atomic_compare_exchange_weak_explicit(&q->head, &h, next,
-							  memory_order_acq_rel,
-							  memory_order_acquire))
-			return lq_get(q, real);
-	}
-}
-
-/*
- * Steal half of @v's tasks (rounded up, at most 128) into @s's queue and
- * return one of them to run, or NULL. Tokio's steal_into.
- */
+/* Steal half of @v's local queue into @s's; a task to run, or NULL. */
 static struct pw__task *lq_steal(struct pw__shard *s, struct pw__shard *v)
 {
-	struct pw__lq *dst = &s->w->q, *src = &v->w->q;
-	uint32_t dtail = atomic_load_explicit(&dst->tail, memory_order_relaxed);
-	uint64_t dh = atomic_load_explicit(&dst->head, memory_order_acquire);
-
-	if (dtail - h_steal(dh) > PW__LQ_CAP / 2)
-		return NULL; /* our own queue is more than half full */
-	uint64_t prev = atomic_load_explicit(&src->head, memory_order_acquire);
-	uint64_t next;
 	uint32_t n;
-	for (;;) {
-		uint32_t st = h_steal(prev), real = h_real(prev);
-		if (st != real)
-			return NULL; /* another thief is at work */
-		/* acquire: pairs with the victim's release of tail. */
-		uint32_t stail =
-			atomic_load_explicit(&src->tail, memory_order_acquire);
-		n = stail - real;
-		n -= n / 2;
-		if (!n)
-			return NULL;
-		next = pack(st, real + n);
-		/* acq_rel CAS: claims [real, real + n); pairs with the
-		 * owner's pops and other thieves. */
-		if (atomic_compare_exchange_weak_explicit(
-			    &src->head, &prev, next, memory_order_acq_rel,
-			    memory_order_acquire))
-			break;
+	struct pw__task *t = pw__lq_steal_into(&s->w->q, &v->w->q, &n);
+
+	if (t) {
+		s->w->steals += n;
+		s->w->steal_ops++;
 	}
-	uint32_t first = h_steal(prev);
-	for (uint32_t i = 0; i < n; i++)
-		lq_put(dst, dtail + i, lq_get(src, first + i));
-	/* Done copying: let the owner reuse the slots (steal = real). */
-	prev = next;
-	for (;;) {
-		uint32_t real = h_real(prev);
-		/* acq_rel CAS: pairs with the owner's pop CAS. */
-		if (atomic_compare_exchange_weak_explicit(
-			    &src->head, &prev, pack(real, real),
-			    memory_order_acq_rel, memory_order_acquire))
-			break;
-	}
-	s->w->steals += n;
-	s->w->steal_ops++;
-	n--;
-	struct pw__task *ret = lq_get(dst, dtail + n);
-	if (n)
-		/* release: publishes the copied slots. */
-		atomic_store_explicit(&dst->tail, dtail + n,
-				      memory_order_release);
-	return ret;
+	return t;
 }
 
 /* ---- idle workers ------------------------------------------------------- */
@@ -430,12 +218,12 @@ static void notify_if_work_pending(struct pw__shard *s)
 	struct pw_runtime *rt = s->rt;
 
 	for (unsigned i = 0; i < rt->nshards; i++) {
-		if (rt->shards[i] != s && lq_len(&rt->shards[i]->w->q)) {
+		if (rt->shards[i] != s && pw__lq_len(&rt->shards[i]->w->q)) {
 			notify_parked(rt);
 			return;
 		}
 	}
-	if (inj_len(sh(s)))
+	if (pw__inject_len(&sh(s)->inj))
 		notify_parked(rt);
 }
 
@@ -443,7 +231,7 @@ static void notify_if_work_pending(struct pw__shard *s)
 
 static inline bool has_local_work(struct pw__worker *w)
 {
-	return w->lifo || w->bound_h || lq_len(&w->q);
+	return w->lifo || w->bound_h || pw__lq_len(&w->q);
 }
 
 static void bound_push(struct pw__worker *w, struct pw__task *t)
@@ -526,7 +314,7 @@ void pw__steal_schedule(struct pw__task *t, bool is_yield)
 		schedule_local(cur, t, is_yield);
 		return;
 	}
-	inj_push_chain(rt->steal, t, t, 1);
+	pw__inject_push(&rt->steal->inj, t, t, 1);
 	/* relaxed: a counter. */
 	atomic_fetch_add_explicit(&rt->steal->remote_schedules, 1,
 				  memory_order_relaxed);
@@ -677,26 +465,24 @@ static struct pw__task *next_task(struct pw__shard *s)
 		return t;
 	if (w->tick % w->gqi == 0) {
 		tune_interval(s);
-		if (inj_pop_n(g, 1, &t))
+		if (pw__inject_pop(&g->inj, 1, &t))
 			return t;
 		if ((t = w->lifo)) {
 			w->lifo = NULL;
 			return t;
 		}
-		return lq_pop(&w->q);
+		return pw__lq_pop(&w->q);
 	}
 	if ((t = w->lifo)) {
 		w->lifo = NULL;
 		return t;
 	}
-	if ((t = lq_pop(&w->q)))
+	if ((t = pw__lq_pop(&w->q)))
 		return t;
-	uint64_t glen = inj_len(g);
+	uint64_t glen = pw__inject_len(&g->inj);
 	if (!glen)
 		return NULL;
-	uint32_t tail = atomic_load_explicit(&w->q.tail, memory_order_relaxed);
-	uint64_t h = atomic_load_explicit(&w->q.head, memory_order_acquire);
-	uint32_t room = PW__LQ_CAP - (tail - h_steal(h));
+	uint32_t room = pw__lq_room(&w->q);
 	uint64_t n = glen / s->rt->nshards + 1;
 	if (n > room)
 		n = room;
@@ -704,19 +490,12 @@ static struct pw__task *next_task(struct pw__shard *s)
 		n = PW__LQ_CAP / 2;
 	if (!n)
 		n = 1;
-	uint32_t got = inj_pop_n(g, (uint32_t)n, &first);
+	uint32_t got = pw__inject_pop(&g->inj, (uint32_t)n, &first);
 	if (!got)
 		return NULL;
-	t = first;
-	first = first->next;
-	/* Only the owner adds to its queue: the room seen above is there. */
-	for (uint32_t i = 1; i < got; i++, first = first->next)
-		lq_put(&w->q, tail + i - 1, first);
-	if (got > 1)
-		/* release: publishes the slots to thieves. */
-		atomic_store_explicit(&w->q.tail, tail + got - 1,
-				      memory_order_release);
-	return t;
+	/* The first to run now, the rest to the local queue. */
+	pw__lq_fill(&w->q, first->next, got - 1);
+	return first;
 }
 
 static struct pw__task *steal_work(struct pw__shard *s)
@@ -740,7 +519,7 @@ static struct pw__task *steal_work(struct pw__shard *s)
 		if ((t = lq_steal(s, rt->shards[v])))
 			return t;
 	}
-	return inj_pop_n(sh(s), 1, &t) ? t : NULL;
+	return pw__inject_pop(&sh(s)->inj, 1, &t) ? t : NULL;
 }
 
 /* Poll @t unless its pins bind it elsewhere. */
@@ -797,7 +576,7 @@ static void maintenance(struct pw__shard *s)
 
 static bool should_notify_others(struct pw__worker *w)
 {
-	return !w->searching && (w->lifo ? 1 : 0) + lq_len(&w->q) > 1;
+	return !w->searching && (w->lifo ? 1 : 0) + pw__lq_len(&w->q) > 1;
 }
 
 static bool from_parked(struct pw__shard *s)
@@ -848,7 +627,7 @@ static void park(struct pw__shard *s)
 
 bool pw__steal_has_work(struct pw__shard *s)
 {
-	return has_local_work(s->w) || inj_len(sh(s));
+	return has_local_work(s->w) || pw__inject_len(&sh(s)->inj);
 }
 
 static void abort_block(void *blk, void *arg)
@@ -923,7 +702,7 @@ int pw__steal_create(struct pw_runtime *rt)
 		free(g);
 		return -ENOMEM;
 	}
-	pthread_mutex_init(&g->inj_mu, NULL);
+	pw__inject_init(&g->inj);
 	pthread_mutex_init(&g->idle_mu, NULL);
 	pthread_mutex_init(&g->fslab_mu, NULL);
 	pw__slab_init(&g->fslab);
@@ -960,7 +739,7 @@ void pw__steal_destroy(struct pw_runtime *rt)
 			rt->shards[i]->w = NULL;
 		}
 	pw__slab_destroy(&g->fslab);
-	pthread_mutex_destroy(&g->inj_mu);
+	pw__inject_destroy(&g->inj);
 	pthread_mutex_destroy(&g->idle_mu);
 	pthread_mutex_destroy(&g->fslab_mu);
 	free(g->sleepers);
@@ -968,30 +747,12 @@ void pw__steal_destroy(struct pw_runtime *rt)
 	rt->steal = NULL;
 }
 
-/* ---- white-box access for the queue tests (tests/test_steal.c) ------- */
-
-void pw__steal_push(struct pw__shard *s, struct pw__task *t)
-{
-	push_back_or_overflow(s, t);
-}
-
-struct pw__task *pw__steal_pop(struct pw__shard *s)
-{
-	return lq_pop(&s->w->q);
-}
-
-struct pw__task *pw__steal_from(struct pw__shard *thief,
-				struct pw__shard *victim)
-{
-	return lq_steal(thief, victim);
-}
-
 uint32_t pw__steal_local_len(struct pw__shard *s)
 {
-	return lq_len(&s->w->q);
+	return pw__lq_len(&s->w->q);
 }
 
 uint64_t pw__steal_global_len(struct pw_runtime *rt)
 {
-	return inj_len(rt->steal);
+	return pw__inject_len(&rt->steal->inj);
 }

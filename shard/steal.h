@@ -14,35 +14,11 @@
 #include <stdint.h>
 
 #include "core/slab.h"
+#include "shard/queue.h"
 
 struct pw__shard;
 struct pw__task;
 struct pw_runtime;
-
-#define PW__LQ_CAP  256u /* local queue slots */
-#define PW__LQ_MASK 255u
-#define PW__LQ_HALF 128u /* tasks moved by an overflow */
-
-/* Task state word (task->remote) in stealing mode. */
-#define PW__S_RUNNING	0x01ull /* being polled */
-#define PW__S_NOTIFIED	0x02ull /* queued, or to be queued after its poll */
-#define PW__S_COMPLETE	0x04ull /* finished; the result may be read */
-#define PW__S_ABORT	0x08ull /* abort requested */
-#define PW__S_JOINW	0x10ull /* task->joiner is set (owned by the task) */
-#define PW__S_REF_ONE	0x40ull /* one reference */
-#define PW__S_REF_SHIFT 6
-
-/*
- * A worker's local run queue: Tokio's bounded queue. head packs the
- * stealer's position (high 32 bits) and the real head (low 32); the two
- * differ while a thief copies tasks out. Only the owner writes tail and
- * the slots; thieves move head with compare-and-swap.
- */
-struct pw__lq {
-	_Alignas(64) _Atomic uint64_t head;
-	_Alignas(64) _Atomic uint32_t tail;
-	struct pw__task *_Atomic buf[PW__LQ_CAP];
-};
 
 /* Counters of one worker, Tokio's names. Written by the worker (relaxed
  * load + store), read by any thread (relaxed). */
@@ -79,12 +55,7 @@ struct pw__worker {
 
 /* The runtime-wide part: the inject queue, the idle set, foreign tasks. */
 struct pw__steal {
-	/* The inject (global) queue, a list through task->next. */
-	pthread_mutex_t inj_mu;
-	struct pw__task *inj_head, *inj_tail;
-	/* Written under inj_mu; read without it (relaxed) for the depth
-	 * and the emptiness hint, which are re-checked under the lock. */
-	_Atomic uint64_t inj_len;
+	struct pw__inject inj; /* the inject (global) queue */
 	/* Idle: searching workers (low 32 bits) and unparked workers
 	 * (high 32). seq_cst: a notifier reads it after pushing work and
 	 * a worker parking updates it after its last queue check. */
@@ -130,12 +101,5 @@ void pw__steal_begin_stop(struct pw__shard *s);
  * excluded) and the inject queue. */
 uint32_t pw__steal_local_len(struct pw__shard *s);
 uint64_t pw__steal_global_len(struct pw_runtime *rt);
-
-/* The queue operations themselves, for white-box tests: push to the back
- * (or overflow), pop from the front (owner thread), and steal half. */
-void pw__steal_push(struct pw__shard *s, struct pw__task *t);
-struct pw__task *pw__steal_pop(struct pw__shard *s);
-struct pw__task *pw__steal_from(struct pw__shard *thief,
-				struct pw__shard *victim);
 
 #endif /* PW_SHARD_STEAL_H */

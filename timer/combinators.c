@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "pinwheel/combinators.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 
 static inline uint64_t sat_add(uint64_t a, uint64_t b)
 {
@@ -199,6 +199,48 @@ static enum pw_poll debounce_emit(struct pw_debounce *d, void *item, int *res)
 	return PW_READY;
 }
 
+/* A new item is in slot[1]: hold it (the newest wins) and move the
+ * deadline: quiet after it, capped at max_wait after the first held. */
+static void debounce_hold(struct pw_cx *cx, struct pw_debounce *d)
+{
+	unsigned char *tmp = d->slot[0];
+	d->slot[0] = d->slot[1];
+	d->slot[1] = tmp;
+	uint64_t now = now_ns(cx);
+	if (!d->held) {
+		d->held = true;
+		d->first_at = now;
+	}
+	d->deadline = sat_add(now, d->quiet);
+	if (d->max_wait) {
+		uint64_t cap = sat_add(d->first_at, d->max_wait);
+		if (cap < d->deadline)
+			d->deadline = cap;
+	}
+}
+
+/* Drain what the input has ready; the newest item wins. Items land in
+ * slot[1], then become the held slot[0] by a swap. *@moved: an item came.
+ * Return: 0, or the input's error. */
+static int debounce_drain(struct pw_cx *cx, struct pw_debounce *d, bool *moved)
+{
+	while (!d->input_done) {
+		int r;
+		if (pw_stream_poll_next(cx, d->input, d->slot[1], &r) ==
+		    PW_PENDING)
+			return 0;
+		if (r < 0)
+			return r;
+		if (r == 0) {
+			d->input_done = true;
+			return 0;
+		}
+		debounce_hold(cx, d);
+		*moved = true;
+	}
+	return 0;
+}
+
 enum pw_poll pw_debounce_poll_next(struct pw_cx *cx, struct pw_debounce *d,
 				   void *item, int *res)
 {
@@ -212,39 +254,8 @@ enum pw_poll pw_debounce_poll_next(struct pw_cx *cx, struct pw_debounce *d,
 		*res = 0;
 		return PW_READY;
 	}
-	/* Drain what the input has ready; the newest item wins. Items land
-	 * in slot[1], then become the held slot[0] by a swap. */
 	bool moved = false;
-	int err = 0;
-	while (!d->input_done) {
-		int r;
-		if (pw_stream_poll_next(cx, d->input, d->slot[1], &r) ==
-		    PW_PENDING)
-			break;
-		if (r < 0) {
-			err = r;
-			break;
-		}
-		if (r == 0) {
-			d->input_done = true;
-			break;
-		}
-		unsigned char *tmp = d->slot[0];
-		d->slot[0] = d->slot[1];
-		d->slot[1] = tmp;
-		uint64_t now = now_ns(cx);
-		if (!d->held) {
-			d->held = true;
-			d->first_at = now;
-		}
-		d->deadline = sat_add(now, d->quiet);
-		if (d->max_wait) {
-			uint64_t cap = sat_add(d->first_at, d->max_wait);
-			if (cap < d->deadline)
-				d->deadline = cap;
-		}
-		moved = true;
-	}
+	int err = debounce_drain(cx, d, &moved);
 	if (d->input_done) {
 		pw_sleep_cancel(&d->sleep);
 		if (d->held)

@@ -31,7 +31,7 @@
 #include <time.h>
 
 #include "pinwheel/time.h"
-#include "shard/shard_int.h"
+#include "shard/sched.h"
 #include "timer/time_int.h"
 
 _Static_assert(sizeof(struct pw__timer) <=
