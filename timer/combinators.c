@@ -12,8 +12,10 @@
  *
  * Order of checks is part of the semantics: a timeout polls its inner
  * future before its deadline (ready at the deadline wins); a debounce
- * drains its input before looking at its deadline (an item arriving at
- * the deadline is the one emitted); the interval computes its next tick
+ * drains its input before looking at its deadline (an item its own poll
+ * can see at the deadline is taken first; one a task woken by another
+ * timer of the same tick sends through a channel is seen only if that
+ * task ran first: docs/timer.md); the interval computes its next tick
  * from the scheduled time of the one it returns.
  */
 #include <errno.h>
