@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "core/fault.h"
+#include "core/flush.h"
 #include "pinwheel/hist.h"
 
 #define HIST_HIGHEST_MAX (1ull << 62)
@@ -362,13 +363,6 @@ static const struct {
 
 #define NTABLE (sizeof(table) / sizeof(table[0]))
 
-/* -EIO if anything written to @f so far failed, flushing it first so
- * that a failure of the last, buffered, bytes is seen too; else 0. */
-static int flushed(FILE *f)
-{
-	return fflush(f) || ferror(f) ? -EIO : 0;
-}
-
 int pw_hist_print(const struct pw_hist *h, FILE *f, unsigned indent)
 {
 	int w = (int)indent;
@@ -390,7 +384,7 @@ int pw_hist_print(const struct pw_hist *h, FILE *f, unsigned indent)
 		(double)pw_hist_min(h) / 1e3, pw_hist_mean(h) / 1e3,
 		(double)pw_hist_max(h) / 1e3,
 		(unsigned long long)pw_hist_clamped(h));
-	return flushed(f);
+	return pw__flushed(f);
 }
 
 int pw_hist_write_json(const struct pw_hist *h, FILE *f)
@@ -409,5 +403,5 @@ int pw_hist_write_json(const struct pw_hist *h, FILE *f)
 		fprintf(f, "%s\"%s\": %llu", i ? ", " : "", table[i].key,
 			(unsigned long long)pw_hist_percentile(h, table[i].p));
 	fprintf(f, "}}");
-	return flushed(f);
+	return pw__flushed(f);
 }

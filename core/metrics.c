@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "core/fault.h"
+#include "core/flush.h"
 #include "pinwheel/metrics.h"
 #include "pinwheel/numa.h"
 #include "shard/shard_int.h"
@@ -314,13 +315,6 @@ static uint64_t field(const void *rec, const struct desc *d)
 	return v;
 }
 
-/* -EIO if anything written to @f failed, flushing it first so that a
- * failure of the last, buffered, bytes is seen too; else 0. */
-static int finish(FILE *f)
-{
-	return fflush(f) || ferror(f) ? -EIO : 0;
-}
-
 static const char *json_key(const struct desc *d, char *buf, size_t n)
 {
 	if (d->kind == COUNTER_NS || d->kind == GAUGE_NS) {
@@ -359,7 +353,7 @@ int pw_metrics_write_json(const struct pw_metrics *m, FILE *f)
 			fputs(",\"arena_bytes\":null}", f);
 	}
 	fputs("]}\n", f);
-	return finish(f);
+	return pw__flushed(f);
 }
 
 /* The Prometheus name of @d: prefix, seconds for durations, _total for
@@ -432,5 +426,5 @@ int pw_metrics_write_prometheus(const struct pw_metrics *m, FILE *f)
 					"{worker=\"%u\"} %" PRIu64 "\n",
 					w, m->workers[w].arena_bytes);
 	}
-	return finish(f);
+	return pw__flushed(f);
 }
