@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +36,7 @@
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/http_parse.h"
 #include "apps/load.h"
 
 #define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
@@ -47,197 +47,6 @@
 #define LOAD_CONNS_MAX 65536u
 #define LOAD_TEXT_MAX  1024
 #define NO_QUOTA       UINT64_MAX
-
-/* ---- the response parser --------------------------------------------- */
-
-enum { R_STATUS, R_HEADER, R_BODY, R_DONE };
-
-void pw_load_resp_init(struct pw_load_resp *p)
-{
-	if (p)
-		memset(p, 0, sizeof(*p));
-}
-
-static bool is_tchar(unsigned char c)
-{
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z'))
-		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c);
-}
-
-/* Does the comma-separated list @v hold @token (case-insensitive)? */
-static bool list_has(const char *v, const char *token)
-{
-	size_t n = strlen(token);
-
-	while (*v) {
-		while (*v == ' ' || *v == '\t' || *v == ',')
-			v++;
-		const char *s = v;
-		while (*v && *v != ',')
-			v++;
-		const char *e = v;
-		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if ((size_t)(e - s) == n && !strncasecmp(s, token, n))
-			return true;
-	}
-	return false;
-}
-
-/* "HTTP/1.x SP 3DIGIT [SP reason]" */
-static int status_line(struct pw_load_resp *p, const char *l, size_t n)
-{
-	if (n < 12 || memcmp(l, "HTTP/1.", 7) || l[7] < '0' || l[7] > '9' ||
-	    l[8] != ' ')
-		return -EBADMSG;
-	for (int i = 9; i < 12; i++)
-		if (l[i] < '0' || l[i] > '9')
-			return -EBADMSG;
-	if (n > 12 && l[12] != ' ')
-		return -EBADMSG;
-	p->minor = l[7] - '0';
-	p->status = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
-	if (p->status < 100)
-		return -EBADMSG;
-	return 0;
-}
-
-static int header_line(struct pw_load_resp *p, const char *l, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n && is_tchar((unsigned char)l[i]))
-		i++;
-	if (i == 0 || i == n || l[i] != ':')
-		return -EBADMSG;
-	size_t name = i++;
-	while (i < n && (l[i] == ' ' || l[i] == '\t'))
-		i++;
-	const char *v = l + i;
-	size_t vn = n - i;
-	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-		vn--;
-	char val[PW_LOAD_LINE_MAX];
-	memcpy(val, v, vn);
-	val[vn] = '\0';
-
-	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
-		uint64_t len = 0;
-		if (!vn)
-			return -EBADMSG;
-		for (size_t k = 0; k < vn; k++) {
-			if (val[k] < '0' || val[k] > '9' ||
-			    len > (UINT64_MAX - 9) / 10)
-				return -EBADMSG;
-			len = len * 10 + (uint64_t)(val[k] - '0');
-		}
-		if (p->have_len && len != p->content_length)
-			return -EBADMSG;
-		p->have_len = true;
-		p->content_length = len;
-	} else if (name == 10 && !strncasecmp(l, "connection", 10)) {
-		if (list_has(val, "close"))
-			p->close = true;
-		if (list_has(val, "keep-alive"))
-			p->keep = true;
-	} else if (name == 17 && !strncasecmp(l, "transfer-encoding", 17)) {
-		p->chunked = true; /* any coding: the length is unknown */
-	}
-	return 0;
-}
-
-/* The blank line: decide what follows the head. */
-static int head_end(struct pw_load_resp *p)
-{
-	bool no_body = p->status < 200 || p->status == 204 || p->status == 304;
-
-	p->keep_alive = p->minor >= 1 ? !p->close : (p->keep && !p->close);
-	if (no_body) {
-		p->content_length = 0;
-	} else if (p->chunked || !p->have_len) {
-		return -ENOTSUP;
-	}
-	p->body_left = p->content_length;
-	p->state = p->body_left ? R_BODY : R_DONE;
-	return 0;
-}
-
-static int end_line(struct pw_load_resp *p)
-{
-	size_t n = p->line_len;
-	int err = 0;
-
-	p->line_len = 0;
-	if (p->state == R_STATUS) {
-		if (n == 0)
-			return 0; /* blank lines before a response */
-		err = status_line(p, p->line, n);
-		if (!err)
-			p->state = R_HEADER;
-		return err;
-	}
-	if (n == 0)
-		return head_end(p);
-	return header_line(p, p->line, n);
-}
-
-int pw_load_resp_parse(struct pw_load_resp *p, const char *buf, size_t len,
-		       size_t *used)
-{
-	size_t i = 0;
-
-	if (!p || (!buf && len) || !used)
-		return -EINVAL;
-	*used = 0;
-	if (p->err)
-		return p->err;
-	if (p->state == R_DONE) {
-		int keep_err = p->err;
-		memset(p, 0, sizeof(*p));
-		p->err = keep_err;
-	}
-	while (i < len) {
-		if (p->state == R_BODY) {
-			uint64_t take = len - i;
-			if (take > p->body_left)
-				take = p->body_left;
-			p->body_left -= take;
-			i += (size_t)take;
-			if (!p->body_left) {
-				p->state = R_DONE;
-				break;
-			}
-			continue;
-		}
-		unsigned char c = (unsigned char)buf[i++];
-		int err = 0;
-		if (++p->head > PW_LOAD_HEAD_MAX) {
-			err = -EMSGSIZE;
-		} else if (p->line_cr && c != '\n') {
-			err = -EBADMSG;
-		} else if (c == '\n') {
-			p->line_cr = false;
-			err = end_line(p);
-		} else if (c == '\r') {
-			p->line_cr = true;
-		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			err = -EBADMSG;
-		} else if (p->line_len < PW_LOAD_LINE_MAX - 1) {
-			p->line[p->line_len++] = (char)c;
-		}
-		if (err) {
-			p->err = err;
-			*used = i;
-			return err;
-		}
-		if (p->state == R_DONE)
-			break;
-	}
-	*used = i;
-	return p->state == R_DONE ? 1 : 0;
-}
 
 /* ---- the run ----------------------------------------------------------- */
 
@@ -328,7 +137,7 @@ struct load_conn {
 	size_t got;			 /* echo bytes back so far */
 	uint64_t rx_bytes;		 /* received for this request */
 	struct pw_net_buf buf;
-	struct pw_load_resp resp;
+	struct pw_http_resp_parser hp;
 	struct pw_connect cn;
 	struct pw_send tx;
 	struct pw_recv rx;
@@ -489,15 +298,16 @@ static bool consume(struct load_conn *c, int *how)
 		*how = END_OK;
 		return c->got == run->msg_len;
 	}
-	int rc = pw_load_resp_parse(&c->resp, data, len, &used);
+	int rc = pw_http_resp_parse(&c->hp, data, len, &used);
 	if (rc < 0 || (rc == 1 && used != len)) {
 		*how = END_BAD; /* malformed, or bytes nobody asked for */
 		return true;
 	}
 	if (rc == 0)
 		return false;
-	*how = c->resp.status >= 200 && c->resp.status < 400 ? END_OK :
-							       END_BAD_STATUS;
+	*how = c->hp.resp.status >= 200 && c->hp.resp.status < 400 ?
+		       END_OK :
+		       END_BAD_STATUS;
 	return true;
 }
 
@@ -538,7 +348,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			pw_recv_init(&c->rx, fd);
 			pw_send_init(&c->tx, fd);
 			pw_close_init(&c->cl, fd);
-			pw_load_resp_init(&c->resp);
+			pw_http_resp_parser_init(&c->hp);
 			c->step = ST_NEXT;
 			break;
 		case ST_BACKOFF:
@@ -649,7 +459,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 				break;
 			}
 			request_end(c, how, mono_ns());
-			if (cfg->proto == PW_LOAD_HTTP && !c->resp.keep_alive) {
+			if (cfg->proto == PW_LOAD_HTTP &&
+			    !c->hp.resp.keep_alive) {
 				c->reconnect = true;
 				c->step = ST_CLOSE;
 				pw_close_init(&c->cl, c->fd);
