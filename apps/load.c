@@ -76,7 +76,7 @@ struct load_shard {
 
 struct load_run {
 	const struct pw_load_config *cfg;
-	const char *msg; /* the request or echo payload */
+	char *msg; /* the request or echo payload (malloc'd) */
 	size_t msg_len;
 	uint64_t start, measure, end; /* CLOCK_MONOTONIC ns */
 	uint64_t interval;	      /* open loop: ns between one
@@ -252,14 +252,21 @@ static int errno_end(int32_t res)
 	}
 }
 
+/* Close the connection; with @reconnect the slot goes on on a new one
+ * unless the run is over. */
+static void close_conn(struct load_conn *c, bool reconnect)
+{
+	c->reconnect = reconnect;
+	c->step = ST_CLOSE;
+	pw_close_init(&c->cl, c->fd);
+}
+
 /* End the request in flight and close; the slot goes on on a new
  * connection unless the run is over. */
 static void fail(struct load_conn *c, int how)
 {
 	request_end(c, how, mono_ns());
-	c->reconnect = true;
-	c->step = ST_CLOSE;
-	pw_close_init(&c->cl, c->fd);
+	close_conn(c, true);
 }
 
 static void conn_drop(void *state);
@@ -311,173 +318,228 @@ static bool consume(struct load_conn *c, int *how)
 	return true;
 }
 
+/* What a step of conn_poll() asks for next. */
+enum { GO, WAIT, END };
+
+/* ST_START: connect, unless the run or the slot's quota is over. */
+static int step_start(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+
+	if (stopping(run) || mono_ns() >= run->end || c->s.quota == 0)
+		return END;
+	pw_connect_init(&c->cn, &run->cfg->target);
+	c->t_due = c->t_sent = mono_ns();
+	c->rx_bytes = 0;
+	c->step = ST_CONNECT;
+	return GO;
+}
+
+/* ST_CONNECT: a connection, or a failed connect and a back-off. */
+static int step_connect(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t limit = c->t_sent + run->cfg->timeout_ns;
+	int fd;
+
+	if (pw_connect_poll(cx, &c->cn, rt_deadline(limit, 0), &fd) ==
+	    PW_PENDING)
+		return WAIT;
+	if (fd < 0) {
+		/* A failed connect uses up a request. */
+		request_end(c, END_CONNECT, mono_ns());
+		pw_sleep_init(&c->sl, BACKOFF_NS);
+		c->step = ST_BACKOFF;
+		return GO;
+	}
+	my_shard(run)->connects++;
+	c->fd = fd;
+	pw_recv_init(&c->rx, fd);
+	pw_send_init(&c->tx, fd);
+	pw_close_init(&c->cl, fd);
+	pw_http_resp_parser_init(&c->hp);
+	c->step = ST_NEXT;
+	return GO;
+}
+
+/* ST_NEXT: the next request, sent now (closed loop) or when due (open
+ * loop); the end of the run or of the quota closes instead. */
+static int step_next(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t now = mono_ns();
+
+	if (stopping(run) || now >= run->end || c->s.quota == 0) {
+		close_conn(c, false);
+		return GO;
+	}
+	c->got = 0;
+	c->rx_bytes = 0;
+	if (!run->interval) {
+		c->t_due = now;
+		c->step = ST_SEND;
+		return GO;
+	}
+	c->t_due = c->s.due;
+	if (c->t_due >= run->end) {
+		/* Due after the end: nothing more to send. */
+		close_conn(c, false);
+		return GO;
+	}
+	c->s.due += run->interval;
+	c->step = ST_WAIT;
+	pw_sleep_init_at(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	return GO;
+}
+
+/* ST_WAIT: sleep until the request is due, a slice at a time. */
+static int step_wait(struct pw_cx *cx, struct load_conn *c)
+{
+	if (mono_ns() >= c->t_due) {
+		pw_sleep_cancel(&c->sl);
+		c->step = ST_SEND;
+		return GO;
+	}
+	if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
+		return WAIT;
+	if (stopping(c->s.run)) {
+		close_conn(c, false);
+		return GO;
+	}
+	/* Woken early (a slice, or the clock's rounding): wait for the
+	 * rest. */
+	pw_sleep_reset(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	return GO;
+}
+
+/* ST_SEND: the request, within the timeout. */
+static int step_send(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	int32_t res;
+
+	if (!c->sending) {
+		c->sending = true;
+		c->t_sent = mono_ns();
+	}
+	if (pw_send_poll(cx, &c->tx, run->msg, run->msg_len,
+			 rt_deadline(c->t_sent + run->cfg->timeout_ns, 0),
+			 &res) == PW_PENDING)
+		return WAIT;
+	c->sending = false;
+	if (res < 0) {
+		fail(c, errno_end(res));
+		return GO;
+	}
+	c->t_limit = c->t_sent + run->cfg->timeout_ns;
+	c->step = ST_RECV;
+	return GO;
+}
+
+/* ST_RECV timed out: the run is over (the request in flight is neither
+ * an answer nor an error), or the request is. */
+static void recv_timeout(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t now = mono_ns();
+
+	if (stopping(run) || now >= run->end)
+		close_conn(c, false);
+	else if (now >= c->t_limit)
+		fail(c, END_TIMEOUT);
+}
+
+/* ST_RECV: the answer, a buffer at a time, until it is whole. */
+static int step_recv(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t limit = run->end < c->t_limit ? run->end : c->t_limit;
+	int32_t res;
+	bool whole;
+	int how;
+
+	if (pw_recv_poll(cx, &c->rx, rt_deadline(limit, STOP_SLICE_NS), &c->buf,
+			 &res) == PW_PENDING)
+		return WAIT;
+	if (res == -ETIMEDOUT) {
+		recv_timeout(c);
+		return GO;
+	}
+	if (res <= 0) {
+		fail(c, errno_end(res));
+		return GO;
+	}
+	c->have_buf = true;
+	whole = consume(c, &how);
+	pw_net_buf_release(&c->buf);
+	c->have_buf = false;
+	if (!whole)
+		return GO;
+	if (how != END_OK && how != END_BAD_STATUS) {
+		fail(c, how);
+		return GO;
+	}
+	request_end(c, how, mono_ns());
+	if (run->cfg->proto == PW_LOAD_HTTP && !c->hp.resp.keep_alive)
+		close_conn(c, true);
+	else
+		c->step = ST_NEXT;
+	return GO;
+}
+
+/* ST_CLOSE: close, and hand the slot on when it reconnects. */
+static int step_close(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	int32_t res;
+
+	if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+		return WAIT;
+	c->fd = -1;
+	if (c->reconnect && !stopping(run) && mono_ns() < run->end &&
+	    c->s.quota)
+		hand_over(c);
+	return END;
+}
+
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 {
 	struct load_conn *c = state;
-	struct load_run *run = c->s.run;
-	const struct pw_load_config *cfg = run->cfg;
-	int32_t res;
-	int fd, how;
+	int next;
 
 	for (;;) {
 		switch (c->step) {
 		case ST_START:
-			if (stopping(run) || mono_ns() >= run->end ||
-			    c->s.quota == 0)
-				return pw_ready(cx, 0);
-			pw_connect_init(&c->cn, &cfg->target);
-			c->t_due = c->t_sent = mono_ns();
-			c->rx_bytes = 0;
-			c->step = ST_CONNECT;
+			next = step_start(c);
 			break;
 		case ST_CONNECT:
-			if (pw_connect_poll(
-				    cx, &c->cn,
-				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
-				    &fd) == PW_PENDING)
-				return PW_PENDING;
-			if (fd < 0) {
-				/* A failed connect uses up a request. */
-				request_end(c, END_CONNECT, mono_ns());
-				pw_sleep_init(&c->sl, BACKOFF_NS);
-				c->step = ST_BACKOFF;
-				break;
-			}
-			my_shard(run)->connects++;
-			c->fd = fd;
-			pw_recv_init(&c->rx, fd);
-			pw_send_init(&c->tx, fd);
-			pw_close_init(&c->cl, fd);
-			pw_http_resp_parser_init(&c->hp);
-			c->step = ST_NEXT;
+			next = step_connect(cx, c);
 			break;
 		case ST_BACKOFF:
 			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
 				return PW_PENDING;
 			c->step = ST_START;
+			continue;
+		case ST_NEXT:
+			next = step_next(c);
 			break;
-		case ST_NEXT: {
-			uint64_t now = mono_ns();
-			if (stopping(run) || now >= run->end ||
-			    c->s.quota == 0) {
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->got = 0;
-			c->rx_bytes = 0;
-			if (!run->interval) {
-				c->t_due = now;
-				c->step = ST_SEND;
-				break;
-			}
-			c->t_due = c->s.due;
-			if (c->t_due >= run->end) {
-				/* Due after the end: nothing more to send. */
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->s.due += run->interval;
-			c->step = ST_WAIT;
-			pw_sleep_init_at(&c->sl,
-					 rt_deadline(c->t_due, STOP_SLICE_NS));
-			break;
-		}
 		case ST_WAIT:
-			if (mono_ns() >= c->t_due) {
-				pw_sleep_cancel(&c->sl);
-				c->step = ST_SEND;
-				break;
-			}
-			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
-				return PW_PENDING;
-			if (stopping(run)) {
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			/* Woken early (a slice, or the clock's rounding):
-			 * wait for the rest. */
-			pw_sleep_reset(&c->sl,
-				       rt_deadline(c->t_due, STOP_SLICE_NS));
+			next = step_wait(cx, c);
 			break;
 		case ST_SEND:
-			if (!c->sending) {
-				c->sending = true;
-				c->t_sent = mono_ns();
-			}
-			if (pw_send_poll(
-				    cx, &c->tx, run->msg, run->msg_len,
-				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
-				    &res) == PW_PENDING)
-				return PW_PENDING;
-			c->sending = false;
-			if (res < 0) {
-				fail(c, errno_end(res));
-				break;
-			}
-			c->t_limit = c->t_sent + cfg->timeout_ns;
-			c->step = ST_RECV;
+			next = step_send(cx, c);
 			break;
-		case ST_RECV: {
-			uint64_t limit = c->t_limit;
-			if (run->end < limit)
-				limit = run->end;
-			if (pw_recv_poll(cx, &c->rx,
-					 rt_deadline(limit, STOP_SLICE_NS),
-					 &c->buf, &res) == PW_PENDING)
-				return PW_PENDING;
-			if (res == -ETIMEDOUT) {
-				uint64_t now = mono_ns();
-				if (stopping(run) || now >= run->end) {
-					/* Over: the request in flight is
-					 * neither an answer nor an error. */
-					c->reconnect = false;
-					c->step = ST_CLOSE;
-					pw_close_init(&c->cl, c->fd);
-				} else if (now >= c->t_limit) {
-					fail(c, END_TIMEOUT);
-				}
-				break;
-			}
-			if (res <= 0) {
-				fail(c, errno_end(res));
-				break;
-			}
-			c->have_buf = true;
-			bool whole = consume(c, &how);
-			pw_net_buf_release(&c->buf);
-			c->have_buf = false;
-			if (!whole)
-				break;
-			if (how != END_OK && how != END_BAD_STATUS) {
-				fail(c, how);
-				break;
-			}
-			request_end(c, how, mono_ns());
-			if (cfg->proto == PW_LOAD_HTTP &&
-			    !c->hp.resp.keep_alive) {
-				c->reconnect = true;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->step = ST_NEXT;
+		case ST_RECV:
+			next = step_recv(cx, c);
 			break;
-		}
 		default: /* ST_CLOSE */
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->fd = -1;
-			if (c->reconnect && !stopping(run) &&
-			    mono_ns() < run->end && c->s.quota)
-				hand_over(c);
-			return pw_ready(cx, 0);
+			next = step_close(cx, c);
+			break;
 		}
+		if (next == WAIT)
+			return PW_PENDING;
+		if (next == END)
+			return pw_ready(cx, 0);
 	}
 }
 
@@ -717,10 +779,148 @@ void pw_load_result_destroy(struct pw_load_result *res)
 	pw_hist_destroy(&res->service);
 }
 
+/* The run's clock and pace: start now, measure after the warm-up, end
+ * after the duration (none: by request count only). */
+static void run_clock(struct load_run *run)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	uint64_t duration = cfg->duration_ns;
+
+	if (!duration && !cfg->requests)
+		duration = 10 * PW_NSEC_PER_SEC;
+	if (cfg->rate)
+		run->interval = (uint64_t)((double)cfg->conns * 1e9 /
+					   (double)cfg->rate);
+	if (cfg->rate && !run->interval)
+		run->interval = 1;
+	run->start = mono_ns();
+	run->measure = run->start + cfg->warmup_ns;
+	run->end = duration ? run->measure + duration : UINT64_MAX;
+	atomic_init(&run->stop, false);
+	atomic_init(&run->snap_req, 0);
+	atomic_init(&run->live, cfg->conns);
+}
+
+/* Set up @run for @cfg on @n shards, and @res; the clock starts. On
+ * error (-ENOMEM, or -EINVAL from build_msg()) nothing is left. */
+static int run_init(struct load_run *run, const struct pw_load_config *cfg,
+		    unsigned n, struct pw_load_result *res)
+{
+	int err;
+
+	memset(run, 0, sizeof(*run));
+	run->cfg = cfg;
+	run->nshards = n;
+	if ((err = build_msg(cfg, &run->msg, &run->msg_len)))
+		return err;
+	if ((err = init_shards(run))) {
+		free(run->msg);
+		return err;
+	}
+	memset(res, 0, sizeof(*res));
+	if (pw_hist_init(&res->latency, 0, PW_LOAD_HIST_DIGITS) ||
+	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
+		pw_load_result_destroy(res);
+		free_shards(run);
+		free(run->msg);
+		return -ENOMEM;
+	}
+	res->shards = n;
+	run_clock(run);
+	return 0;
+}
+
+/* Spawn one task per connection, connection i on shard i % shards. On
+ * error those already running are told to stop. */
+static int spawn_conns(struct pw_runtime *rt, struct load_run *run)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	uint64_t share = cfg->requests / cfg->conns;
+	uint64_t extra = cfg->requests % cfg->conns;
+	unsigned i;
+	int err = 0;
+
+	for (i = 0; i < cfg->conns; i++) {
+		struct load_conn c;
+
+		memset(&c, 0, sizeof(c));
+		c.s.run = run;
+		c.s.idx = i;
+		c.s.quota = cfg->requests ? share + (i < extra) : NO_QUOTA;
+		/* Connection i starts i/R seconds in: together they make
+		 * one evenly spaced schedule of R per second. */
+		if (cfg->rate)
+			c.s.due = run->start + (uint64_t)((double)i * 1e9 /
+							  (double)cfg->rate);
+		c.fd = -1;
+		c.step = ST_START;
+		err = pw_runtime_spawn(rt, i % run->nshards, conn_poll, &c,
+				       sizeof(c), conn_drop);
+		if (err)
+			break;
+	}
+	if (err) {
+		/* Stop what runs; the rest never started. relaxed: the flag
+		 * pairs with the load in stopping(); the count, with no
+		 * writes to publish, joins the release sequence of
+		 * conn_drop()'s decrements. */
+		atomic_store_explicit(&run->stop, true, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&run->live, cfg->conns - i,
+					  memory_order_relaxed);
+	}
+	return err;
+}
+
+static void nap_1ms(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Wait until every connection task has gone: a progress report once a
+ * second, the wait hook in between until it asks to stop (not after a
+ * failed spawn: the tasks are stopping already).
+ * Return: when the hook stopped the run (res->stopped set), or
+ * UINT64_MAX.
+ */
+static uint64_t run_wait(struct load_run *run, struct pw_load_result *res,
+			 bool failed)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	struct pw_hist sum;
+	bool have_sum = cfg->progress && !failed &&
+			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
+	uint64_t next_report = run->start + PW_NSEC_PER_SEC;
+	uint64_t prev_answers = 0, prev_at = run->start;
+	uint64_t stopped_at = UINT64_MAX;
+
+	/* acquire: pairs with the release in conn_drop(). */
+	while (atomic_load_explicit(&run->live, memory_order_acquire)) {
+		if (have_sum && mono_ns() >= next_report) {
+			take_snapshot(run, &sum, &prev_answers, &prev_at);
+			next_report += PW_NSEC_PER_SEC;
+		} else if (failed || stopped_at != UINT64_MAX) {
+			nap_1ms();
+		} else if (wait_hook(cfg, CHECK_NS)) {
+			stopped_at = mono_ns();
+			res->stopped = true;
+			/* relaxed: pairs with the load in stopping(). */
+			atomic_store_explicit(&run->stop, true,
+					      memory_order_relaxed);
+		}
+	}
+	if (have_sum)
+		pw_hist_destroy(&sum);
+	return stopped_at;
+}
+
 int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		struct pw_load_result *res)
 {
 	struct load_run run;
+	uint64_t stopped_at;
 	int err, n;
 
 	if (!rt || !cfg || !res)
@@ -729,109 +929,16 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		return err;
 	if ((n = pw_runtime_shards(rt)) < 1)
 		return n < 0 ? n : -EINVAL;
-	memset(&run, 0, sizeof(run));
-	run.cfg = cfg;
-	run.nshards = (unsigned)n;
-	char *msg = NULL;
-	if ((err = build_msg(cfg, &msg, &run.msg_len)))
+	if ((err = run_init(&run, cfg, (unsigned)n, res)))
 		return err;
-	run.msg = msg;
-	if ((err = init_shards(&run))) {
-		free(msg);
-		return err;
-	}
-	memset(res, 0, sizeof(*res));
-	if (pw_hist_init(&res->latency, 0, PW_LOAD_HIST_DIGITS) ||
-	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
-		pw_load_result_destroy(res);
-		free_shards(&run);
-		free(msg);
-		return -ENOMEM;
-	}
-	res->shards = run.nshards;
-
-	uint64_t duration = cfg->duration_ns;
-	if (!duration && !cfg->requests)
-		duration = 10 * PW_NSEC_PER_SEC;
-	if (cfg->rate)
-		run.interval = (uint64_t)((double)cfg->conns * 1e9 /
-					  (double)cfg->rate);
-	if (cfg->rate && !run.interval)
-		run.interval = 1;
-	run.start = mono_ns();
-	run.measure = run.start + cfg->warmup_ns;
-	run.end = duration ? run.measure + duration : UINT64_MAX;
-	atomic_init(&run.stop, false);
-	atomic_init(&run.snap_req, 0);
-	atomic_init(&run.live, cfg->conns);
-
-	uint64_t share = cfg->requests / cfg->conns;
-	uint64_t extra = cfg->requests % cfg->conns;
-	unsigned spawned = 0;
-	for (; spawned < cfg->conns; spawned++) {
-		struct load_conn c;
-		unsigned i = spawned;
-		memset(&c, 0, sizeof(c));
-		c.s.run = &run;
-		c.s.idx = i;
-		c.s.quota = cfg->requests ? share + (i < extra) : NO_QUOTA;
-		/* Connection i starts i/R seconds in: together they make
-		 * one evenly spaced schedule of R per second. */
-		if (cfg->rate)
-			c.s.due = run.start + (uint64_t)((double)i * 1e9 /
-							 (double)cfg->rate);
-		c.fd = -1;
-		c.step = ST_START;
-		err = pw_runtime_spawn(rt, i % run.nshards, conn_poll, &c,
-				       sizeof(c), conn_drop);
-		if (err)
-			break;
-	}
-	if (err) {
-		/* Stop what runs and wait for it; the rest never started.
-		 * relaxed: the flag pairs with the load in stopping(); the
-		 * count, with no writes to publish, joins the release
-		 * sequence of conn_drop()'s decrements. */
-		atomic_store_explicit(&run.stop, true, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&run.live, cfg->conns - spawned,
-					  memory_order_relaxed);
-	}
-
-	struct pw_hist sum;
-	bool have_sum = cfg->progress && !err &&
-			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
-	uint64_t next_report = run.start + PW_NSEC_PER_SEC;
-	uint64_t prev_answers = 0, prev_at = run.start;
-	uint64_t stopped_at = UINT64_MAX;
-	/* acquire: pairs with the release in conn_drop(). */
-	while (atomic_load_explicit(&run.live, memory_order_acquire)) {
-		uint64_t now = mono_ns();
-		if (have_sum && now >= next_report) {
-			take_snapshot(&run, &sum, &prev_answers, &prev_at);
-			next_report += PW_NSEC_PER_SEC;
-			continue;
-		}
-		if (!err && stopped_at == UINT64_MAX &&
-		    wait_hook(cfg, CHECK_NS)) {
-			stopped_at = mono_ns();
-			res->stopped = true;
-			/* relaxed: pairs with the load in stopping(). */
-			atomic_store_explicit(&run.stop, true,
-					      memory_order_relaxed);
-		}
-		if (err) {
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-	if (have_sum)
-		pw_hist_destroy(&sum);
+	err = spawn_conns(rt, &run);
+	stopped_at = run_wait(&run, res, err != 0);
 	if (!err)
 		collect(&run, res, stopped_at);
 	else
 		pw_load_result_destroy(res);
 	free_shards(&run);
-	free(msg);
+	free(run.msg);
 	return err;
 }
 
