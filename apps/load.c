@@ -50,14 +50,6 @@
 
 /* ---- the run ----------------------------------------------------------- */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 /* One shard's numbers; written by that shard's thread only. */
 struct load_shard {
 	_Alignas(64) struct pw_hist lat, svc;
@@ -156,7 +148,7 @@ static struct load_shard *my_shard(const struct load_run *run)
  * now when @slice is not 0. */
 static uint64_t rt_deadline(uint64_t at, uint64_t slice)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 	uint64_t left = at > now ? at - now : 0;
 	int64_t rt = pw_time_now();
 
@@ -265,7 +257,7 @@ static void close_conn(struct load_conn *c, bool reconnect)
  * connection unless the run is over. */
 static void fail(struct load_conn *c, int how)
 {
-	request_end(c, how, mono_ns());
+	request_end(c, how, pw_cli_mono_ns());
 	close_conn(c, true);
 }
 
@@ -326,10 +318,10 @@ static int step_start(struct load_conn *c)
 {
 	struct load_run *run = c->s.run;
 
-	if (stopping(run) || mono_ns() >= run->end || c->s.quota == 0)
+	if (stopping(run) || pw_cli_mono_ns() >= run->end || c->s.quota == 0)
 		return END;
 	pw_connect_init(&c->cn, &run->cfg->target);
-	c->t_due = c->t_sent = mono_ns();
+	c->t_due = c->t_sent = pw_cli_mono_ns();
 	c->rx_bytes = 0;
 	c->step = ST_CONNECT;
 	return GO;
@@ -347,7 +339,7 @@ static int step_connect(struct pw_cx *cx, struct load_conn *c)
 		return WAIT;
 	if (fd < 0) {
 		/* A failed connect uses up a request. */
-		request_end(c, END_CONNECT, mono_ns());
+		request_end(c, END_CONNECT, pw_cli_mono_ns());
 		pw_sleep_init(&c->sl, BACKOFF_NS);
 		c->step = ST_BACKOFF;
 		return GO;
@@ -367,7 +359,7 @@ static int step_connect(struct pw_cx *cx, struct load_conn *c)
 static int step_next(struct load_conn *c)
 {
 	struct load_run *run = c->s.run;
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 
 	if (stopping(run) || now >= run->end || c->s.quota == 0) {
 		close_conn(c, false);
@@ -395,7 +387,7 @@ static int step_next(struct load_conn *c)
 /* ST_WAIT: sleep until the request is due, a slice at a time. */
 static int step_wait(struct pw_cx *cx, struct load_conn *c)
 {
-	if (mono_ns() >= c->t_due) {
+	if (pw_cli_mono_ns() >= c->t_due) {
 		pw_sleep_cancel(&c->sl);
 		c->step = ST_SEND;
 		return GO;
@@ -420,7 +412,7 @@ static int step_send(struct pw_cx *cx, struct load_conn *c)
 
 	if (!c->sending) {
 		c->sending = true;
-		c->t_sent = mono_ns();
+		c->t_sent = pw_cli_mono_ns();
 	}
 	if (pw_send_poll(cx, &c->tx, run->msg, run->msg_len,
 			 rt_deadline(c->t_sent + run->cfg->timeout_ns, 0),
@@ -441,7 +433,7 @@ static int step_send(struct pw_cx *cx, struct load_conn *c)
 static void recv_timeout(struct load_conn *c)
 {
 	struct load_run *run = c->s.run;
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 
 	if (stopping(run) || now >= run->end)
 		close_conn(c, false);
@@ -479,7 +471,7 @@ static int step_recv(struct pw_cx *cx, struct load_conn *c)
 		fail(c, how);
 		return GO;
 	}
-	request_end(c, how, mono_ns());
+	request_end(c, how, pw_cli_mono_ns());
 	if (run->cfg->proto == PW_LOAD_HTTP && !c->hp.resp.keep_alive)
 		close_conn(c, true);
 	else
@@ -496,7 +488,7 @@ static int step_close(struct pw_cx *cx, struct load_conn *c)
 	if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 		return WAIT;
 	c->fd = -1;
-	if (c->reconnect && !stopping(run) && mono_ns() < run->end &&
+	if (c->reconnect && !stopping(run) && pw_cli_mono_ns() < run->end &&
 	    c->s.quota)
 		hand_over(c);
 	return END;
@@ -682,7 +674,7 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 	/* relaxed: this thread is the only writer; pairs with nothing. */
 	uint64_t want =
 		atomic_load_explicit(&run->snap_req, memory_order_relaxed) + 1;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = pw_cli_mono_ns();
 	bool got[PW_MAX_SHARDS] = { false };
 	unsigned ngot = 0;
 	/* Shards without connections never answer. */
@@ -712,13 +704,13 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 			answers += sh->snap_answers;
 		}
 		/* acquire: pairs with the release in conn_drop(). */
-		if (ngot == active || mono_ns() - t0 > SNAP_WAIT_NS ||
+		if (ngot == active || pw_cli_mono_ns() - t0 > SNAP_WAIT_NS ||
 		    atomic_load_explicit(&run->live, memory_order_acquire) == 0)
 			break;
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 	p.elapsed_ns = now - run->start;
 	p.warmup = now < run->measure;
 	if (answers >= *prev_answers && now > *prev_at)
@@ -764,7 +756,7 @@ static void collect(struct load_run *run, struct pw_load_result *res,
 	if (run->cfg->requests && last && last < end)
 		end = last;
 	if (end == UINT64_MAX)
-		end = mono_ns();
+		end = pw_cli_mono_ns();
 	res->elapsed_ns = end > run->measure ? end - run->measure : 0;
 	res->throughput = res->elapsed_ns ? (double)res->requests * 1e9 /
 						    (double)res->elapsed_ns :
@@ -793,7 +785,7 @@ static void run_clock(struct load_run *run)
 					   (double)cfg->rate);
 	if (cfg->rate && !run->interval)
 		run->interval = 1;
-	run->start = mono_ns();
+	run->start = pw_cli_mono_ns();
 	run->measure = run->start + cfg->warmup_ns;
 	run->end = duration ? run->measure + duration : UINT64_MAX;
 	atomic_init(&run->stop, false);
@@ -898,13 +890,13 @@ static uint64_t run_wait(struct load_run *run, struct pw_load_result *res,
 
 	/* acquire: pairs with the release in conn_drop(). */
 	while (atomic_load_explicit(&run->live, memory_order_acquire)) {
-		if (have_sum && mono_ns() >= next_report) {
+		if (have_sum && pw_cli_mono_ns() >= next_report) {
 			take_snapshot(run, &sum, &prev_answers, &prev_at);
 			next_report += PW_NSEC_PER_SEC;
 		} else if (failed || stopped_at != UINT64_MAX) {
 			nap_1ms();
 		} else if (wait_hook(cfg, CHECK_NS)) {
-			stopped_at = mono_ns();
+			stopped_at = pw_cli_mono_ns();
 			res->stopped = true;
 			/* relaxed: pairs with the load in stopping(). */
 			atomic_store_explicit(&run->stop, true,
