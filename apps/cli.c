@@ -690,6 +690,14 @@ int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt)
 	return pw_cli_metrics_write(f, rt, PW_CLI_METRICS_JSON);
 }
 
+uint64_t pw_cli_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
 void pw_cli_json_str(FILE *f, const char *s)
 {
 	fputc('"', f);

@@ -229,6 +229,13 @@ int pw_cli_metrics_write(FILE *f, struct pw_runtime *rt,
 int pw_cli_metrics_dump(FILE *f, struct pw_runtime *rt);
 
 /**
+ * pw_cli_mono_ns - CLOCK_MONOTONIC in nanoseconds: the one clock the
+ * commands use for deadlines, ticks and elapsed times.
+ * Context: any thread.
+ */
+uint64_t pw_cli_mono_ns(void);
+
+/**
  * pw_cli_json_str - print @s to @f as a JSON string: in double quotes,
  * '"' and '\\' behind a backslash, other bytes below 0x20 as \u00XX.
  * Context: any thread.

@@ -378,99 +378,152 @@ static bool idle_expired(struct pw_cx *cx, struct http_conn *c)
 	return true;
 }
 
+/*
+ * C_RECV found no bytes: send what is waiting, or close when draining
+ * between requests or idle too long.
+ * Return: true when the task must wait.
+ */
+static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
+{
+	if (c->out_len)
+		c->step = C_SEND;
+	else if (draining(c->srv) && !c->partial)
+		conn_close(c);
+	else if (idle_expired(cx, c))
+		conn_close(c);
+	else
+		return true;
+	return false;
+}
+
+/* The receive ended with @res <= 0: an error closes, the client's close
+ * sends what is waiting first. */
+static inline void conn_ended(struct http_conn *c, int32_t res)
+{
+	if (res < 0) {
+		conn_close(c);
+		return;
+	}
+	c->eof = true;
+	c->closing = true;
+	if (c->out_len)
+		c->step = C_SEND;
+	else
+		conn_close(c);
+}
+
+/*
+ * C_RECV: take a buffer (unless one is half parsed), parse it, and move
+ * on to the job, the send, or the next buffer.
+ * Return: true when the task must wait.
+ */
+static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
+{
+	int32_t res;
+
+	if (!c->have) {
+		if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf, &res) ==
+		    PW_PENDING)
+			return conn_idle(cx, c);
+		if (res <= 0) {
+			conn_ended(c, res);
+			return false;
+		}
+		c->have = true;
+		c->off = 0;
+		bump(&here(c->srv)->reads, 1);
+	}
+	conn_parse(c);
+	if (c->job != J_DONE) {
+		c->step = C_JOB;
+		return false;
+	}
+	if (c->closing || c->off >= c->buf.len)
+		conn_release(c);
+	if (c->closing || c->have)
+		c->step = C_SEND;
+	return false;
+}
+
+/* C_SEND: send the output buffer; then read on, or close (half-close
+ * and linger while the client may still send). */
+static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
+{
+	int32_t res;
+
+	if (pw_send_poll(cx, &c->tx, c->out, c->out_len, PW_TIME_NEVER, &res) ==
+	    PW_PENDING)
+		return true;
+	c->out_len = 0;
+	if (res < 0 || (c->closing && c->eof)) {
+		conn_close(c);
+	} else if (c->closing) {
+		c->step = C_SHUT;
+		pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
+	} else {
+		c->step = C_RECV;
+	}
+	return false;
+}
+
+/* C_SHUT and C_LINGER: the half-close, then read and drop until the
+ * client closes or the linger ends. */
+static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
+{
+	int32_t res;
+
+	if (c->step == C_SHUT) {
+		if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+			return true;
+		c->linger_until = (uint64_t)pw_time_now() + LINGER_NS;
+		c->step = C_LINGER;
+		pw_close_init(&c->cl, c->fd);
+	}
+	if (pw_recv_poll(cx, &c->rx, c->linger_until, &c->buf, &res) ==
+	    PW_PENDING)
+		return true;
+	if (res > 0)
+		pw_net_buf_release(&c->buf);
+	else
+		conn_close(c);
+	return false;
+}
+
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 {
 	struct http_conn *c = state;
 	int32_t res;
+	bool wait;
 
 	if (!c->m.linked && !c->m.waker.task)
 		member_link(c->srv, cx, &c->m);
 	for (;;) {
 		switch (c->step) {
 		case C_RECV:
-			if (!c->have) {
-				if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER,
-						 &c->buf, &res) == PW_PENDING) {
-					if (c->out_len)
-						c->step = C_SEND;
-					else if (draining(c->srv) &&
-						 !c->partial)
-						conn_close(c);
-					else if (idle_expired(cx, c))
-						conn_close(c);
-					else
-						return PW_PENDING;
-					break;
-				}
-				if (res < 0) {
-					conn_close(c);
-					break;
-				}
-				if (res == 0) {
-					c->eof = true;
-					c->closing = true;
-					if (c->out_len)
-						c->step = C_SEND;
-					else
-						conn_close(c);
-					break;
-				}
-				c->have = true;
-				c->off = 0;
-				bump(&here(c->srv)->reads, 1);
-			}
-			conn_parse(c);
-			if (c->job != J_DONE) {
-				c->step = C_JOB;
-				break;
-			}
-			if (c->closing || c->off >= c->buf.len)
-				conn_release(c);
-			if (c->closing || c->have)
-				c->step = C_SEND;
+			wait = conn_recv(cx, c);
 			break;
 		case C_JOB:
-			if (conn_job(cx, c) == PW_PENDING)
-				return PW_PENDING;
+			wait = conn_job(cx, c) == PW_PENDING;
+			if (wait)
+				break;
 			conn_respond(c, here(c->srv), c->keep);
 			/* Parse on: the rest of the buffer, or a send. */
 			c->step = C_RECV;
 			break;
 		case C_SEND:
-			if (pw_send_poll(cx, &c->tx, c->out, c->out_len,
-					 PW_TIME_NEVER, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->out_len = 0;
-			if (res < 0 || (c->closing && c->eof)) {
-				conn_close(c);
-			} else if (c->closing) {
-				c->step = C_SHUT;
-				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
-			} else {
-				c->step = C_RECV;
-			}
+			wait = conn_send(cx, c);
 			break;
 		case C_SHUT:
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->linger_until = (uint64_t)pw_time_now() + LINGER_NS;
-			c->step = C_LINGER;
-			pw_close_init(&c->cl, c->fd);
-			break;
 		case C_LINGER:
-			if (pw_recv_poll(cx, &c->rx, c->linger_until, &c->buf,
-					 &res) == PW_PENDING)
-				return PW_PENDING;
-			if (res > 0)
-				pw_net_buf_release(&c->buf);
-			else
-				conn_close(c);
+			wait = conn_linger(cx, c);
 			break;
 		default:
 			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 				return PW_PENDING;
 			return pw_ready(cx, 0);
 		}
+		if (wait)
+			return PW_PENDING;
 	}
 }
 
@@ -567,15 +620,80 @@ static void acceptor_drop(void *state)
 
 /* ---- the server ---------------------------------------------------------- */
 
+/*
+ * A server for @n shards with @o's settings, its shards' records set up
+ * (the canned responses of @body built), not yet listening.
+ * Return: 0 with *@sp set; -ENOMEM; -EMSGSIZE from the canned responses.
+ */
+static int server_new(struct pw_http_server **sp, struct pw_runtime *rt,
+		      unsigned n, const struct pw_http_opts *o,
+		      const char *body, size_t body_len)
+{
+	struct pw_http_server *s = calloc(1, sizeof(*s));
+	size_t bytes = n * sizeof(*s->sh);
+	int err;
+
+	if (s)
+		s->sh = aligned_alloc(_Alignof(struct http_shard), bytes);
+	if (!s || !s->sh) {
+		free(s);
+		return -ENOMEM;
+	}
+	memset(s->sh, 0, bytes);
+	s->rt = rt;
+	s->head_max = o->head_max;
+	s->work = o->work;
+	s->fanout = o->fanout;
+	s->timeout_ns = o->timeout_ns;
+	s->accept_shards = o->accept_shards ? o->accept_shards : n;
+	for (unsigned i = 0; i < n; i++) {
+		struct http_shard *h = &s->sh[i];
+
+		s->nshards = i + 1; /* what pw_http_server_destroy() undoes */
+		pthread_mutex_init(&h->lock, NULL);
+		pw_list_init(&h->members);
+		err = pw_http_canned_init(&h->canned, body, body_len,
+					  time(NULL));
+		if (err) {
+			pw_http_server_destroy(s);
+			return err;
+		}
+	}
+	*sp = s;
+	return 0;
+}
+
+/* One acceptor task on each accepting shard. On error the acceptors
+ * already running are told to stop; the caller destroys @s after the
+ * runtime. */
+static int server_accept(struct pw_http_server *s)
+{
+	for (unsigned i = 0; i < s->accept_shards; i++) {
+		struct http_acceptor a = { .srv = s };
+		int err;
+
+		a.m.reg = i;
+		pw_accept_init(&a.acc, s->l, 0);
+		err = pw_runtime_spawn(s->rt, i, acceptor_poll, &a, sizeof(a),
+				       acceptor_drop);
+		if (err) {
+			pw_http_server_drain(s);
+			return err;
+		}
+	}
+	return 0;
+}
+
 int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 			 const struct pw_net_addr *addr,
 			 const struct pw_http_opts *o)
 {
 	struct pw_http_opts def = { 0 };
+	struct pw_net_listen_opts lo = { 0 };
 	struct pw_http_server *s;
 	struct pw_http_parser probe;
 	const char *body;
-	size_t body_len, bytes;
+	size_t body_len;
 	int n, err;
 
 	if (!sp || !rt || !addr)
@@ -591,37 +709,10 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	n = pw_runtime_shards(rt);
 	if (n <= 0 || o->accept_shards > (unsigned)n)
 		return -EINVAL;
-	s = calloc(1, sizeof(*s));
-	bytes = (size_t)n * sizeof(*s->sh);
-	if (s)
-		s->sh = aligned_alloc(_Alignof(struct http_shard), bytes);
-	if (!s || !s->sh) {
-		free(s);
-		return -ENOMEM;
-	}
-	memset(s->sh, 0, bytes);
-	s->rt = rt;
-	s->nshards = (unsigned)n;
-	s->head_max = o->head_max;
-	s->work = o->work;
-	s->fanout = o->fanout;
-	s->timeout_ns = o->timeout_ns;
-	s->accept_shards = o->accept_shards ? o->accept_shards : (unsigned)n;
-	for (int i = 0; i < n; i++) {
-		struct http_shard *h = &s->sh[i];
-
-		pthread_mutex_init(&h->lock, NULL);
-		pw_list_init(&h->members);
-		err = pw_http_canned_init(&h->canned, body, body_len,
-					  time(NULL));
-		if (err) {
-			s->nshards = (unsigned)i + 1;
-			s->l = NULL;
-			pw_http_server_destroy(s);
-			return err;
-		}
-	}
-	struct pw_net_listen_opts lo = { 0, o->listen_flags };
+	err = server_new(&s, rt, (unsigned)n, o, body, body_len);
+	if (err)
+		return err;
+	lo.flags = o->listen_flags;
 	/* Per-shard sockets of shards that do not accept would keep the
 	 * connections the kernel hands them: share one socket instead. */
 	if (s->accept_shards < s->nshards)
@@ -633,21 +724,9 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 		return err;
 	}
 	*sp = s;
-	for (int i = 0; i < (int)s->accept_shards; i++) {
-		struct http_acceptor a = { .srv = s };
-
-		a.m.reg = (unsigned)i;
-		pw_accept_init(&a.acc, s->l, 0);
-		err = pw_runtime_spawn(rt, (unsigned)i, acceptor_poll, &a,
-				       sizeof(a), acceptor_drop);
-		if (err) {
-			/* Acceptors already running point at @s: the caller
-			 * destroys it after the runtime. */
-			pw_http_server_drain(s);
-			return err;
-		}
-	}
-	return 0;
+	/* Acceptors already running point at @s: on error the caller
+	 * destroys it after the runtime. */
+	return server_accept(s);
 }
 
 int pw_http_server_addr(const struct pw_http_server *s, struct pw_net_addr *out)

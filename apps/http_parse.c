@@ -1,32 +1,44 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http_parse.c - incremental HTTP/1.1 request parsing and fixed responses
- * (see http_parse.h).
+ * http_parse.c - incremental HTTP/1.1 parsing, requests and responses,
+ * and fixed responses (see http_parse.h).
  *
- * One state per position in the grammar; every byte moves the machine by
- * one step, so a request split anywhere parses the same as in one piece.
- * Head bytes are counted against the cap before they are looked at, so
- * an endless header line fails as soon as it passes the cap. Only four
- * header names matter here (Host, Connection, Content-Length,
- * Transfer-Encoding); their values are gathered into a small buffer and
- * interpreted at the end of the line, every other value is only checked
- * for control characters.
+ * Both sides share one set of token rules: the tchar table, the field
+ * names that matter (Host, Connection, Content-Length,
+ * Transfer-Encoding, any case), the Content-Length and Connection value
+ * rules, the control-byte check of a field value and the keep-alive
+ * decision. Requests and responses differ only in how they are read.
+ *
+ * Requests (the server's hot path). One state per position in the
+ * grammar; every byte moves the machine by one step, so a request split
+ * anywhere parses the same as in one piece. Head bytes are counted
+ * against the cap before they are looked at, so an endless header line
+ * fails as soon as it passes the cap. The values of Connection and
+ * Content-Length are gathered into a small buffer and interpreted at the
+ * end of the line, every other value is only checked for control
+ * characters.
  *
  * The fast path. Most requests arrive whole, head and all, in one read.
  * When a call starts a fresh request (nothing of it consumed yet),
  * fast_head() first tries to parse the head in one go: the method and
- * field names through a tchar table, the target up to its space and each
- * field line up to its LF with memchr() (SIMD in glibc), target and
+ * field names through the tchar table, the target up to its space and
+ * each field line up to its LF with memchr() (SIMD in glibc), target and
  * values checked eight bytes at a time, the four interpreted names
- * compared a word at a time. It interprets values with
- * the same header_done() and head_done() as the state machine, so a head
- * it accepts leaves the parser exactly as step() would after the head's
+ * compared a word at a time. It interprets values with the same
+ * header_done() and head_done() as the state machine, so a head it
+ * accepts leaves the parser exactly as step() would after the head's
  * last byte. It takes only what it fully understands: empty lines before
  * the request, a head not all in the buffer or over the cap, and every
  * error make it give up (new_request() wipes what it wrote), and the
  * state machine parses the same bytes from the start of the request, so
  * errors, their codes and *used, and every edge case stay those of
  * step(). A Content-Length body is skipped by the byte loop, as before.
+ *
+ * Responses (the load generator's). A line at a time: memchr() finds the
+ * LF, a line wholly in the buffer is read in place, one split across
+ * buffers is gathered into the parser's line buffer (its first
+ * PW_HTTP_RESP_LINE_MAX - 1 bytes; a header line is looked at no further
+ * even when whole, so a split never changes the result).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -50,25 +62,16 @@ enum {
 	S_DONE,	    /* a request was returned; the next starts afresh */
 };
 
+/* A response's states. */
+enum { R_STATUS, R_HEADER, R_BODY, R_DONE };
+
 enum { H_OTHER, H_HOST, H_CONNECTION, H_LENGTH, H_TE };
 
 static const char version_text[] = "HTTP/";
 
-/* RFC 9110 tchar: the characters of a token. */
-static bool is_tchar(unsigned char c)
-{
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z'))
-		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c);
-}
+/* ---- token rules shared by requests and responses --------------------- */
 
-static char lower(char c)
-{
-	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-}
-
-/* is_tchar() as a table, for the fast path; 0x80 and above: none. */
+/* RFC 9110 tchar: the characters of a token; 0x80 and above: none. */
 static const unsigned char tchar_tab[256] = {
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x00 */
 	0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, /* 0x10 */
@@ -80,34 +83,14 @@ static const unsigned char tchar_tab[256] = {
 	1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 1, 0, /* 0x70 */
 };
 
-int pw_http_parser_init(struct pw_http_parser *p, size_t head_max)
+static inline bool is_tchar(unsigned char c)
 {
-	if (!p)
-		return -EINVAL;
-	if (!head_max)
-		head_max = PW_HTTP_HEAD_MAX_DEFAULT;
-	if (head_max < 64 || head_max > (1u << 20))
-		return -EINVAL;
-	memset(p, 0, sizeof(*p));
-	p->head_max = head_max;
-	p->state = S_START;
-	return 0;
+	return tchar_tab[c];
 }
 
-static void new_request(struct pw_http_parser *p)
+static inline char lower(char c)
 {
-	p->state = S_START;
-	p->head = 0;
-	p->hosts = 0;
-	p->te = p->close = p->keep = p->have_len = false;
-	p->body_left = 0;
-	p->req.method_len = p->req.target_len = 0;
-	p->req.method[0] = p->req.target[0] = '\0';
-	p->req.minor = 0;
-	p->req.keep_alive = false;
-	p->req.content_length = 0;
-	p->req.head_len = 0;
-	p->req.headers = 0;
+	return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
 }
 
 static unsigned header_kind(const char *name, size_t len)
@@ -139,76 +122,64 @@ static bool token_eq(const char *s, size_t len, const char *want)
 	return true;
 }
 
-/* Interpret the value (trailing blanks already trimmed) of a known
- * header. Returns 0 or -EBADMSG. */
-static int header_done(struct pw_http_parser *p)
+/*
+ * A Content-Length value @v[0..@n) (blanks trimmed): digits only, no
+ * overflow; a second Content-Length must say the same as the first.
+ * *@have and *@len hold what earlier fields said and receive this one.
+ * Return: 0; -EBADMSG for a bad or conflicting value.
+ */
+static int length_value(const char *v, size_t n, bool *have, uint64_t *len)
 {
-	const char *v = p->value;
-	size_t n = p->vlen;
-	uint64_t len = 0;
+	uint64_t x = 0;
 
-	switch (p->which) {
-	case H_HOST:
-		if (++p->hosts > 1)
+	if (!n)
+		return -EBADMSG;
+	for (size_t i = 0; i < n; i++) {
+		if (v[i] < '0' || v[i] > '9' || x > (UINT64_MAX - 9) / 10)
 			return -EBADMSG;
-		break;
-	case H_TE:
-		p->te = true;
-		break;
-	case H_LENGTH:
-		if (!n)
-			return -EBADMSG;
-		for (size_t i = 0; i < n; i++) {
-			if (v[i] < '0' || v[i] > '9' ||
-			    len > (UINT64_MAX - 9) / 10)
-				return -EBADMSG;
-			len = len * 10 + (uint64_t)(v[i] - '0');
-		}
-		if (p->have_len && len != p->req.content_length)
-			return -EBADMSG;
-		p->have_len = true;
-		p->req.content_length = len;
-		break;
-	case H_CONNECTION:
-		/* A comma-separated list of options. */
-		for (size_t i = 0; i < n;) {
-			size_t j;
-
-			while (i < n &&
-			       (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
-				i++;
-			for (j = i; j < n && v[j] != ',' && v[j] != ' ' &&
-				    v[j] != '\t';
-			     j++)
-				;
-			if (token_eq(v + i, j - i, "close"))
-				p->close = true;
-			else if (token_eq(v + i, j - i, "keep-alive"))
-				p->keep = true;
-			i = j;
-		}
-		break;
+		x = x * 10 + (uint64_t)(v[i] - '0');
 	}
+	if (*have && x != *len)
+		return -EBADMSG;
+	*have = true;
+	*len = x;
 	return 0;
 }
 
-/* The blank line ended the head: decide what the request means. */
-static int head_done(struct pw_http_parser *p)
+/* A Connection value @v[0..@n): a list of options separated by commas
+ * or blanks; sets *@close and *@keep for "close" and "keep-alive". */
+static void connection_value(const char *v, size_t n, bool *close, bool *keep)
 {
-	struct pw_http_req *r = &p->req;
+	for (size_t i = 0; i < n;) {
+		size_t j;
 
-	r->head_len = p->head;
-	if (p->te)
-		return -ENOTSUP;
-	if (r->minor >= 1 && p->hosts != 1)
-		return -EBADMSG;
-	if (r->minor >= 1)
-		r->keep_alive = !p->close;
-	else
-		r->keep_alive = p->keep && !p->close;
-	p->body_left = r->content_length;
-	p->state = p->body_left ? S_BODY : S_DONE;
-	return 0;
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		for (j = i; j < n && v[j] != ',' && v[j] != ' ' && v[j] != '\t';
+		     j++)
+			;
+		if (token_eq(v + i, j - i, "close"))
+			*close = true;
+		else if (token_eq(v + i, j - i, "keep-alive"))
+			*keep = true;
+		i = j;
+	}
+}
+
+/* Whether HTTP/1.<@minor> with these Connection options keeps the
+ * connection: 1.1 unless "close", 1.0 only with "keep-alive". */
+static inline bool keeps_alive(int minor, bool close, bool keep)
+{
+	return minor >= 1 ? !close : keep && !close;
+}
+
+/* The minor version of "HTTP/1.DIGIT" at @s (8 bytes readable): 0 for
+ * 1.0, 1 for 1.1 and above (1.2+ reads as 1.1); -1 for anything else. */
+static inline int version_minor(const unsigned char *s)
+{
+	if (memcmp(s, "HTTP/1.", 7) || s[7] < '0' || s[7] > '9')
+		return -1;
+	return s[7] == '0' ? 0 : 1;
 }
 
 #define ONES  UINT64_C(0x0101010101010101)
@@ -257,8 +228,8 @@ static bool target_ok(const unsigned char *s, size_t n)
 	return !maybe_ctl(load64(s + n - 8));
 }
 
-/* Whether every byte of @s[0..@n) is one step() takes in a field value:
- * not a control character other than HT, not DEL. */
+/* Whether every byte of @s[0..@n) may be in a field value: not a control
+ * character other than HT, not DEL. */
 static bool value_bytes_ok(const unsigned char *s, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -268,8 +239,10 @@ static bool value_bytes_ok(const unsigned char *s, size_t n)
 }
 
 /* The same a word at a time (a flagged word looked at byte by byte),
- * the last word overlapping the one before. */
-static bool value_ok(const unsigned char *s, size_t n)
+ * the last word overlapping the one before. Inlined whole: it is on the
+ * fast path of every header line. */
+static inline __attribute__((always_inline)) bool
+value_ok(const unsigned char *s, size_t n)
 {
 	if (n < 8)
 		return value_bytes_ok(s, n);
@@ -287,7 +260,7 @@ static bool value_ok(const unsigned char *s, size_t n)
  * letter or its capital, and to '-' only from '-' or CR, no tchar: the
  * same answer as token_eq().
  */
-static bool name_is(const unsigned char *s, const char *want, size_t n)
+static inline bool name_is(const unsigned char *s, const char *want, size_t n)
 {
 	const unsigned char *w = (const unsigned char *)want;
 	uint64_t diff = 0;
@@ -299,7 +272,7 @@ static bool name_is(const unsigned char *s, const char *want, size_t n)
 }
 
 /* header_kind() of a field name of tchars as written (any case). */
-static unsigned fast_kind(const unsigned char *s, size_t n)
+static inline unsigned fast_kind(const unsigned char *s, size_t n)
 {
 	uint32_t v, host;
 
@@ -319,6 +292,293 @@ static unsigned fast_kind(const unsigned char *s, size_t n)
 	return H_OTHER;
 }
 
+/* ---- requests: the state machine --------------------------------------- */
+
+int pw_http_parser_init(struct pw_http_parser *p, size_t head_max)
+{
+	if (!p)
+		return -EINVAL;
+	if (!head_max)
+		head_max = PW_HTTP_HEAD_MAX_DEFAULT;
+	if (head_max < 64 || head_max > (1u << 20))
+		return -EINVAL;
+	memset(p, 0, sizeof(*p));
+	p->head_max = head_max;
+	p->state = S_START;
+	return 0;
+}
+
+static void new_request(struct pw_http_parser *p)
+{
+	p->state = S_START;
+	p->head = 0;
+	p->hosts = 0;
+	p->te = p->close = p->keep = p->have_len = false;
+	p->body_left = 0;
+	p->req.method_len = p->req.target_len = 0;
+	p->req.method[0] = p->req.target[0] = '\0';
+	p->req.minor = 0;
+	p->req.keep_alive = false;
+	p->req.content_length = 0;
+	p->req.head_len = 0;
+	p->req.headers = 0;
+}
+
+/* Interpret the value (trailing blanks already trimmed) of a known
+ * header. Returns 0 or -EBADMSG. */
+static int header_done(struct pw_http_parser *p)
+{
+	switch (p->which) {
+	case H_HOST:
+		if (++p->hosts > 1)
+			return -EBADMSG;
+		break;
+	case H_TE:
+		p->te = true;
+		break;
+	case H_LENGTH:
+		return length_value(p->value, p->vlen, &p->have_len,
+				    &p->req.content_length);
+	case H_CONNECTION:
+		connection_value(p->value, p->vlen, &p->close, &p->keep);
+		break;
+	}
+	return 0;
+}
+
+/* The blank line ended the head: decide what the request means. */
+static int head_done(struct pw_http_parser *p)
+{
+	struct pw_http_req *r = &p->req;
+
+	r->head_len = p->head;
+	if (p->te)
+		return -ENOTSUP;
+	if (r->minor >= 1 && p->hosts != 1)
+		return -EBADMSG;
+	r->keep_alive = keeps_alive(r->minor, p->close, p->keep);
+	p->body_left = r->content_length;
+	p->state = p->body_left ? S_BODY : S_DONE;
+	return 0;
+}
+
+/* S_START, S_METHOD, S_TARGET: the method and the target. */
+static int step_target(struct pw_http_parser *p, unsigned char c)
+{
+	struct pw_http_req *r = &p->req;
+
+	switch (p->state) {
+	case S_START:
+		if (c == '\r' || c == '\n')
+			return 0; /* empty lines before a request */
+		p->state = S_METHOD;
+		/* fall through */
+	case S_METHOD:
+		if (c == ' ' && r->method_len) {
+			p->state = S_TARGET;
+			return 0;
+		}
+		if (!is_tchar(c) || r->method_len + 1 >= PW_HTTP_METHOD_MAX)
+			return -EBADMSG;
+		r->method[r->method_len++] = (char)c;
+		r->method[r->method_len] = '\0';
+		return 0;
+	default: /* S_TARGET */
+		if (c == ' ' && r->target_len) {
+			p->state = S_VERSION;
+			p->vlen = 0;
+			return 0;
+		}
+		if (c <= ' ' || c >= 0x7f)
+			return -EBADMSG;
+		if (r->target_len + 1 >= PW_HTTP_TARGET_MAX)
+			return -ENAMETOOLONG;
+		r->target[r->target_len++] = (char)c;
+		r->target[r->target_len] = '\0';
+		return 0;
+	}
+}
+
+/* S_VERSION: "HTTP/" DIGIT "." DIGIT, then CRLF or LF. */
+static int step_version(struct pw_http_parser *p, unsigned char c)
+{
+	if (p->vlen < 5) {
+		if (c != (unsigned char)version_text[p->vlen])
+			return -EBADMSG;
+	} else if (p->vlen == 5) {
+		if (c < '0' || c > '9')
+			return -EBADMSG;
+		if (c != '1')
+			return -EPROTONOSUPPORT;
+	} else if (p->vlen == 6) {
+		if (c != '.')
+			return -EBADMSG;
+	} else if (p->vlen == 7) {
+		if (c < '0' || c > '9')
+			return -EBADMSG;
+		p->req.minor = c == '0' ? 0 : 1; /* 1.2+ reads as 1.1 */
+	} else if (c == '\r') {
+		p->state = S_RL_LF;
+	} else if (c == '\n') {
+		p->state = S_LINE;
+	} else {
+		return -EBADMSG;
+	}
+	p->vlen++;
+	return 0;
+}
+
+/* S_RL_LF, S_VALUE_LF, S_END_LF: the LF after a CR. */
+static int step_lf(struct pw_http_parser *p, unsigned char c)
+{
+	int err;
+
+	if (c != '\n')
+		return -EBADMSG;
+	if (p->state == S_END_LF)
+		return head_done(p);
+	if (p->state == S_VALUE_LF && (err = header_done(p)))
+		return err;
+	p->state = S_LINE;
+	return 0;
+}
+
+/* S_LINE, S_NAME: the start of a header line and the field name. */
+static int step_name(struct pw_http_parser *p, unsigned char c)
+{
+	if (p->state == S_LINE) {
+		if (c == '\r') {
+			p->state = S_END_LF;
+			return 0;
+		}
+		if (c == '\n')
+			return head_done(p);
+		if (!is_tchar(c))
+			return -EBADMSG; /* obs-fold, or junk */
+		p->nlen = 0;
+		p->state = S_NAME;
+	}
+	if (c == ':') {
+		if (!p->nlen)
+			return -EBADMSG;
+		p->req.headers++;
+		p->which = p->nlen <= sizeof(p->name) ?
+				   header_kind(p->name, p->nlen) :
+				   H_OTHER;
+		p->vlen = 0;
+		p->state = S_OWS;
+		return 0;
+	}
+	if (!is_tchar(c))
+		return -EBADMSG;
+	if (p->nlen < sizeof(p->name))
+		p->name[p->nlen] = lower((char)c);
+	p->nlen++;
+	return 0;
+}
+
+/* S_OWS, S_VALUE: a field value, kept only when interpreted. */
+static int step_value(struct pw_http_parser *p, unsigned char c)
+{
+	if (p->state == S_OWS) {
+		if (c == ' ' || c == '\t')
+			return 0;
+		p->state = S_VALUE;
+	}
+	if (c == '\r' || c == '\n') {
+		while (p->vlen && (p->value[p->vlen - 1] == ' ' ||
+				   p->value[p->vlen - 1] == '\t'))
+			p->vlen--;
+		if (c == '\r') {
+			p->state = S_VALUE_LF;
+			return 0;
+		}
+		p->state = S_LINE;
+		return header_done(p);
+	}
+	if ((c < ' ' && c != '\t') || c == 0x7f)
+		return -EBADMSG;
+	if (p->which != H_CONNECTION && p->which != H_LENGTH)
+		return 0; /* only checked */
+	if (p->vlen >= sizeof(p->value))
+		return -EBADMSG;
+	p->value[p->vlen++] = (char)c;
+	return 0;
+}
+
+/* One head byte. Returns 0, or a negative error. */
+static int step(struct pw_http_parser *p, unsigned char c)
+{
+	switch (p->state) {
+	case S_START:
+	case S_METHOD:
+	case S_TARGET:
+		return step_target(p, c);
+	case S_VERSION:
+		return step_version(p, c);
+	case S_RL_LF:
+	case S_VALUE_LF:
+	case S_END_LF:
+		return step_lf(p, c);
+	case S_LINE:
+	case S_NAME:
+		return step_name(p, c);
+	case S_OWS:
+	case S_VALUE:
+		return step_value(p, c);
+	}
+	return -EBADMSG;
+}
+
+/* ---- requests: the fast path -------------------------------------------- */
+
+/*
+ * The request line at @s: METHOD SP target SP HTTP/1.DIGIT, CRLF or LF,
+ * all before @end. Fills @r's method, target and minor.
+ * Return: the line's LF; NULL when step() must take the line.
+ */
+static inline const unsigned char *fast_request_line(struct pw_http_req *r,
+						     const unsigned char *s,
+						     const unsigned char *end)
+{
+	const unsigned char *e, *t;
+	size_t n = (size_t)(end - s);
+	int minor;
+
+	/* The method: 1 to 15 tchars (none for an empty line first). */
+	e = s + (n < PW_HTTP_METHOD_MAX ? n : PW_HTTP_METHOD_MAX);
+	for (t = s; t < e && tchar_tab[*t]; t++)
+		;
+	if (t == s || t == e || *t != ' ')
+		return NULL;
+	n = (size_t)(t - s);
+	memcpy(r->method, s, n);
+	r->method[n] = '\0';
+	r->method_len = n;
+	/* The target: up to the next space, within PW_HTTP_TARGET_MAX - 1
+	 * bytes; target_ok() refuses a CR or LF, so it stays on the line. */
+	s = t + 1;
+	n = (size_t)(end - s);
+	t = memchr(s, ' ', n < PW_HTTP_TARGET_MAX ? n : PW_HTTP_TARGET_MAX);
+	if (!t)
+		return NULL;
+	n = (size_t)(t - s);
+	if (!n || n >= PW_HTTP_TARGET_MAX || !target_ok(s, n))
+		return NULL;
+	memcpy(r->target, s, n);
+	r->target[n] = '\0';
+	r->target_len = n;
+	s = t + 1;
+	if (end - s < 9 || (minor = version_minor(s)) < 0)
+		return NULL;
+	r->minor = minor;
+	if (s[8] == '\n')
+		return s + 8;
+	if (s[8] == '\r' && end - s >= 10 && s[9] == '\n')
+		return s + 9;
+	return NULL;
+}
+
 /*
  * fast_head - parse a whole request head from the start of @buf at once.
  * @p: a parser at the start of a request, none of it consumed (state
@@ -334,48 +594,14 @@ static unsigned fast_kind(const unsigned char *s, size_t n)
  */
 static size_t fast_head(struct pw_http_parser *p, const char *buf, size_t len)
 {
-	struct pw_http_req *r = &p->req;
 	const unsigned char *s = (const unsigned char *)buf;
 	const unsigned char *end = s + (len < p->head_max ? len : p->head_max);
-	const unsigned char *lf, *e, *t;
+	const unsigned char *lf = fast_request_line(&p->req, s, end);
+	const unsigned char *e, *t;
 	size_t n;
 
-	/* The request line: METHOD SP target SP HTTP/1.DIGIT, CRLF or LF.
-	 * The method: 1 to 15 tchars (none for an empty line first). */
-	n = (size_t)(end - s);
-	e = s + (n < PW_HTTP_METHOD_MAX ? n : PW_HTTP_METHOD_MAX);
-	for (t = s; t < e && tchar_tab[*t]; t++)
-		;
-	if (t == s || t == e || *t != ' ')
+	if (!lf)
 		return 0;
-	n = (size_t)(t - s);
-	memcpy(r->method, s, n);
-	r->method[n] = '\0';
-	r->method_len = n;
-	/* The target: up to the next space, within PW_HTTP_TARGET_MAX - 1
-	 * bytes; target_ok() refuses a CR or LF, so it stays on the line. */
-	s = t + 1;
-	n = (size_t)(end - s);
-	t = memchr(s, ' ', n < PW_HTTP_TARGET_MAX ? n : PW_HTTP_TARGET_MAX);
-	if (!t)
-		return 0;
-	n = (size_t)(t - s);
-	if (!n || n >= PW_HTTP_TARGET_MAX || !target_ok(s, n))
-		return 0;
-	memcpy(r->target, s, n);
-	r->target[n] = '\0';
-	r->target_len = n;
-	s = t + 1;
-	if (end - s < 9 || memcmp(s, "HTTP/1.", 7) || s[7] < '0' || s[7] > '9')
-		return 0;
-	r->minor = s[7] == '0' ? 0 : 1;
-	if (s[8] == '\n')
-		lf = s + 8;
-	else if (s[8] == '\r' && end - s >= 10 && s[9] == '\n')
-		lf = s + 9;
-	else
-		return 0;
-
 	/* Field lines up to the blank line. */
 	for (s = lf + 1;; s = lf + 1) {
 		unsigned which;
@@ -393,7 +619,7 @@ static size_t fast_head(struct pw_http_parser *p, const char *buf, size_t len)
 			;
 		if (t == s || t == end || *t != ':')
 			return 0;
-		r->headers++;
+		p->req.headers++;
 		which = fast_kind(s, (size_t)(t - s));
 		/* The value: to the line's end, less OWS before it, CR after
 		 * it (lf[-1] is at worst the colon). */
@@ -427,144 +653,38 @@ static size_t fast_head(struct pw_http_parser *p, const char *buf, size_t len)
 	return p->head;
 }
 
-/* One head byte. Returns 0, or a negative error. */
-static int step(struct pw_http_parser *p, unsigned char c)
+/* Skip up to @len bytes of the body; returns how many were taken. */
+static inline size_t skip_body(struct pw_http_parser *p, size_t len)
 {
-	struct pw_http_req *r = &p->req;
+	size_t n = len;
 
-	switch (p->state) {
-	case S_START:
-		if (c == '\r' || c == '\n')
-			return 0; /* empty lines before a request */
-		p->state = S_METHOD;
-		/* fall through */
-	case S_METHOD:
-		if (c == ' ' && r->method_len) {
-			p->state = S_TARGET;
-			return 0;
-		}
-		if (!is_tchar(c) || r->method_len + 1 >= PW_HTTP_METHOD_MAX)
-			return -EBADMSG;
-		r->method[r->method_len++] = (char)c;
-		r->method[r->method_len] = '\0';
+	if (n > p->body_left)
+		n = (size_t)p->body_left;
+	p->body_left -= n;
+	if (!p->body_left)
+		p->state = S_DONE;
+	return n;
+}
+
+/* Start a fresh request with the fast path; 1 when its head and body
+ * were all taken (*@i bytes), else 0 with *@i the head bytes taken. */
+static inline int start_request(struct pw_http_parser *p, const char *buf,
+				size_t len, size_t *i)
+{
+	*i = fast_head(p, buf, len);
+	if (!*i) {
+		new_request(p); /* step() takes it from the start */
 		return 0;
-	case S_TARGET:
-		if (c == ' ' && r->target_len) {
-			p->state = S_VERSION;
-			p->vlen = 0;
-			return 0;
-		}
-		if (c <= ' ' || c >= 0x7f)
-			return -EBADMSG;
-		if (r->target_len + 1 >= PW_HTTP_TARGET_MAX)
-			return -ENAMETOOLONG;
-		r->target[r->target_len++] = (char)c;
-		r->target[r->target_len] = '\0';
-		return 0;
-	case S_VERSION:
-		/* "HTTP/" DIGIT "." DIGIT, then CRLF or LF. */
-		if (p->vlen < 5) {
-			if (c != (unsigned char)version_text[p->vlen])
-				return -EBADMSG;
-		} else if (p->vlen == 5) {
-			if (c < '0' || c > '9')
-				return -EBADMSG;
-			if (c != '1')
-				return -EPROTONOSUPPORT;
-		} else if (p->vlen == 6) {
-			if (c != '.')
-				return -EBADMSG;
-		} else if (p->vlen == 7) {
-			if (c < '0' || c > '9')
-				return -EBADMSG;
-			r->minor = c == '0' ? 0 : 1; /* 1.2+ reads as 1.1 */
-		} else if (c == '\r') {
-			p->state = S_RL_LF;
-		} else if (c == '\n') {
-			p->state = S_LINE;
-		} else {
-			return -EBADMSG;
-		}
-		p->vlen++;
-		return 0;
-	case S_RL_LF:
-	case S_VALUE_LF:
-		if (c != '\n')
-			return -EBADMSG;
-		if (p->state == S_VALUE_LF) {
-			int err = header_done(p);
-			if (err)
-				return err;
-		}
-		p->state = S_LINE;
-		return 0;
-	case S_LINE:
-		if (c == '\r') {
-			p->state = S_END_LF;
-			return 0;
-		}
-		if (c == '\n')
-			return head_done(p);
-		if (!is_tchar(c))
-			return -EBADMSG; /* obs-fold, or junk */
-		p->nlen = 0;
-		p->state = S_NAME;
-		/* fall through */
-	case S_NAME:
-		if (c == ':') {
-			if (!p->nlen)
-				return -EBADMSG;
-			r->headers++;
-			p->which = p->nlen <= sizeof(p->name) ?
-					   header_kind(p->name, p->nlen) :
-					   H_OTHER;
-			p->vlen = 0;
-			p->state = S_OWS;
-			return 0;
-		}
-		if (!is_tchar(c))
-			return -EBADMSG;
-		if (p->nlen < sizeof(p->name))
-			p->name[p->nlen] = lower((char)c);
-		p->nlen++;
-		return 0;
-	case S_OWS:
-		if (c == ' ' || c == '\t')
-			return 0;
-		p->state = S_VALUE;
-		/* fall through */
-	case S_VALUE:
-		if (c == '\r' || c == '\n') {
-			while (p->vlen && (p->value[p->vlen - 1] == ' ' ||
-					   p->value[p->vlen - 1] == '\t'))
-				p->vlen--;
-			if (c == '\r') {
-				p->state = S_VALUE_LF;
-				return 0;
-			}
-			p->state = S_LINE;
-			return header_done(p);
-		}
-		if ((c < ' ' && c != '\t') || c == 0x7f)
-			return -EBADMSG;
-		if (p->which != H_CONNECTION && p->which != H_LENGTH)
-			return 0; /* only checked */
-		if (p->vlen >= sizeof(p->value))
-			return -EBADMSG;
-		p->value[p->vlen++] = (char)c;
-		return 0;
-	case S_END_LF:
-		if (c != '\n')
-			return -EBADMSG;
-		return head_done(p);
 	}
-	return -EBADMSG;
+	p->fast_heads++;
+	return p->state == S_DONE;
 }
 
 int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
 		  size_t *used)
 {
 	size_t i = 0;
+	int err;
 
 	if (!p || (!buf && len) || !used)
 		return -EINVAL;
@@ -573,35 +693,18 @@ int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
 		return p->err;
 	if (p->state == S_DONE)
 		new_request(p);
-	if (p->state == S_START && !p->head && len) {
-		i = fast_head(p, buf, len);
-		if (!i) {
-			new_request(p); /* step() takes it from the start */
-		} else {
-			p->fast_heads++;
-			if (p->state == S_DONE) {
-				*used = i;
-				return 1;
-			}
-		}
+	if (p->state == S_START && !p->head && len &&
+	    start_request(p, buf, len, &i)) {
+		*used = i;
+		return 1;
 	}
 	while (i < len) {
 		if (p->state == S_BODY) {
-			size_t n = len - i;
-
-			if (n > p->body_left)
-				n = (size_t)p->body_left;
-			p->body_left -= n;
-			i += n;
-			if (!p->body_left)
-				p->state = S_DONE;
+			i += skip_body(p, len - i);
 		} else {
-			int err;
-
-			if (++p->head > p->head_max)
-				err = -EMSGSIZE;
-			else
-				err = step(p, (unsigned char)buf[i]);
+			err = ++p->head > p->head_max ?
+				      -EMSGSIZE :
+				      step(p, (unsigned char)buf[i]);
 			if (err) {
 				p->err = err;
 				*used = i;
@@ -617,6 +720,186 @@ int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
 	*used = i;
 	return 0;
 }
+
+/* ---- responses ----------------------------------------------------------- */
+
+void pw_http_resp_parser_init(struct pw_http_resp_parser *p)
+{
+	if (p)
+		memset(p, 0, sizeof(*p));
+}
+
+/* Forget the last response (its line buffer need not be cleared). */
+static void new_response(struct pw_http_resp_parser *p)
+{
+	p->state = R_STATUS;
+	p->have_len = p->chunked = p->close = p->keep = false;
+	p->body_left = 0;
+	p->head = 0;
+	p->line_len = 0;
+	p->line_cr = false;
+	memset(&p->resp, 0, sizeof(p->resp));
+}
+
+/* "HTTP/1.x SP 3DIGIT [SP reason]" */
+static int status_line(struct pw_http_resp_parser *p, const unsigned char *l,
+		       size_t n)
+{
+	int minor;
+
+	if (n < 12 || (minor = version_minor(l)) < 0 || l[8] != ' ')
+		return -EBADMSG;
+	for (int i = 9; i < 12; i++)
+		if (l[i] < '0' || l[i] > '9')
+			return -EBADMSG;
+	if (n > 12 && l[12] != ' ')
+		return -EBADMSG;
+	p->resp.minor = minor;
+	p->resp.status =
+		(l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
+	return p->resp.status < 100 ? -EBADMSG : 0;
+}
+
+/* A header line (its first PW_HTTP_RESP_LINE_MAX - 1 bytes at most):
+ * "name: value", the value interpreted for the names that matter. */
+static int resp_field(struct pw_http_resp_parser *p, const unsigned char *l,
+		      size_t n)
+{
+	const char *v;
+	size_t name, vn;
+	unsigned which;
+
+	if (n > PW_HTTP_RESP_LINE_MAX - 1)
+		n = PW_HTTP_RESP_LINE_MAX - 1;
+	for (name = 0; name < n && is_tchar(l[name]); name++)
+		;
+	if (!name || name == n || l[name] != ':')
+		return -EBADMSG;
+	which = fast_kind(l, name);
+	if (which == H_TE)
+		p->chunked = true; /* any coding: the length is unknown */
+	if (which != H_LENGTH && which != H_CONNECTION)
+		return 0;
+	v = (const char *)l + name + 1;
+	vn = n - name - 1;
+	for (; vn && (*v == ' ' || *v == '\t'); vn--)
+		v++;
+	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
+		vn--;
+	if (which == H_LENGTH)
+		return length_value(v, vn, &p->have_len,
+				    &p->resp.content_length);
+	connection_value(v, vn, &p->close, &p->keep);
+	return 0;
+}
+
+/* The blank line: decide what follows the head. */
+static int resp_head_done(struct pw_http_resp_parser *p)
+{
+	struct pw_http_resp *r = &p->resp;
+
+	r->keep_alive = keeps_alive(r->minor, p->close, p->keep);
+	r->head_len = p->head;
+	if (r->status < 200 || r->status == 204 || r->status == 304)
+		r->content_length = 0;
+	else if (p->chunked || !p->have_len)
+		return -ENOTSUP;
+	p->body_left = r->content_length;
+	p->state = p->body_left ? R_BODY : R_DONE;
+	return 0;
+}
+
+/* A whole line @l[0..@n), without its CR LF. */
+static int resp_line(struct pw_http_resp_parser *p, const unsigned char *l,
+		     size_t n)
+{
+	int err;
+
+	if (p->state == R_HEADER)
+		return n ? resp_field(p, l, n) : resp_head_done(p);
+	if (!n)
+		return 0; /* blank lines before a response */
+	err = status_line(p, l, n);
+	if (!err)
+		p->state = R_HEADER;
+	return err;
+}
+
+/*
+ * Head bytes from @s: up to and including the next LF, or all @len when
+ * there is none. A CR must come right before an LF; no other control
+ * byte but HT may appear. *@took receives the bytes taken.
+ * Return: 0, or a negative error.
+ */
+static int resp_head(struct pw_http_resp_parser *p, const unsigned char *s,
+		     size_t len, size_t *took)
+{
+	const unsigned char *lf = memchr(s, '\n', len);
+	size_t n = lf ? (size_t)(lf - s) : len; /* bytes before the LF */
+	size_t room;
+
+	*took = lf ? n + 1 : n;
+	if (*took > PW_HTTP_RESP_HEAD_MAX - p->head)
+		return -EMSGSIZE;
+	p->head += *took;
+	if (p->line_cr && n)
+		return -EBADMSG; /* a CR, then not an LF */
+	p->line_cr = false;
+	if (n && s[n - 1] == '\r') {
+		n--;
+		p->line_cr = !lf;
+	}
+	if (!value_ok(s, n))
+		return -EBADMSG;
+	if (lf && !p->line_len)
+		return resp_line(p, s, n); /* the whole line is here */
+	room = PW_HTTP_RESP_LINE_MAX - 1 - p->line_len;
+	memcpy(p->line + p->line_len, s, n < room ? n : room);
+	p->line_len += n < room ? n : room;
+	if (!lf)
+		return 0;
+	n = p->line_len;
+	p->line_len = 0;
+	return resp_line(p, (const unsigned char *)p->line, n);
+}
+
+int pw_http_resp_parse(struct pw_http_resp_parser *p, const char *buf,
+		       size_t len, size_t *used)
+{
+	const unsigned char *s = (const unsigned char *)buf;
+	size_t i = 0, n;
+	int err;
+
+	if (!p || (!buf && len) || !used)
+		return -EINVAL;
+	*used = 0;
+	if (p->err)
+		return p->err;
+	if (p->state == R_DONE)
+		new_response(p);
+	while (i < len && p->state != R_DONE) {
+		if (p->state == R_BODY) {
+			n = len - i < p->body_left ? len - i :
+						     (size_t)p->body_left;
+			p->body_left -= n;
+			i += n;
+			if (!p->body_left)
+				p->state = R_DONE;
+			continue;
+		}
+		err = resp_head(p, s + i, len - i, &n);
+		i += n;
+		if (err) {
+			p->err = err;
+			*used = i;
+			return err;
+		}
+	}
+	*used = i;
+	return p->state == R_DONE;
+}
+
+/* ---- status and responses ----------------------------------------------- */
 
 int pw_http_error_status(int err)
 {

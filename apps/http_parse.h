@@ -1,25 +1,38 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * http_parse.h - the HTTP/1.1 request parser and response builder behind
- * `pinwheel http` (internal to the pinwheel command).
+ * http_parse.h - the one HTTP/1.1 parser of the pinwheel command, both
+ * directions: requests for `pinwheel http`, responses for `pinwheel load`;
+ * and the response builder of `pinwheel http` (internal to the pinwheel
+ * command).
  *
- * The parser is a byte-driven state machine that keeps everything it
- * needs in struct pw_http_parser itself: a connection can hand it each
- * received buffer as it comes (a request may arrive a byte at a time, or
- * many pipelined requests in one read) and give the buffer back at once;
- * nothing is allocated per request or per connection. A request head
- * that arrives whole is parsed in one go by a faster path that reaches
- * exactly the same results (see http_parse.c). The method and the
- * request target are copied into the parser; Connection, Content-Length,
- * Transfer-Encoding and Host are interpreted; every other header is
+ * Both parsers are incremental and keep everything they need in their
+ * own struct: a connection can hand one each received buffer as it comes
+ * (a message may arrive a byte at a time, or many pipelined ones in one
+ * read) and give the buffer back at once; nothing is allocated per
+ * message or per connection. They share the token rules of RFC 9110:
+ * tchars, field names in any case, Content-Length (digits only, repeats
+ * must agree), Connection options (close, keep-alive), control bytes
+ * refused in values, and the keep-alive decision (HTTP/1.1 unless
+ * "close", HTTP/1.0 only with "keep-alive"). Every other header is
  * checked for syntax and skipped.
  *
- * What it accepts: a request line "METHOD SP target SP HTTP/1.x" and
- * header fields, lines ended by CRLF or a bare LF (a CR must be followed
- * by LF); empty lines before a request are skipped. HTTP/1.1 requests
- * must carry exactly one Host. A Content-Length body is skipped (its
- * bytes are consumed, not kept). Request bodies in Transfer-Encoding
- * (chunked) are refused with -ENOTSUP: the server answers 400 and closes.
+ * Requests: a request line "METHOD SP target SP HTTP/1.x" and header
+ * fields, lines ended by CRLF or a bare LF (a CR must be followed by LF);
+ * empty lines before a request are skipped. The method and the request
+ * target are copied into the parser; Connection, Content-Length,
+ * Transfer-Encoding and Host are interpreted. HTTP/1.1 requests must
+ * carry exactly one Host. A Content-Length body is skipped (its bytes are
+ * consumed, not kept). Request bodies in Transfer-Encoding (chunked) are
+ * refused with -ENOTSUP: the server answers 400 and closes. A request
+ * head that arrives whole is parsed in one go by a faster path that
+ * reaches exactly the same results (see http_parse.c).
+ *
+ * Responses: a status line "HTTP/1.x SP 3DIGIT [SP reason]" and header
+ * fields, lines as above; empty lines before a response are skipped. A
+ * Content-Length body is skipped; 1xx, 204 and 304 answers have none.
+ * A body in Transfer-Encoding (any coding), or one without a length
+ * (that would end only at the close), is refused with -ENOTSUP: a load
+ * generator cannot tell where such an answer ends without reading it.
  *
  * Threads: a parser belongs to one connection, hence one shard.
  */
@@ -93,6 +106,61 @@ int pw_http_parser_init(struct pw_http_parser *p, size_t head_max);
  */
 int pw_http_parse(struct pw_http_parser *p, const char *buf, size_t len,
 		  size_t *used);
+
+/* ---- responses ---------------------------------------------------------- */
+
+/* Longest status or header line looked at; the rest of a longer header
+ * line is skipped (no header this parser reads is that long). */
+#define PW_HTTP_RESP_LINE_MAX 256
+/* Cap on a response head. */
+#define PW_HTTP_RESP_HEAD_MAX 65536
+
+/* One parsed response; valid until the next pw_http_resp_parse() call. */
+struct pw_http_resp {
+	int status;		 /* 100..999 */
+	int minor;		 /* HTTP/1.<minor>: 0, or 1 for 1.1 and above */
+	bool keep_alive;	 /* the connection may carry another one */
+	uint64_t content_length; /* body bytes skipped; 0 for 1xx, 204, 304 */
+	size_t head_len;	 /* bytes of the response head */
+};
+
+/* An incremental HTTP/1.x response parser for one connection. */
+struct pw_http_resp_parser {
+	int state, err;
+	bool have_len, chunked, close, keep;
+	uint64_t body_left;
+	size_t head;	 /* head bytes so far */
+	size_t line_len; /* bytes of line[] in use */
+	bool line_cr;	 /* the last byte was a CR */
+	struct pw_http_resp resp;
+	char line[PW_HTTP_RESP_LINE_MAX]; /* a line split across buffers */
+};
+
+/**
+ * pw_http_resp_parser_init - set up @p for a new connection. NULL is a
+ * no-op.
+ * Context: any thread.
+ */
+void pw_http_resp_parser_init(struct pw_http_resp_parser *p);
+
+/**
+ * pw_http_resp_parse - feed @len bytes at @buf to @p.
+ * @used: receives how many bytes were consumed.
+ *
+ * Return: 1 when a whole response has been read: it is in @p->resp and
+ * *@used bytes of @buf belong to it; call again with the rest (the next
+ * response starts afresh). 0 when all of @buf was consumed and the
+ * response is not whole yet. Errors are sticky until
+ * pw_http_resp_parser_init() (*@used then counts the bytes looked at):
+ * -EBADMSG for a malformed response, -EMSGSIZE for a head over
+ * PW_HTTP_RESP_HEAD_MAX, -ENOTSUP for a Transfer-Encoding body or a body
+ * without Content-Length; -EINVAL for NULL arguments.
+ * Context: the thread that owns @p.
+ */
+int pw_http_resp_parse(struct pw_http_resp_parser *p, const char *buf,
+		       size_t len, size_t *used);
+
+/* ---- status and responses ------------------------------------------------ */
 
 /**
  * pw_http_error_status - the status to answer a pw_http_parse() error

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,6 +36,7 @@
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/http_parse.h"
 #include "apps/load.h"
 
 #define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
@@ -48,206 +48,7 @@
 #define LOAD_TEXT_MAX  1024
 #define NO_QUOTA       UINT64_MAX
 
-/* ---- the response parser --------------------------------------------- */
-
-enum { R_STATUS, R_HEADER, R_BODY, R_DONE };
-
-void pw_load_resp_init(struct pw_load_resp *p)
-{
-	if (p)
-		memset(p, 0, sizeof(*p));
-}
-
-static bool is_tchar(unsigned char c)
-{
-	if ((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') ||
-	    (c >= 'A' && c <= 'Z'))
-		return true;
-	return c && strchr("!#$%&'*+-.^_`|~", c);
-}
-
-/* Does the comma-separated list @v hold @token (case-insensitive)? */
-static bool list_has(const char *v, const char *token)
-{
-	size_t n = strlen(token);
-
-	while (*v) {
-		while (*v == ' ' || *v == '\t' || *v == ',')
-			v++;
-		const char *s = v;
-		while (*v && *v != ',')
-			v++;
-		const char *e = v;
-		while (e > s && (e[-1] == ' ' || e[-1] == '\t'))
-			e--;
-		if ((size_t)(e - s) == n && !strncasecmp(s, token, n))
-			return true;
-	}
-	return false;
-}
-
-/* "HTTP/1.x SP 3DIGIT [SP reason]" */
-static int status_line(struct pw_load_resp *p, const char *l, size_t n)
-{
-	if (n < 12 || memcmp(l, "HTTP/1.", 7) || l[7] < '0' || l[7] > '9' ||
-	    l[8] != ' ')
-		return -EBADMSG;
-	for (int i = 9; i < 12; i++)
-		if (l[i] < '0' || l[i] > '9')
-			return -EBADMSG;
-	if (n > 12 && l[12] != ' ')
-		return -EBADMSG;
-	p->minor = l[7] - '0';
-	p->status = (l[9] - '0') * 100 + (l[10] - '0') * 10 + (l[11] - '0');
-	if (p->status < 100)
-		return -EBADMSG;
-	return 0;
-}
-
-static int header_line(struct pw_load_resp *p, const char *l, size_t n)
-{
-	size_t i = 0;
-
-	while (i < n && is_tchar((unsigned char)l[i]))
-		i++;
-	if (i == 0 || i == n || l[i] != ':')
-		return -EBADMSG;
-	size_t name = i++;
-	while (i < n && (l[i] == ' ' || l[i] == '\t'))
-		i++;
-	const char *v = l + i;
-	size_t vn = n - i;
-	while (vn && (v[vn - 1] == ' ' || v[vn - 1] == '\t'))
-		vn--;
-	char val[PW_LOAD_LINE_MAX];
-	memcpy(val, v, vn);
-	val[vn] = '\0';
-
-	if (name == 14 && !strncasecmp(l, "content-length", 14)) {
-		uint64_t len = 0;
-		if (!vn)
-			return -EBADMSG;
-		for (size_t k = 0; k < vn; k++) {
-			if (val[k] < '0' || val[k] > '9' ||
-			    len > (UINT64_MAX - 9) / 10)
-				return -EBADMSG;
-			len = len * 10 + (uint64_t)(val[k] - '0');
-		}
-		if (p->have_len && len != p->content_length)
-			return -EBADMSG;
-		p->have_len = true;
-		p->content_length = len;
-	} else if (name == 10 && !strncasecmp(l, "connection", 10)) {
-		if (list_has(val, "close"))
-			p->close = true;
-		if (list_has(val, "keep-alive"))
-			p->keep = true;
-	} else if (name == 17 && !strncasecmp(l, "transfer-encoding", 17)) {
-		p->chunked = true; /* any coding: the length is unknown */
-	}
-	return 0;
-}
-
-/* The blank line: decide what follows the head. */
-static int head_end(struct pw_load_resp *p)
-{
-	bool no_body = p->status < 200 || p->status == 204 || p->status == 304;
-
-	p->keep_alive = p->minor >= 1 ? !p->close : (p->keep && !p->close);
-	if (no_body) {
-		p->content_length = 0;
-	} else if (p->chunked || !p->have_len) {
-		return -ENOTSUP;
-	}
-	p->body_left = p->content_length;
-	p->state = p->body_left ? R_BODY : R_DONE;
-	return 0;
-}
-
-static int end_line(struct pw_load_resp *p)
-{
-	size_t n = p->line_len;
-	int err = 0;
-
-	p->line_len = 0;
-	if (p->state == R_STATUS) {
-		if (n == 0)
-			return 0; /* blank lines before a response */
-		err = status_line(p, p->line, n);
-		if (!err)
-			p->state = R_HEADER;
-		return err;
-	}
-	if (n == 0)
-		return head_end(p);
-	return header_line(p, p->line, n);
-}
-
-int pw_load_resp_parse(struct pw_load_resp *p, const char *buf, size_t len,
-		       size_t *used)
-{
-	size_t i = 0;
-
-	if (!p || (!buf && len) || !used)
-		return -EINVAL;
-	*used = 0;
-	if (p->err)
-		return p->err;
-	if (p->state == R_DONE) {
-		int keep_err = p->err;
-		memset(p, 0, sizeof(*p));
-		p->err = keep_err;
-	}
-	while (i < len) {
-		if (p->state == R_BODY) {
-			uint64_t take = len - i;
-			if (take > p->body_left)
-				take = p->body_left;
-			p->body_left -= take;
-			i += (size_t)take;
-			if (!p->body_left) {
-				p->state = R_DONE;
-				break;
-			}
-			continue;
-		}
-		unsigned char c = (unsigned char)buf[i++];
-		int err = 0;
-		if (++p->head > PW_LOAD_HEAD_MAX) {
-			err = -EMSGSIZE;
-		} else if (p->line_cr && c != '\n') {
-			err = -EBADMSG;
-		} else if (c == '\n') {
-			p->line_cr = false;
-			err = end_line(p);
-		} else if (c == '\r') {
-			p->line_cr = true;
-		} else if ((c < 0x20 && c != '\t') || c == 0x7f) {
-			err = -EBADMSG;
-		} else if (p->line_len < PW_LOAD_LINE_MAX - 1) {
-			p->line[p->line_len++] = (char)c;
-		}
-		if (err) {
-			p->err = err;
-			*used = i;
-			return err;
-		}
-		if (p->state == R_DONE)
-			break;
-	}
-	*used = i;
-	return p->state == R_DONE ? 1 : 0;
-}
-
 /* ---- the run ----------------------------------------------------------- */
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
 
 /* One shard's numbers; written by that shard's thread only. */
 struct load_shard {
@@ -267,7 +68,7 @@ struct load_shard {
 
 struct load_run {
 	const struct pw_load_config *cfg;
-	const char *msg; /* the request or echo payload */
+	char *msg; /* the request or echo payload (malloc'd) */
 	size_t msg_len;
 	uint64_t start, measure, end; /* CLOCK_MONOTONIC ns */
 	uint64_t interval;	      /* open loop: ns between one
@@ -328,7 +129,7 @@ struct load_conn {
 	size_t got;			 /* echo bytes back so far */
 	uint64_t rx_bytes;		 /* received for this request */
 	struct pw_net_buf buf;
-	struct pw_load_resp resp;
+	struct pw_http_resp_parser hp;
 	struct pw_connect cn;
 	struct pw_send tx;
 	struct pw_recv rx;
@@ -347,7 +148,7 @@ static struct load_shard *my_shard(const struct load_run *run)
  * now when @slice is not 0. */
 static uint64_t rt_deadline(uint64_t at, uint64_t slice)
 {
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 	uint64_t left = at > now ? at - now : 0;
 	int64_t rt = pw_time_now();
 
@@ -443,14 +244,21 @@ static int errno_end(int32_t res)
 	}
 }
 
+/* Close the connection; with @reconnect the slot goes on on a new one
+ * unless the run is over. */
+static void close_conn(struct load_conn *c, bool reconnect)
+{
+	c->reconnect = reconnect;
+	c->step = ST_CLOSE;
+	pw_close_init(&c->cl, c->fd);
+}
+
 /* End the request in flight and close; the slot goes on on a new
  * connection unless the run is over. */
 static void fail(struct load_conn *c, int how)
 {
-	request_end(c, how, mono_ns());
-	c->reconnect = true;
-	c->step = ST_CLOSE;
-	pw_close_init(&c->cl, c->fd);
+	request_end(c, how, pw_cli_mono_ns());
+	close_conn(c, true);
 }
 
 static void conn_drop(void *state);
@@ -489,184 +297,241 @@ static bool consume(struct load_conn *c, int *how)
 		*how = END_OK;
 		return c->got == run->msg_len;
 	}
-	int rc = pw_load_resp_parse(&c->resp, data, len, &used);
+	int rc = pw_http_resp_parse(&c->hp, data, len, &used);
 	if (rc < 0 || (rc == 1 && used != len)) {
 		*how = END_BAD; /* malformed, or bytes nobody asked for */
 		return true;
 	}
 	if (rc == 0)
 		return false;
-	*how = c->resp.status >= 200 && c->resp.status < 400 ? END_OK :
-							       END_BAD_STATUS;
+	*how = c->hp.resp.status >= 200 && c->hp.resp.status < 400 ?
+		       END_OK :
+		       END_BAD_STATUS;
 	return true;
+}
+
+/* What a step of conn_poll() asks for next. */
+enum { GO, WAIT, END };
+
+/* ST_START: connect, unless the run or the slot's quota is over. */
+static int step_start(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+
+	if (stopping(run) || pw_cli_mono_ns() >= run->end || c->s.quota == 0)
+		return END;
+	pw_connect_init(&c->cn, &run->cfg->target);
+	c->t_due = c->t_sent = pw_cli_mono_ns();
+	c->rx_bytes = 0;
+	c->step = ST_CONNECT;
+	return GO;
+}
+
+/* ST_CONNECT: a connection, or a failed connect and a back-off. */
+static int step_connect(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t limit = c->t_sent + run->cfg->timeout_ns;
+	int fd;
+
+	if (pw_connect_poll(cx, &c->cn, rt_deadline(limit, 0), &fd) ==
+	    PW_PENDING)
+		return WAIT;
+	if (fd < 0) {
+		/* A failed connect uses up a request. */
+		request_end(c, END_CONNECT, pw_cli_mono_ns());
+		pw_sleep_init(&c->sl, BACKOFF_NS);
+		c->step = ST_BACKOFF;
+		return GO;
+	}
+	my_shard(run)->connects++;
+	c->fd = fd;
+	pw_recv_init(&c->rx, fd);
+	pw_send_init(&c->tx, fd);
+	pw_close_init(&c->cl, fd);
+	pw_http_resp_parser_init(&c->hp);
+	c->step = ST_NEXT;
+	return GO;
+}
+
+/* ST_NEXT: the next request, sent now (closed loop) or when due (open
+ * loop); the end of the run or of the quota closes instead. */
+static int step_next(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t now = pw_cli_mono_ns();
+
+	if (stopping(run) || now >= run->end || c->s.quota == 0) {
+		close_conn(c, false);
+		return GO;
+	}
+	c->got = 0;
+	c->rx_bytes = 0;
+	if (!run->interval) {
+		c->t_due = now;
+		c->step = ST_SEND;
+		return GO;
+	}
+	c->t_due = c->s.due;
+	if (c->t_due >= run->end) {
+		/* Due after the end: nothing more to send. */
+		close_conn(c, false);
+		return GO;
+	}
+	c->s.due += run->interval;
+	c->step = ST_WAIT;
+	pw_sleep_init_at(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	return GO;
+}
+
+/* ST_WAIT: sleep until the request is due, a slice at a time. */
+static int step_wait(struct pw_cx *cx, struct load_conn *c)
+{
+	if (pw_cli_mono_ns() >= c->t_due) {
+		pw_sleep_cancel(&c->sl);
+		c->step = ST_SEND;
+		return GO;
+	}
+	if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
+		return WAIT;
+	if (stopping(c->s.run)) {
+		close_conn(c, false);
+		return GO;
+	}
+	/* Woken early (a slice, or the clock's rounding): wait for the
+	 * rest. */
+	pw_sleep_reset(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	return GO;
+}
+
+/* ST_SEND: the request, within the timeout. */
+static int step_send(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	int32_t res;
+
+	if (!c->sending) {
+		c->sending = true;
+		c->t_sent = pw_cli_mono_ns();
+	}
+	if (pw_send_poll(cx, &c->tx, run->msg, run->msg_len,
+			 rt_deadline(c->t_sent + run->cfg->timeout_ns, 0),
+			 &res) == PW_PENDING)
+		return WAIT;
+	c->sending = false;
+	if (res < 0) {
+		fail(c, errno_end(res));
+		return GO;
+	}
+	c->t_limit = c->t_sent + run->cfg->timeout_ns;
+	c->step = ST_RECV;
+	return GO;
+}
+
+/* ST_RECV timed out: the run is over (the request in flight is neither
+ * an answer nor an error), or the request is. */
+static void recv_timeout(struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t now = pw_cli_mono_ns();
+
+	if (stopping(run) || now >= run->end)
+		close_conn(c, false);
+	else if (now >= c->t_limit)
+		fail(c, END_TIMEOUT);
+}
+
+/* ST_RECV: the answer, a buffer at a time, until it is whole. */
+static int step_recv(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	uint64_t limit = run->end < c->t_limit ? run->end : c->t_limit;
+	int32_t res;
+	bool whole;
+	int how;
+
+	if (pw_recv_poll(cx, &c->rx, rt_deadline(limit, STOP_SLICE_NS), &c->buf,
+			 &res) == PW_PENDING)
+		return WAIT;
+	if (res == -ETIMEDOUT) {
+		recv_timeout(c);
+		return GO;
+	}
+	if (res <= 0) {
+		fail(c, errno_end(res));
+		return GO;
+	}
+	c->have_buf = true;
+	whole = consume(c, &how);
+	pw_net_buf_release(&c->buf);
+	c->have_buf = false;
+	if (!whole)
+		return GO;
+	if (how != END_OK && how != END_BAD_STATUS) {
+		fail(c, how);
+		return GO;
+	}
+	request_end(c, how, pw_cli_mono_ns());
+	if (run->cfg->proto == PW_LOAD_HTTP && !c->hp.resp.keep_alive)
+		close_conn(c, true);
+	else
+		c->step = ST_NEXT;
+	return GO;
+}
+
+/* ST_CLOSE: close, and hand the slot on when it reconnects. */
+static int step_close(struct pw_cx *cx, struct load_conn *c)
+{
+	struct load_run *run = c->s.run;
+	int32_t res;
+
+	if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
+		return WAIT;
+	c->fd = -1;
+	if (c->reconnect && !stopping(run) && pw_cli_mono_ns() < run->end &&
+	    c->s.quota)
+		hand_over(c);
+	return END;
 }
 
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 {
 	struct load_conn *c = state;
-	struct load_run *run = c->s.run;
-	const struct pw_load_config *cfg = run->cfg;
-	int32_t res;
-	int fd, how;
+	int next;
 
 	for (;;) {
 		switch (c->step) {
 		case ST_START:
-			if (stopping(run) || mono_ns() >= run->end ||
-			    c->s.quota == 0)
-				return pw_ready(cx, 0);
-			pw_connect_init(&c->cn, &cfg->target);
-			c->t_due = c->t_sent = mono_ns();
-			c->rx_bytes = 0;
-			c->step = ST_CONNECT;
+			next = step_start(c);
 			break;
 		case ST_CONNECT:
-			if (pw_connect_poll(
-				    cx, &c->cn,
-				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
-				    &fd) == PW_PENDING)
-				return PW_PENDING;
-			if (fd < 0) {
-				/* A failed connect uses up a request. */
-				request_end(c, END_CONNECT, mono_ns());
-				pw_sleep_init(&c->sl, BACKOFF_NS);
-				c->step = ST_BACKOFF;
-				break;
-			}
-			my_shard(run)->connects++;
-			c->fd = fd;
-			pw_recv_init(&c->rx, fd);
-			pw_send_init(&c->tx, fd);
-			pw_close_init(&c->cl, fd);
-			pw_load_resp_init(&c->resp);
-			c->step = ST_NEXT;
+			next = step_connect(cx, c);
 			break;
 		case ST_BACKOFF:
 			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
 				return PW_PENDING;
 			c->step = ST_START;
+			continue;
+		case ST_NEXT:
+			next = step_next(c);
 			break;
-		case ST_NEXT: {
-			uint64_t now = mono_ns();
-			if (stopping(run) || now >= run->end ||
-			    c->s.quota == 0) {
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->got = 0;
-			c->rx_bytes = 0;
-			if (!run->interval) {
-				c->t_due = now;
-				c->step = ST_SEND;
-				break;
-			}
-			c->t_due = c->s.due;
-			if (c->t_due >= run->end) {
-				/* Due after the end: nothing more to send. */
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->s.due += run->interval;
-			c->step = ST_WAIT;
-			pw_sleep_init_at(&c->sl,
-					 rt_deadline(c->t_due, STOP_SLICE_NS));
-			break;
-		}
 		case ST_WAIT:
-			if (mono_ns() >= c->t_due) {
-				pw_sleep_cancel(&c->sl);
-				c->step = ST_SEND;
-				break;
-			}
-			if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
-				return PW_PENDING;
-			if (stopping(run)) {
-				c->reconnect = false;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			/* Woken early (a slice, or the clock's rounding):
-			 * wait for the rest. */
-			pw_sleep_reset(&c->sl,
-				       rt_deadline(c->t_due, STOP_SLICE_NS));
+			next = step_wait(cx, c);
 			break;
 		case ST_SEND:
-			if (!c->sending) {
-				c->sending = true;
-				c->t_sent = mono_ns();
-			}
-			if (pw_send_poll(
-				    cx, &c->tx, run->msg, run->msg_len,
-				    rt_deadline(c->t_sent + cfg->timeout_ns, 0),
-				    &res) == PW_PENDING)
-				return PW_PENDING;
-			c->sending = false;
-			if (res < 0) {
-				fail(c, errno_end(res));
-				break;
-			}
-			c->t_limit = c->t_sent + cfg->timeout_ns;
-			c->step = ST_RECV;
+			next = step_send(cx, c);
 			break;
-		case ST_RECV: {
-			uint64_t limit = c->t_limit;
-			if (run->end < limit)
-				limit = run->end;
-			if (pw_recv_poll(cx, &c->rx,
-					 rt_deadline(limit, STOP_SLICE_NS),
-					 &c->buf, &res) == PW_PENDING)
-				return PW_PENDING;
-			if (res == -ETIMEDOUT) {
-				uint64_t now = mono_ns();
-				if (stopping(run) || now >= run->end) {
-					/* Over: the request in flight is
-					 * neither an answer nor an error. */
-					c->reconnect = false;
-					c->step = ST_CLOSE;
-					pw_close_init(&c->cl, c->fd);
-				} else if (now >= c->t_limit) {
-					fail(c, END_TIMEOUT);
-				}
-				break;
-			}
-			if (res <= 0) {
-				fail(c, errno_end(res));
-				break;
-			}
-			c->have_buf = true;
-			bool whole = consume(c, &how);
-			pw_net_buf_release(&c->buf);
-			c->have_buf = false;
-			if (!whole)
-				break;
-			if (how != END_OK && how != END_BAD_STATUS) {
-				fail(c, how);
-				break;
-			}
-			request_end(c, how, mono_ns());
-			if (cfg->proto == PW_LOAD_HTTP && !c->resp.keep_alive) {
-				c->reconnect = true;
-				c->step = ST_CLOSE;
-				pw_close_init(&c->cl, c->fd);
-				break;
-			}
-			c->step = ST_NEXT;
+		case ST_RECV:
+			next = step_recv(cx, c);
 			break;
-		}
 		default: /* ST_CLOSE */
-			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
-				return PW_PENDING;
-			c->fd = -1;
-			if (c->reconnect && !stopping(run) &&
-			    mono_ns() < run->end && c->s.quota)
-				hand_over(c);
-			return pw_ready(cx, 0);
+			next = step_close(cx, c);
+			break;
 		}
+		if (next == WAIT)
+			return PW_PENDING;
+		if (next == END)
+			return pw_ready(cx, 0);
 	}
 }
 
@@ -809,7 +674,7 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 	/* relaxed: this thread is the only writer; pairs with nothing. */
 	uint64_t want =
 		atomic_load_explicit(&run->snap_req, memory_order_relaxed) + 1;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = pw_cli_mono_ns();
 	bool got[PW_MAX_SHARDS] = { false };
 	unsigned ngot = 0;
 	/* Shards without connections never answer. */
@@ -839,13 +704,13 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 			answers += sh->snap_answers;
 		}
 		/* acquire: pairs with the release in conn_drop(). */
-		if (ngot == active || mono_ns() - t0 > SNAP_WAIT_NS ||
+		if (ngot == active || pw_cli_mono_ns() - t0 > SNAP_WAIT_NS ||
 		    atomic_load_explicit(&run->live, memory_order_acquire) == 0)
 			break;
 		struct timespec ts = { 0, 1000000 };
 		nanosleep(&ts, NULL);
 	}
-	uint64_t now = mono_ns();
+	uint64_t now = pw_cli_mono_ns();
 	p.elapsed_ns = now - run->start;
 	p.warmup = now < run->measure;
 	if (answers >= *prev_answers && now > *prev_at)
@@ -891,7 +756,7 @@ static void collect(struct load_run *run, struct pw_load_result *res,
 	if (run->cfg->requests && last && last < end)
 		end = last;
 	if (end == UINT64_MAX)
-		end = mono_ns();
+		end = pw_cli_mono_ns();
 	res->elapsed_ns = end > run->measure ? end - run->measure : 0;
 	res->throughput = res->elapsed_ns ? (double)res->requests * 1e9 /
 						    (double)res->elapsed_ns :
@@ -906,10 +771,148 @@ void pw_load_result_destroy(struct pw_load_result *res)
 	pw_hist_destroy(&res->service);
 }
 
+/* The run's clock and pace: start now, measure after the warm-up, end
+ * after the duration (none: by request count only). */
+static void run_clock(struct load_run *run)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	uint64_t duration = cfg->duration_ns;
+
+	if (!duration && !cfg->requests)
+		duration = 10 * PW_NSEC_PER_SEC;
+	if (cfg->rate)
+		run->interval = (uint64_t)((double)cfg->conns * 1e9 /
+					   (double)cfg->rate);
+	if (cfg->rate && !run->interval)
+		run->interval = 1;
+	run->start = pw_cli_mono_ns();
+	run->measure = run->start + cfg->warmup_ns;
+	run->end = duration ? run->measure + duration : UINT64_MAX;
+	atomic_init(&run->stop, false);
+	atomic_init(&run->snap_req, 0);
+	atomic_init(&run->live, cfg->conns);
+}
+
+/* Set up @run for @cfg on @n shards, and @res; the clock starts. On
+ * error (-ENOMEM, or -EINVAL from build_msg()) nothing is left. */
+static int run_init(struct load_run *run, const struct pw_load_config *cfg,
+		    unsigned n, struct pw_load_result *res)
+{
+	int err;
+
+	memset(run, 0, sizeof(*run));
+	run->cfg = cfg;
+	run->nshards = n;
+	if ((err = build_msg(cfg, &run->msg, &run->msg_len)))
+		return err;
+	if ((err = init_shards(run))) {
+		free(run->msg);
+		return err;
+	}
+	memset(res, 0, sizeof(*res));
+	if (pw_hist_init(&res->latency, 0, PW_LOAD_HIST_DIGITS) ||
+	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
+		pw_load_result_destroy(res);
+		free_shards(run);
+		free(run->msg);
+		return -ENOMEM;
+	}
+	res->shards = n;
+	run_clock(run);
+	return 0;
+}
+
+/* Spawn one task per connection, connection i on shard i % shards. On
+ * error those already running are told to stop. */
+static int spawn_conns(struct pw_runtime *rt, struct load_run *run)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	uint64_t share = cfg->requests / cfg->conns;
+	uint64_t extra = cfg->requests % cfg->conns;
+	unsigned i;
+	int err = 0;
+
+	for (i = 0; i < cfg->conns; i++) {
+		struct load_conn c;
+
+		memset(&c, 0, sizeof(c));
+		c.s.run = run;
+		c.s.idx = i;
+		c.s.quota = cfg->requests ? share + (i < extra) : NO_QUOTA;
+		/* Connection i starts i/R seconds in: together they make
+		 * one evenly spaced schedule of R per second. */
+		if (cfg->rate)
+			c.s.due = run->start + (uint64_t)((double)i * 1e9 /
+							  (double)cfg->rate);
+		c.fd = -1;
+		c.step = ST_START;
+		err = pw_runtime_spawn(rt, i % run->nshards, conn_poll, &c,
+				       sizeof(c), conn_drop);
+		if (err)
+			break;
+	}
+	if (err) {
+		/* Stop what runs; the rest never started. relaxed: the flag
+		 * pairs with the load in stopping(); the count, with no
+		 * writes to publish, joins the release sequence of
+		 * conn_drop()'s decrements. */
+		atomic_store_explicit(&run->stop, true, memory_order_relaxed);
+		atomic_fetch_sub_explicit(&run->live, cfg->conns - i,
+					  memory_order_relaxed);
+	}
+	return err;
+}
+
+static void nap_1ms(void)
+{
+	struct timespec ts = { 0, 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/*
+ * Wait until every connection task has gone: a progress report once a
+ * second, the wait hook in between until it asks to stop (not after a
+ * failed spawn: the tasks are stopping already).
+ * Return: when the hook stopped the run (res->stopped set), or
+ * UINT64_MAX.
+ */
+static uint64_t run_wait(struct load_run *run, struct pw_load_result *res,
+			 bool failed)
+{
+	const struct pw_load_config *cfg = run->cfg;
+	struct pw_hist sum;
+	bool have_sum = cfg->progress && !failed &&
+			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
+	uint64_t next_report = run->start + PW_NSEC_PER_SEC;
+	uint64_t prev_answers = 0, prev_at = run->start;
+	uint64_t stopped_at = UINT64_MAX;
+
+	/* acquire: pairs with the release in conn_drop(). */
+	while (atomic_load_explicit(&run->live, memory_order_acquire)) {
+		if (have_sum && pw_cli_mono_ns() >= next_report) {
+			take_snapshot(run, &sum, &prev_answers, &prev_at);
+			next_report += PW_NSEC_PER_SEC;
+		} else if (failed || stopped_at != UINT64_MAX) {
+			nap_1ms();
+		} else if (wait_hook(cfg, CHECK_NS)) {
+			stopped_at = pw_cli_mono_ns();
+			res->stopped = true;
+			/* relaxed: pairs with the load in stopping(). */
+			atomic_store_explicit(&run->stop, true,
+					      memory_order_relaxed);
+		}
+	}
+	if (have_sum)
+		pw_hist_destroy(&sum);
+	return stopped_at;
+}
+
 int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		struct pw_load_result *res)
 {
 	struct load_run run;
+	uint64_t stopped_at;
 	int err, n;
 
 	if (!rt || !cfg || !res)
@@ -918,109 +921,16 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		return err;
 	if ((n = pw_runtime_shards(rt)) < 1)
 		return n < 0 ? n : -EINVAL;
-	memset(&run, 0, sizeof(run));
-	run.cfg = cfg;
-	run.nshards = (unsigned)n;
-	char *msg = NULL;
-	if ((err = build_msg(cfg, &msg, &run.msg_len)))
+	if ((err = run_init(&run, cfg, (unsigned)n, res)))
 		return err;
-	run.msg = msg;
-	if ((err = init_shards(&run))) {
-		free(msg);
-		return err;
-	}
-	memset(res, 0, sizeof(*res));
-	if (pw_hist_init(&res->latency, 0, PW_LOAD_HIST_DIGITS) ||
-	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
-		pw_load_result_destroy(res);
-		free_shards(&run);
-		free(msg);
-		return -ENOMEM;
-	}
-	res->shards = run.nshards;
-
-	uint64_t duration = cfg->duration_ns;
-	if (!duration && !cfg->requests)
-		duration = 10 * PW_NSEC_PER_SEC;
-	if (cfg->rate)
-		run.interval = (uint64_t)((double)cfg->conns * 1e9 /
-					  (double)cfg->rate);
-	if (cfg->rate && !run.interval)
-		run.interval = 1;
-	run.start = mono_ns();
-	run.measure = run.start + cfg->warmup_ns;
-	run.end = duration ? run.measure + duration : UINT64_MAX;
-	atomic_init(&run.stop, false);
-	atomic_init(&run.snap_req, 0);
-	atomic_init(&run.live, cfg->conns);
-
-	uint64_t share = cfg->requests / cfg->conns;
-	uint64_t extra = cfg->requests % cfg->conns;
-	unsigned spawned = 0;
-	for (; spawned < cfg->conns; spawned++) {
-		struct load_conn c;
-		unsigned i = spawned;
-		memset(&c, 0, sizeof(c));
-		c.s.run = &run;
-		c.s.idx = i;
-		c.s.quota = cfg->requests ? share + (i < extra) : NO_QUOTA;
-		/* Connection i starts i/R seconds in: together they make
-		 * one evenly spaced schedule of R per second. */
-		if (cfg->rate)
-			c.s.due = run.start + (uint64_t)((double)i * 1e9 /
-							 (double)cfg->rate);
-		c.fd = -1;
-		c.step = ST_START;
-		err = pw_runtime_spawn(rt, i % run.nshards, conn_poll, &c,
-				       sizeof(c), conn_drop);
-		if (err)
-			break;
-	}
-	if (err) {
-		/* Stop what runs and wait for it; the rest never started.
-		 * relaxed: the flag pairs with the load in stopping(); the
-		 * count, with no writes to publish, joins the release
-		 * sequence of conn_drop()'s decrements. */
-		atomic_store_explicit(&run.stop, true, memory_order_relaxed);
-		atomic_fetch_sub_explicit(&run.live, cfg->conns - spawned,
-					  memory_order_relaxed);
-	}
-
-	struct pw_hist sum;
-	bool have_sum = cfg->progress && !err &&
-			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
-	uint64_t next_report = run.start + PW_NSEC_PER_SEC;
-	uint64_t prev_answers = 0, prev_at = run.start;
-	uint64_t stopped_at = UINT64_MAX;
-	/* acquire: pairs with the release in conn_drop(). */
-	while (atomic_load_explicit(&run.live, memory_order_acquire)) {
-		uint64_t now = mono_ns();
-		if (have_sum && now >= next_report) {
-			take_snapshot(&run, &sum, &prev_answers, &prev_at);
-			next_report += PW_NSEC_PER_SEC;
-			continue;
-		}
-		if (!err && stopped_at == UINT64_MAX &&
-		    wait_hook(cfg, CHECK_NS)) {
-			stopped_at = mono_ns();
-			res->stopped = true;
-			/* relaxed: pairs with the load in stopping(). */
-			atomic_store_explicit(&run.stop, true,
-					      memory_order_relaxed);
-		}
-		if (err) {
-			struct timespec ts = { 0, 1000000 };
-			nanosleep(&ts, NULL);
-		}
-	}
-	if (have_sum)
-		pw_hist_destroy(&sum);
+	err = spawn_conns(rt, &run);
+	stopped_at = run_wait(&run, res, err != 0);
 	if (!err)
 		collect(&run, res, stopped_at);
 	else
 		pw_load_result_destroy(res);
 	free_shards(&run);
-	free(msg);
+	free(run.msg);
 	return err;
 }
 

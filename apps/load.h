@@ -32,8 +32,7 @@
  * or not, uses up one of the run's requests, so a failing target still
  * ends the run.
  *
- * The response parser (pw_load_resp_*) reads a status line and headers,
- * and skips a Content-Length body; it is exposed for the tests.
+ * HTTP answers are read with the response side of apps/http_parse.h.
  */
 #ifndef PW_APPS_LOAD_H
 #define PW_APPS_LOAD_H
@@ -180,55 +179,5 @@ int pw_load_print(const struct pw_load_config *cfg,
  */
 int pw_load_write_json(const struct pw_load_config *cfg,
 		       const struct pw_load_result *res, FILE *f);
-
-/* ---- the response parser --------------------------------------------- */
-
-/* Longest status line or header line looked at; the rest of a longer
- * header line is skipped (no header this parser reads is that long). */
-#define PW_LOAD_LINE_MAX 256
-/* Cap on a response head. */
-#define PW_LOAD_HEAD_MAX 65536
-
-/* An incremental HTTP/1.x response parser for one connection. */
-struct pw_load_resp {
-	int state, err;
-	int status;	 /* of the last response */
-	int minor;	 /* HTTP/1.<minor> */
-	bool keep_alive; /* the connection may carry another one */
-	bool have_len, chunked, close, keep;
-	uint64_t content_length; /* body bytes (skipped) */
-	uint64_t body_left;
-	size_t head;	 /* head bytes so far */
-	size_t line_len; /* bytes of line[] in use */
-	bool line_cr;	 /* the last byte was a CR */
-	char line[PW_LOAD_LINE_MAX];
-};
-
-/**
- * pw_load_resp_init - set up @p for a new connection.
- * Context: any thread.
- */
-void pw_load_resp_init(struct pw_load_resp *p);
-
-/**
- * pw_load_resp_parse - feed @len bytes at @buf to @p.
- * @used: receives how many bytes were consumed.
- *
- * Accepts "HTTP/1.x SP 3DIGIT [SP reason]" and header lines ended by CRLF
- * or LF; a Content-Length body is skipped. 1xx, 204 and 304 answers have
- * no body. HTTP/1.0 closes unless "Connection: keep-alive"; 1.1 keeps the
- * connection unless "Connection: close".
- * Return: 1 when a whole response has been read (status, keep_alive and
- * content_length are set, and *@used bytes of @buf belong to it; call
- * again with the rest: the next response starts afresh); 0 when all of
- * @buf was consumed and the response is not whole yet. Errors are sticky
- * until pw_load_resp_init(): -EBADMSG for a malformed response,
- * -EMSGSIZE for a head over PW_LOAD_HEAD_MAX, -ENOTSUP for a chunked body
- * or a body without Content-Length (it would end only at close), -EINVAL
- * for NULL arguments.
- * Context: the thread that owns @p.
- */
-int pw_load_resp_parse(struct pw_load_resp *p, const char *buf, size_t len,
-		       size_t *used);
 
 #endif /* PW_APPS_LOAD_H */

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench/bench_http_parse.c - the request parser of `pinwheel http`.
+ * bench/bench_http_parse.c - the HTTP/1.1 parser: requests as
+ * `pinwheel http` reads them, responses as `pinwheel load` reads them.
  *
  *   bm_http_parse_wrk	      one wrk-style GET (Host only) per operation,
  *			      the whole request in one buffer
  *   bm_http_parse_pipelined  16 such requests in one buffer, parsed one
  *			      after the other; time per request
+ *   bm_http_parse_resp	      one response of `pinwheel http` (five
+ *			      header lines, a 13-byte body) per operation
  *
- * The parser is set up once; each request starts where the last ended,
+ * The parser is set up once; each message starts where the last ended,
  * as on a keep-alive connection.
  */
 #include <stdio.h>
@@ -22,6 +25,7 @@
 static const char wrk_req[] = "GET / HTTP/1.1\r\nHost: 127.0.0.1:18481\r\n\r\n";
 
 static struct pw_http_parser parser;
+static struct pw_http_resp_parser resp_parser;
 
 /* Parse every request in @buf; returns how many were complete. */
 static unsigned parse_all(const char *buf, size_t len)
@@ -74,3 +78,24 @@ static void bm_http_parse_pipelined(struct pw_bench *b)
 		pw_bench_skip(b, "the requests did not parse");
 }
 PW_BENCH(bm_http_parse_pipelined);
+
+static void bm_http_parse_resp(struct pw_bench *b)
+{
+	static char resp[PW_HTTP_CANNED_MAX + 64];
+	char date[PW_HTTP_DATE_LEN + 1];
+	uint64_t done = 0;
+	size_t used;
+	int len;
+
+	pw_http_date(date, 784111777);
+	len = pw_http_build(resp, sizeof(resp), 200, true, date,
+			    "Hello, world!", 13);
+	pw_http_resp_parser_init(&resp_parser);
+	while (pw_bench_run(b, BATCH))
+		for (int i = 0; i < BATCH; i++)
+			done += pw_http_resp_parse(&resp_parser, resp,
+						   (size_t)len, &used) == 1;
+	if (done && resp_parser.resp.status != 200)
+		pw_bench_skip(b, "the response did not parse");
+}
+PW_BENCH(bm_http_parse_resp);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_bench.c - `pinwheel bench`: the scenario table and its selection,
- * word splitting, CPU placement, /proc CPU time, flag errors, and one
- * short run of the http scenario that must leave valid JSON with both
- * schedulers' results (and a plot where gnuplot is installed).
+ * word splitting, CPU placement, /proc CPU time, flag errors, one short
+ * run of the http scenario that must leave valid JSON with both
+ * schedulers' results (and a plot where gnuplot is installed), and the
+ * scratch folder removed after a run and after running out of memory.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,6 +17,8 @@
 
 #include "tests/common.h"
 #include "tests/json.h"
+#include "core/fault.h"
+#include "apps/apps.h"
 #include "apps/bench.h"
 
 Test(bench, table_is_well_formed)
@@ -273,21 +277,42 @@ static bool have_gnuplot(void)
 	       !access("/usr/local/bin/gnuplot", X_OK);
 }
 
+/* Entries in the folder @path other than . and .., or -1. */
+static int dir_entries(const char *path)
+{
+	DIR *d = opendir(path);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
 Test(bench, short_http_run_writes_json_and_plot)
 {
 	static char out[65536];
-	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64];
+	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64], tmp[64];
 	size_t len = 0;
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(json, sizeof(json), "%s/out/r.json", dir);
 	snprintf(plot, sizeof(plot), "%s/l.png", dir);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	cr_assert_eq(mkdir(tmp, 0700), 0);
+	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
 	char *argv[] = { "pinwheel",   "bench", "--scenarios", "http",
 			 "--duration", "1s",	"--warmup",    "0.2s",
 			 "--conns",    "8",	"--json",      json,
 			 "--plot",     plot,	NULL };
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
+	cr_expect_eq(dir_entries(tmp), 0, "the scratch folder is left");
+	cr_expect_eq(rmdir(tmp), 0);
 	cr_expect(strstr(out, "steal/shard"), "%s", out);
 	cr_expect(strstr(out, "keep-alive"), "the one-line description: %s",
 		  out);
@@ -384,4 +409,45 @@ Test(bench, peer_column_and_skips)
 	unlink(plot);
 	unlink(peer);
 	rmdir(dir);
+}
+
+/*
+ * Each allocation `pinwheel bench` makes after its scratch folder failing
+ * in turn (the rows' latency histograms, through the library's fault
+ * injection): it says so, exits 1 and leaves nothing in $TMPDIR. The
+ * command runs in process in a child of the test, where the fault is
+ * armed.
+ */
+Test(bench, out_of_memory_removes_the_scratch_folder)
+{
+	static char out[4096];
+	char dir[] = "/tmp/pw-test-bench.XXXXXX";
+	char *argv[] = { "bench", "--scenarios", "http,timers", "--duration",
+			 "10ms",  "--warmup",	 "0",		NULL };
+
+	cr_assert_not_null(mkdtemp(dir));
+	/* Two selected rows of two columns: four histograms. */
+	for (unsigned long n = 0; n < 4; n++) {
+		int pfd[2];
+
+		cr_assert_eq(pipe(pfd), 0);
+		pid_t pid = pw_test_fork();
+		cr_assert_geq(pid, 0);
+		if (pid == 0) {
+			dup2(pfd[1], 1);
+			dup2(pfd[1], 2);
+			close(pfd[0]);
+			setenv("TMPDIR", dir, 1);
+			pw__fault_arm(PW__FAULT_HIST, n, 1);
+			_exit(pw_app_bench(7, argv));
+		}
+		close(pfd[1]);
+		int st = pw_test_cmd_wait(pid, pfd[0], out, sizeof(out));
+		cr_expect_eq(st, 1, "histogram %lu: status %d: %s", n, st, out);
+		cr_expect(strstr(out, "pinwheel bench: out of memory"),
+			  "histogram %lu: %s", n, out);
+		cr_expect_eq(dir_entries(dir), 0,
+			     "histogram %lu: the scratch folder is left", n);
+	}
+	cr_expect_eq(rmdir(dir), 0);
 }

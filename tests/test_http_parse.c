@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_http_parse.c - the HTTP/1.1 request parser of `pinwheel http`:
- * pipelining, arrival a byte at a time and split at every offset, bodies
- * across reads, keep-alive rules, caps, malformed input; the responses.
- * The fast path for whole heads is checked against the byte state
- * machine on generated requests and on every byte value at each place
- * the grammar has a rule for.
+ * test_http_parse.c - the HTTP/1.1 parser of the pinwheel command.
+ * Requests (`pinwheel http`): pipelining, arrival a byte at a time and
+ * split at every offset, bodies across reads, keep-alive rules, caps,
+ * malformed input; the responses built. The fast path for whole heads is
+ * checked against the byte state machine on generated requests and on
+ * every byte value at each place the grammar has a rule for. Responses
+ * (`pinwheel load`): status lines, Content-Length, refused bodies,
+ * bad input, pipelining and splits across reads anywhere.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -1111,4 +1113,494 @@ Test(http_parse, fast_path_taken)
 	cr_assert_eq(parse_one("\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n", &r), 0);
 	cr_assert_eq(r.n, 1);
 	cr_expect_eq(r.p.fast_heads, 0);
+}
+/* ---- responses ------------------------------------------------------------ */
+
+static int feed_resp(struct pw_http_resp_parser *p, const char *s, size_t *used)
+{
+	return pw_http_resp_parse(p, s, strlen(s), used);
+}
+
+Test(http_parse, resp_whole_and_split_anywhere)
+{
+	const char *r = "HTTP/1.1 200 OK\r\nServer: x\r\nContent-Length: 11\r\n"
+			"\r\nhello world";
+	size_t n = strlen(r), used;
+	struct pw_http_resp_parser p;
+
+	pw_http_resp_parser_init(&p);
+	cr_assert_eq(feed_resp(&p, r, &used), 1);
+	cr_expect_eq(used, n);
+	cr_expect_eq(p.resp.status, 200);
+	cr_expect_eq(p.resp.minor, 1);
+	cr_expect(p.resp.keep_alive);
+	cr_expect_eq(p.resp.content_length, 11);
+	/* Every split point, and a byte at a time. */
+	for (size_t cut = 0; cut <= n; cut++) {
+		pw_http_resp_parser_init(&p);
+		cr_assert_eq(pw_http_resp_parse(&p, r, cut, &used),
+			     cut == n ? 1 : 0, "cut %zu", cut);
+		cr_assert_eq(used, cut);
+		if (cut == n)
+			continue;
+		cr_assert_eq(pw_http_resp_parse(&p, r + cut, n - cut, &used), 1,
+			     "cut %zu", cut);
+		cr_assert_eq(used, n - cut);
+		cr_assert_eq(p.resp.status, 200);
+	}
+	pw_http_resp_parser_init(&p);
+	for (size_t i = 0; i < n; i++) {
+		cr_assert_eq(pw_http_resp_parse(&p, r + i, 1, &used),
+			     i == n - 1 ? 1 : 0, "byte %zu", i);
+		cr_assert_eq(used, 1);
+	}
+	cr_expect_eq(p.resp.content_length, 11);
+}
+
+Test(http_parse, resp_pipelined)
+{
+	const char *r = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab"
+			"HTTP/1.1 404 Not Found\nContent-Length: 0\n\n"
+			"HTTP/1.1 204 No Content\r\n\r\n"
+			"HTTP/1.1 500 Oops\r\nContent-Length: 3\r\n"
+			"Connection: close\r\n\r\nxyz";
+	size_t n = strlen(r), off = 0, used;
+	struct pw_http_resp_parser p;
+	int want[] = { 200, 404, 204, 500 };
+
+	pw_http_resp_parser_init(&p);
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(pw_http_resp_parse(&p, r + off, n - off, &used), 1,
+			     "response %d", i);
+		cr_expect_eq(p.resp.status, want[i]);
+		cr_expect_eq(p.resp.keep_alive, i < 3, "response %d", i);
+		off += used;
+	}
+	cr_expect_eq(off, n);
+	cr_expect_eq(pw_http_resp_parse(&p, r, 0, &used), 0);
+	cr_expect_eq(used, 0);
+}
+
+Test(http_parse, resp_bodies_and_connection)
+{
+	struct pw_http_resp_parser p;
+	size_t used;
+	static char big[70000];
+
+	/* A large body fed in pieces. */
+	pw_http_resp_parser_init(&p);
+	cr_assert_eq(
+		feed_resp(&p,
+			  "HTTP/1.1 200 OK\r\ncontent-length:  65536 \r\n\r\n",
+			  &used),
+		0);
+	for (int i = 0; i < 15; i++)
+		cr_assert_eq(pw_http_resp_parse(&p, big, 4096, &used), 0);
+	cr_assert_eq(pw_http_resp_parse(&p, big, sizeof(big), &used), 1);
+	cr_expect_eq(used, 4096);
+	cr_expect_eq(p.resp.content_length, 65536);
+
+	/* HTTP/1.0 closes unless asked to keep the connection. */
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(feed_resp(&p,
+			       "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n",
+			       &used),
+		     1);
+	cr_expect(!p.resp.keep_alive);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(feed_resp(&p,
+			       "HTTP/1.0 200 OK\r\nConnection: Keep-Alive\r\n"
+			       "Content-Length: 0\r\n\r\n",
+			       &used),
+		     1);
+	cr_expect(p.resp.keep_alive);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(
+		feed_resp(&p,
+			  "HTTP/1.1 200 OK\r\nConnection: upgrade, close\r\n"
+			  "Content-Length: 0\r\n\r\n",
+			  &used),
+		1);
+	cr_expect(!p.resp.keep_alive);
+	/* 304 has no body whatever its headers say. */
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(
+		feed_resp(&p,
+			  "HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n"
+			  "\r\n",
+			  &used),
+		1);
+	/* A long header line is skipped past its first bytes. */
+	static char longh[2048];
+	memset(longh, 'v', sizeof(longh) - 1);
+	memcpy(longh, "X-Long: ", 8);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(feed_resp(&p, "HTTP/1.1 200 OK\r\n", &used), 0);
+	cr_expect_eq(feed_resp(&p, longh, &used), 0);
+	cr_expect_eq(feed_resp(&p, "\r\nContent-Length: 1\r\n\r\nz", &used), 1);
+}
+
+Test(http_parse, resp_errors)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} cases[] = {
+		{ "HTTP/2 200 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 20 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200OK\r\n\r\n", -EBADMSG },
+		{ "http/1.1 200 OK\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nNo colon\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n"
+		  "Content-Length: 2\r\n\r\n",
+		  -EBADMSG },
+		{ "HTTP/1.1 200 OK\rX\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nA: \x01\r\n\r\n", -EBADMSG },
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		  -ENOTSUP },
+		{ "HTTP/1.1 200 OK\r\n\r\n", -ENOTSUP },
+	};
+	struct pw_http_resp_parser p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pw_http_resp_parser_init(&p);
+		cr_expect_eq(feed_resp(&p, cases[i].text, &used), cases[i].err,
+			     "case %zu", i);
+		/* Sticky. */
+		cr_expect_eq(feed_resp(&p, "HTTP/1.1 200 OK\r\n", &used),
+			     cases[i].err, "case %zu", i);
+	}
+	/* A head past the cap. */
+	static char hdr[1024];
+	memset(hdr, 'a', sizeof(hdr) - 3);
+	memcpy(hdr, "X: ", 3);
+	hdr[sizeof(hdr) - 3] = '\r';
+	hdr[sizeof(hdr) - 2] = '\n';
+	pw_http_resp_parser_init(&p);
+	int rc = feed_resp(&p, "HTTP/1.1 200 OK\r\n", &used);
+	for (int i = 0; i < 100 && rc == 0; i++)
+		rc = feed_resp(&p, hdr, &used);
+	cr_expect_eq(rc, -EMSGSIZE);
+	cr_expect_eq(pw_http_resp_parse(NULL, "x", 1, &used), -EINVAL);
+	cr_expect_eq(pw_http_resp_parse(&p, "x", 1, NULL), -EINVAL);
+}
+
+/* Parse @text whole into a fresh parser; its result. */
+static int resp_one(struct pw_http_resp_parser *p, const char *text,
+		    size_t *used)
+{
+	pw_http_resp_parser_init(p);
+	return feed_resp(p, text, used);
+}
+
+Test(http_parse, resp_status_lines)
+{
+	static const struct {
+		const char *text;
+		int status, minor;
+	} good[] = {
+		{ "HTTP/1.1 200\r\nContent-Length: 0\r\n\r\n", 200, 1 },
+		{ "HTTP/1.1 200 \r\nContent-Length: 0\r\n\r\n", 200, 1 },
+		{ "HTTP/1.1 404 Not Found Here\r\nContent-Length: 0\r\n\r\n",
+		  404, 1 },
+		{ "HTTP/1.0 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 0 },
+		{ "HTTP/1.2 200 OK\r\nContent-Length: 0\r\n\r\n", 200, 1 },
+		{ "HTTP/1.1 100 Continue\r\n\r\n", 100, 1 },
+		{ "HTTP/1.1 999 Odd\r\nContent-Length: 0\r\n\r\n", 999, 1 },
+		{ "\r\n\nHTTP/1.1 201 Created\nContent-Length: 0\n\n", 201, 1 },
+		{ "HTTP/1.1 200 \x80\xff reason\r\nContent-Length: 0\r\n\r\n",
+		  200, 1 },
+	};
+	static const char *const bad[] = {
+		"HTTP/1.1 099 Low\r\n\r\n", "HTTP/1.1  200 OK\r\n\r\n",
+		"HTTP/1.x 200 OK\r\n\r\n",  " HTTP/1.1 200 OK\r\n\r\n",
+		"HTTP/1.1 2000 OK\r\n\r\n", "HTTP/1.1 200\tOK\r\n\r\n",
+		"HTTP/1.1 -20 OK\r\n\r\n",  "HTTP/1.1\t200 OK\r\n\r\n",
+		"HTTP/1.1 200\r\r\n\r\n",   "HTTP/11 200 OK\r\n\r\n",
+		"HTTP/1.1 20\r\n\r\n",	    "ICY 200 OK\r\n\r\n",
+	};
+	struct pw_http_resp_parser p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		cr_expect_eq(resp_one(&p, good[i].text, &used), 1, "good %zu",
+			     i);
+		cr_expect_eq(used, strlen(good[i].text), "good %zu", i);
+		cr_expect_eq(p.resp.status, good[i].status, "good %zu", i);
+		cr_expect_eq(p.resp.minor, good[i].minor, "good %zu", i);
+		cr_expect_eq(p.resp.content_length, 0, "good %zu", i);
+		cr_expect_eq(p.resp.head_len, strlen(good[i].text), "good %zu",
+			     i);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(resp_one(&p, bad[i], &used), -EBADMSG, "bad %zu",
+			     i);
+	/* The head's length leaves the body out. */
+	cr_expect_eq(resp_one(&p,
+			      "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab",
+			      &used),
+		     1);
+	cr_expect_eq(p.resp.head_len, used - 2);
+}
+
+Test(http_parse, resp_content_length)
+{
+	static const struct {
+		const char *head;
+		uint64_t len;
+	} good[] = {
+		{ "Content-Length: 007", 7 },
+		{ "Content-Length:5", 5 },
+		{ "Content-Length: \t3\t ", 3 },
+		{ "CONTENT-LENGTH: 2", 2 },
+		{ "content-Length: 2\r\nContent-Length: 2", 2 },
+		{ "Content-Length: 1844674407370955161", 1844674407370955161u },
+		{ "Content-Length: 0", 0 },
+	};
+	static const char *const bad[] = {
+		"Content-Length: 18446744073709551616",
+		"Content-Length: ",
+		"Content-Length: +5",
+		"Content-Length: -5",
+		"Content-Length: 5 5",
+		"Content-Length: 5,5",
+		"Content-Length: 0x10",
+		"Content-Length: 2\r\nContent-Length: 3",
+		"Content-Length : 5",
+	};
+	static const char *const unknown[] = { "Content-Lengthy: 5",
+					       "X-Content-Length: 5",
+					       "Content-Lengt: 5" };
+	struct pw_http_resp_parser p;
+	char text[256];
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		snprintf(text, sizeof(text), "HTTP/1.1 200 OK\r\n%s\r\n\r\n",
+			 good[i].head);
+		cr_expect_eq(resp_one(&p, text, &used), good[i].len ? 0 : 1,
+			     "good %zu", i);
+		cr_expect_eq(used, strlen(text), "good %zu", i);
+		cr_expect_eq(p.resp.content_length, good[i].len, "good %zu", i);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "HTTP/1.1 200 OK\r\n%s\r\n\r\n",
+			 bad[i]);
+		cr_expect_eq(resp_one(&p, text, &used), -EBADMSG, "bad %zu", i);
+	}
+	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
+		snprintf(text, sizeof(text), "HTTP/1.1 200 OK\r\n%s\r\n\r\n",
+			 unknown[i]);
+		cr_expect_eq(resp_one(&p, text, &used), -ENOTSUP,
+			     "no length: %zu", i);
+	}
+	/* A body of 3, then the next response right behind it. */
+	const char *two = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabc"
+			  "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\n"
+			  "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz";
+	size_t off = 0, n = strlen(two);
+	uint64_t want[] = { 3, 0, 1 };
+
+	pw_http_resp_parser_init(&p);
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(pw_http_resp_parse(&p, two + off, n - off, &used),
+			     1, "response %d", i);
+		cr_expect_eq(p.resp.content_length, want[i], "response %d", i);
+		off += used;
+	}
+	cr_expect_eq(off, n);
+}
+
+Test(http_parse, resp_chunked_and_unknown_lengths_refused)
+{
+	static const struct {
+		const char *text;
+		int rc;
+	} cases[] = {
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n",
+		  -ENOTSUP },
+		{ "HTTP/1.1 200 OK\r\ntransfer-encoding: gzip, chunked\r\n"
+		  "Content-Length: 5\r\n\r\n",
+		  -ENOTSUP },
+		{ "HTTP/1.1 200 OK\r\nTransfer-Encoding: identity\r\n\r\n",
+		  -ENOTSUP },
+		{ "HTTP/1.0 200 OK\r\n\r\n", -ENOTSUP },
+		{ "HTTP/1.1 500 Oops\r\nConnection: close\r\n\r\n", -ENOTSUP },
+		/* No body at all: nothing to refuse. */
+		{ "HTTP/1.1 204 No Content\r\nTransfer-Encoding: chunked\r\n"
+		  "\r\n",
+		  1 },
+		{ "HTTP/1.1 304 Not Modified\r\n\r\n", 1 },
+		{ "HTTP/1.1 101 Switching Protocols\r\n\r\n", 1 },
+	};
+	struct pw_http_resp_parser p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cr_expect_eq(resp_one(&p, cases[i].text, &used), cases[i].rc,
+			     "case %zu", i);
+		if (cases[i].rc == 1)
+			cr_expect_eq(p.resp.content_length, 0, "case %zu", i);
+	}
+}
+
+Test(http_parse, resp_bad_input)
+{
+	static const struct {
+		const char *text;
+		size_t len; /* 0: strlen */
+	} cases[] = {
+		{ "HTTP/1.1 200 OK\r\nA: b\r\n c\r\n\r\n", 0 }, /* obs-fold */
+		{ "HTTP/1.1 200 OK\r\n: b\r\n\r\n", 0 },
+		{ "HTTP/1.1 200 OK\r\nA\x80: b\r\n\r\n", 0 },
+		{ "HTTP/1.1 200 OK\r\nA: b\x7f\r\n\r\n", 0 },
+		{ "HTTP/1.1 200 OK\r\nA: b\0c\r\n\r\n", 27 },
+		{ "HTTP/1.1 200 OK\0\r\n\r\n", 20 },
+		{ "HTTP/1.1 200 OK\r\r\n\r\n", 0 },
+		{ "HTTP/1.1 200 OK\r\nA: b\r\n\rX", 0 },
+		{ "HTTP/1.1 200 OK\r\nA b\r\n\r\n", 0 },
+		{ "HTTP/1.1 200 OK\r\n\tA: b\r\n\r\n", 0 },
+	};
+	struct pw_http_resp_parser p;
+	size_t used;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		size_t len = cases[i].len ? cases[i].len :
+					    strlen(cases[i].text);
+
+		pw_http_resp_parser_init(&p);
+		cr_expect_eq(pw_http_resp_parse(&p, cases[i].text, len, &used),
+			     -EBADMSG, "case %zu", i);
+		cr_expect_leq(used, len, "case %zu", i);
+		cr_expect_eq(pw_http_resp_parse(&p, "\r\n", 2, &used), -EBADMSG,
+			     "sticky: case %zu", i);
+	}
+	/* A CR at the end of one read, then not an LF in the next. */
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(feed_resp(&p, "HTTP/1.1 200 OK\r", &used), 0);
+	cr_expect_eq(feed_resp(&p, "X\n\r\n", &used), -EBADMSG);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(feed_resp(&p, "\r", &used), 0);
+	cr_expect_eq(feed_resp(&p, "\r\n", &used), -EBADMSG);
+	/* A control byte past the bytes looked at is still refused. */
+	static char longv[400];
+	memset(longv, 'v', sizeof(longv) - 1);
+	memcpy(longv, "HTTP/1.1 200 OK\r\nX: ", 20);
+	longv[300] = '\x01';
+	cr_expect_eq(resp_one(&p, longv, &used), -EBADMSG);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(pw_http_resp_parse(&p, longv, 280, &used), 0);
+	cr_expect_eq(feed_resp(&p, longv + 280, &used), -EBADMSG);
+	/* NULL and empty input. */
+	pw_http_resp_parser_init(NULL);
+	pw_http_resp_parser_init(&p);
+	cr_expect_eq(pw_http_resp_parse(&p, NULL, 0, &used), 0);
+	cr_expect_eq(used, 0);
+	cr_expect_eq(pw_http_resp_parse(&p, NULL, 1, &used), -EINVAL);
+}
+
+/* What a stream of responses parses into, the final result last. */
+struct resp_trace {
+	int n, rc;
+	struct pw_http_resp r[16];
+	size_t used[16];
+};
+
+/* Parse @buf[0..@len) cut at @cut1 <= @cut2 into three reads. */
+static void resp_trace(const char *buf, size_t len, size_t cut1, size_t cut2,
+		       struct resp_trace *t)
+{
+	static struct pw_http_resp_parser p;
+	size_t ends[3] = { cut1, cut2, len }, at = 0, used, start = 0;
+
+	memset(t, 0, sizeof(*t));
+	pw_http_resp_parser_init(&p);
+	for (int k = 0; k < 3 && t->rc >= 0; k++) {
+		while (at < ends[k]) {
+			t->rc = pw_http_resp_parse(&p, buf + at, ends[k] - at,
+						   &used);
+			at += used;
+			if (t->rc < 0)
+				break;
+			if (t->rc == 0)
+				continue;
+			cr_assert_lt(t->n, 16);
+			t->r[t->n] = p.resp;
+			t->used[t->n++] = at - start;
+			start = at;
+		}
+	}
+}
+
+static bool same_trace(const struct resp_trace *a, const struct resp_trace *b)
+{
+	if (a->n != b->n || (a->rc < 0) != (b->rc < 0) ||
+	    (a->rc < 0 && a->rc != b->rc))
+		return false;
+	for (int i = 0; i < a->n; i++)
+		if (a->used[i] != b->used[i] ||
+		    a->r[i].status != b->r[i].status ||
+		    a->r[i].minor != b->r[i].minor ||
+		    a->r[i].keep_alive != b->r[i].keep_alive ||
+		    a->r[i].content_length != b->r[i].content_length ||
+		    a->r[i].head_len != b->r[i].head_len)
+			return false;
+	return true;
+}
+
+/*
+ * A stream of varied responses, and the same with an error at the end,
+ * cut into three reads at every pair of places: the responses, their
+ * lengths and the error are those of the stream read whole.
+ */
+Test(http_parse, resp_split_across_buffers)
+{
+	static char stream[1024], bad[1100];
+	static const char *const parts[] = {
+		"\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nab",
+		"HTTP/1.0 200 OK\nConnection: keep-alive\nContent-Length: 1\n\nz",
+		"HTTP/1.1 304 Not Modified\r\nContent-Length: 9\r\n\r\n",
+		"HTTP/1.1 503 Busy\r\nX-Long: ",
+		NULL, /* a long value: past the line buffer */
+		"\r\nConnection: x, Close\r\nContent-Length: 0\r\n\r\n",
+		"HTTP/1.1 100 Continue\r\n\r\n",
+	};
+	struct resp_trace whole, cut;
+	size_t len = 0, blen;
+
+	for (size_t i = 0; i < sizeof(parts) / sizeof(parts[0]); i++) {
+		if (!parts[i]) {
+			memset(stream + len, 'q', 300);
+			len += 300;
+			continue;
+		}
+		memcpy(stream + len, parts[i], strlen(parts[i]));
+		len += strlen(parts[i]);
+	}
+	memcpy(bad, stream, len);
+	memcpy(bad + len, "HTTP/1.1 200 OK\r\nA: \x02\r\n\r\n", 26);
+	blen = len + 26;
+
+	resp_trace(stream, len, 0, 0, &whole);
+	cr_assert_eq(whole.n, 5, "responses: %d, rc %d", whole.n, whole.rc);
+	cr_expect_eq(whole.r[1].keep_alive, true);
+	cr_expect_eq(whole.r[3].status, 503);
+	cr_expect_eq(whole.r[3].keep_alive, false);
+	for (size_t a = 0; a <= len; a++)
+		for (size_t b = a; b <= len; b += 3) {
+			resp_trace(stream, len, a, b, &cut);
+			cr_assert(same_trace(&whole, &cut), "cuts %zu %zu", a,
+				  b);
+		}
+	resp_trace(bad, blen, 0, 0, &whole);
+	cr_assert_eq(whole.n, 5);
+	cr_assert_eq(whole.rc, -EBADMSG);
+	for (size_t a = 0; a <= blen; a += 2)
+		for (size_t b = a; b <= blen; b += 5) {
+			resp_trace(bad, blen, a, b, &cut);
+			cr_assert(same_trace(&whole, &cut), "cuts %zu %zu", a,
+				  b);
+		}
 }

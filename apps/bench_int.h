@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_int.h - what the files of `pinwheel bench` share (private to
+ * them): the state of a bench, one row per scenario and one cell per
+ * scheduler column, and the calls between the files.
+ *
+ *   bench.c            the entry point: flags, setting up, one cleanup
+ *   bench_scenarios.c  the scenario table, its selection, CPU placement
+ *                      and the servers' command lines
+ *   bench_run.c        child processes, one measurement, rounds
+ *   bench_report.c     medians, the table, JSON and the plot
+ *
+ * Everything here runs on the main thread of the pinwheel command.
+ */
+#ifndef PW_APPS_BENCH_INT_H
+#define PW_APPS_BENCH_INT_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#include "pinwheel.h"
+#include "pinwheel/hist.h"
+#include "apps/bench.h"
+
+/* The columns of a row: the two schedulers and the Tokio peer. */
+enum { COL_SHARD, COL_STEAL, COL_TOKIO, NCOLS };
+
+/* The columns' names: "shard", "steal", "tokio". */
+extern const char *const pw_bench_col_name[NCOLS];
+
+#define SCENARIOS_MAX 32  /* rows in the scenario table at most */
+#define ROUNDS_MAX    99  /* --rounds at most */
+#define ARGV_MAX      48  /* words of a server's command line */
+#define NOTE_LEN      256 /* a note on why something was skipped or failed */
+
+/* One measurement. Times in microseconds. */
+struct meas {
+	double rps, p50, p99, p999, cpu_us; /* cpu_us < 0: unknown */
+	double cpu_s, elapsed_s;
+	uint64_t requests, errors;
+};
+
+/* A scenario under one scheduler (or the Tokio peer). */
+struct cell {
+	bool used;	      /* this column applies */
+	unsigned n;	      /* measurements done */
+	struct meas *m;	      /* one per round */
+	struct pw_hist hist;  /* latency of every round, merged */
+	bool have_hist;	      /* hist set up */
+	bool skipped, failed; /* note says why */
+	char note[NOTE_LEN];
+};
+
+/* A scenario and its results. */
+struct row {
+	const struct pw_bench_scenario *sc;
+	bool selected, skipped;
+	char note[NOTE_LEN]; /* why it was skipped */
+	unsigned conns;
+	int srv[PW_MAX_SHARDS], load[PW_MAX_SHARDS];
+	unsigned nsrv, nload;
+	struct cell cell[NCOLS];
+};
+
+/* A bench: its settings, the machine, and a row per scenario. */
+struct bench {
+	uint64_t duration, warmup, conns, rate, rounds;
+	const char *json, *plot, *peer_bin;
+	bool peers;
+	int cpus[PW_MAX_SHARDS];
+	unsigned ncpus;
+	char self[PATH_MAX];	  /* this executable */
+	char peer_path[PATH_MAX]; /* the default --peer-bin */
+	char tmp[PATH_MAX];	  /* the scratch folder; "" until made */
+	bool signals;		  /* pw_cli_signals_init() done */
+	bool peer_ok;		  /* --peers and the peer has an http mode */
+	char peer_note[NOTE_LEN];
+	char *peer_sched[2]; /* the peer's scheduler scenarios' JSON lines */
+	bool stop;
+	bool failed;
+	struct row rows[];
+};
+
+/* A child's command line: SELF SUBCOMMAND FLAGS --listen ... */
+struct args {
+	char words[512];
+	char *argv[ARGV_MAX];
+	int argc;
+	char listen[32], upstream[32], shards[16], cpus[256];
+};
+
+/* ---- bench_scenarios.c ---- */
+
+/**
+ * pw_bench_args_pinwheel - the command line of a pinwheel server:
+ * @self, the words of @server, --listen 127.0.0.1:@port, --upstream
+ * 127.0.0.1:@upstream when @upstream > 0, --shards @ncpus unless @server
+ * gives it, --cpus @cpus, --sched for column @col.
+ * Return: 0; -EINVAL when @server has no word or too many.
+ * Context: the main thread.
+ */
+int pw_bench_args_pinwheel(struct args *a, const char *self, const char *server,
+			   int port, int upstream, const int *cpus,
+			   unsigned ncpus, int col);
+
+/**
+ * pw_bench_args_peer - the command line of the Tokio peer @bin: the words
+ * of @peer, --listen 127.0.0.1:@port, --workers @workers.
+ * Return: 0; -EINVAL when @peer has no word or too many.
+ * Context: the main thread.
+ */
+int pw_bench_args_peer(struct args *a, const char *bin, const char *peer,
+		       int port, unsigned workers);
+
+/*
+ * pw_bench_args_text - @a's words after argv[0], blank-separated, into
+ * @buf (cut to @len).
+ * Context: the main thread.
+ */
+void pw_bench_args_text(const struct args *a, char *buf, size_t len);
+
+/*
+ * pw_bench_cpus_text - @cpus as "0,2,3" into @buf (cut to @len).
+ * Context: the main thread.
+ */
+void pw_bench_cpus_text(const int *cpus, unsigned n, char *buf, size_t len);
+
+/* ---- bench_run.c ---- */
+
+/**
+ * pw_bench_spawn - start @argv as a child pinned to @cpus (none: as this
+ * process), its output to the file @log (NULL: /dev/null), with the
+ * default signal mask and dispositions. The child is killed if the
+ * calling thread ends first.
+ * Return: the child's pid; -1 when fork failed (errno set).
+ * Context: the main thread.
+ */
+pid_t pw_bench_spawn(char *const argv[], const int *cpus, unsigned ncpus,
+		     const char *log);
+
+/*
+ * pw_bench_wait_exit - wait for child @pid; its exit status, or -1 when
+ * it was killed.
+ * Context: the main thread.
+ */
+int pw_bench_wait_exit(pid_t pid);
+
+/*
+ * pw_bench_first_line - the first line of the file @path (empty when it
+ * cannot be read), for a message.
+ * Context: the main thread.
+ */
+void pw_bench_first_line(const char *path, char *buf, size_t len);
+
+/*
+ * pw_bench_has_command - whether `BIN SUBCOMMAND --help` exits 0, the
+ * subcommand being @spec's first word.
+ * Context: the main thread.
+ */
+bool pw_bench_has_command(const char *bin, const char *spec);
+
+/*
+ * pw_bench_run_row - every round of row @r: each used column in turn,
+ * per round. Sets b->stop on SIGINT/SIGTERM, b->failed when a
+ * measurement failed.
+ * Context: the main thread.
+ */
+void pw_bench_run_row(struct bench *b, struct row *r);
+
+/*
+ * pw_bench_peer_sched - run the Tokio peer's scheduler scenario @name on
+ * every CPU; its JSON line (malloc'd), or NULL when it failed.
+ * Context: the main thread.
+ */
+char *pw_bench_peer_sched(const struct bench *b, const char *name);
+
+/* ---- bench_report.c ---- */
+
+/*
+ * pw_bench_print_table - the medians of every selected row, with the
+ * steal/shard ratios, as a table on @f.
+ * Context: the main thread.
+ */
+void pw_bench_print_table(const struct bench *b, FILE *f);
+
+/**
+ * pw_bench_write_json - the bench's settings and every selected row's
+ * results (medians, rounds, merged latency) as one JSON object on @f.
+ * Return: 0; -EIO when writing failed.
+ * Context: the main thread.
+ */
+int pw_bench_write_json(const struct bench *b, FILE *f);
+
+/**
+ * pw_bench_write_plot - draw the latency curves, one panel per scenario
+ * that ran, into b->plot with gnuplot.
+ * Return: 0 drawn; 1 nothing to draw; -1 with @why set.
+ * Context: the main thread.
+ */
+int pw_bench_write_plot(const struct bench *b, char *why, size_t len);
+
+/*
+ * pw_bench_make_parent - mkdir -p of the folder holding @path.
+ * Context: the main thread.
+ */
+void pw_bench_make_parent(const char *path);
+
+#endif /* PW_APPS_BENCH_INT_H */

@@ -1,0 +1,256 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * bench_scenarios.c - what `pinwheel bench` runs: the scenario table, the
+ * --scenarios list, where each scenario's server and load go on the
+ * allowed CPUs, and the command lines of the servers (a pinwheel
+ * subcommand, or the Tokio peer) with the flags every run adds.
+ *
+ * A scenario is data: adding one for a new server flag is adding a row
+ * to the table below (see bench.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "apps/bench.h"
+#include "apps/bench_int.h"
+
+/* ---- the scenarios ---------------------------------------------------- */
+
+const struct pw_bench_scenario pw_bench_scenarios[] = {
+	{
+		.name = "http",
+		.what = "keep-alive GETs, one shard per server core (1 of "
+			"2), the load on its own cores so only the scheduler "
+			"differs: its cost per request",
+		.server = "http",
+		.place = PW_BENCH_SPLIT,
+		.conns = 64,
+		.peer = "http",
+	},
+	{
+		.name = "proxy",
+		.what = "pinwheel proxy in front of pinwheel http (backend on "
+			"the load cores, shard mode): the proxy's forwarding "
+			"cost under each scheduler",
+		.server = "proxy",
+		.backend = "http",
+		.place = PW_BENCH_SPLIT,
+		.conns = 64,
+	},
+	{
+		.name = "skewed",
+		.what = "every connection on shard 0, 2000 iterations of CPU "
+			"work per request in a child task: stealing can use "
+			"the idle core (server on all cores; load shares them)",
+		.server = "http --accept-shards 1 --work 2000",
+		.place = PW_BENCH_ALL,
+		.conns = 64,
+		.peer = "http --work 2000",
+	},
+	{
+		.name = "fanout",
+		.what = "each request calls every shard and gathers the "
+			"answers: sharding keeps calls on their cores (server "
+			"on all cores; load shares them)",
+		.server = "http --fanout",
+		.place = PW_BENCH_ALL,
+		.conns = 64,
+	},
+	{
+		.name = "timers",
+		.what = "512 connections, each resetting a 5 s timeout per "
+			"request: timer churn on the server's cores",
+		.server = "http --timeout 5s",
+		.place = PW_BENCH_SPLIT,
+		.conns = 512,
+	},
+};
+const unsigned pw_bench_nscenarios =
+	sizeof(pw_bench_scenarios) / sizeof(pw_bench_scenarios[0]);
+_Static_assert(sizeof(pw_bench_scenarios) / sizeof(pw_bench_scenarios[0]) <=
+		       SCENARIOS_MAX,
+	       "a bench keeps its selection in SCENARIOS_MAX flags");
+
+static void set_err(char *err, size_t len, const char *fmt, const char *s)
+{
+	if (err && len)
+		snprintf(err, len, fmt, s);
+}
+
+int pw_bench_select(const char *list, bool *sel, char *err, size_t errlen)
+{
+	int n = 0;
+
+	if (!list || !sel) {
+		set_err(err, errlen, "%s", "no list");
+		return -EINVAL;
+	}
+	memset(sel, 0, pw_bench_nscenarios * sizeof(*sel));
+	if (!strcmp(list, "all")) {
+		for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+			sel[i] = true;
+		return (int)pw_bench_nscenarios;
+	}
+	if (!*list) {
+		set_err(err, errlen, "%s", "empty list");
+		return -EINVAL;
+	}
+	for (const char *p = list;;) {
+		size_t len = strcspn(p, ",");
+		unsigned i;
+
+		if (!len) {
+			set_err(err, errlen, "%s", "empty name in the list");
+			return -EINVAL;
+		}
+		for (i = 0; i < pw_bench_nscenarios; i++)
+			if (strlen(pw_bench_scenarios[i].name) == len &&
+			    !strncmp(pw_bench_scenarios[i].name, p, len))
+				break;
+		if (i == pw_bench_nscenarios) {
+			char name[64];
+			snprintf(name, sizeof(name), "%.*s",
+				 (int)(len < 48 ? len : 48), p);
+			set_err(err, errlen, "unknown scenario '%s'", name);
+			return -EINVAL;
+		}
+		if (!sel[i])
+			n++;
+		sel[i] = true;
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	return n;
+}
+
+int pw_bench_split(const char *s, char *buf, size_t buflen, char **argv,
+		   int max)
+{
+	size_t used = 0;
+	int n = 0;
+
+	if (!s || !buf || !argv || max < 1)
+		return -EINVAL;
+	while (*s) {
+		size_t len;
+
+		s += strspn(s, " \t");
+		if (!*s)
+			break;
+		len = strcspn(s, " \t");
+		if (n + 1 >= max || used + len + 1 > buflen)
+			return -E2BIG;
+		memcpy(buf + used, s, len);
+		buf[used + len] = '\0';
+		argv[n++] = buf + used;
+		used += len + 1;
+		s += len;
+	}
+	argv[n] = NULL;
+	return n;
+}
+
+int pw_bench_place_cpus(enum pw_bench_place place, const int *cpus, unsigned n,
+			int *srv, unsigned *nsrv, int *load, unsigned *nload)
+{
+	if (!cpus || !n || !srv || !nsrv || !load || !nload)
+		return -EINVAL;
+	if (place == PW_BENCH_ALL || n == 1) {
+		memcpy(srv, cpus, n * sizeof(*cpus));
+		memcpy(load, cpus, n * sizeof(*cpus));
+		*nsrv = *nload = n;
+		return 0;
+	}
+	*nsrv = n / 2;
+	*nload = n - *nsrv;
+	memcpy(srv, cpus, *nsrv * sizeof(*cpus));
+	memcpy(load, cpus + *nsrv, *nload * sizeof(*cpus));
+	return 0;
+}
+
+/* ---- command lines ------------------------------------------------------ */
+
+const char *const pw_bench_col_name[NCOLS] = { "shard", "steal", "tokio" };
+
+void pw_bench_cpus_text(const int *cpus, unsigned n, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (unsigned i = 0; i < n && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%d",
+					 i ? "," : "", cpus[i]);
+}
+
+int pw_bench_args_pinwheel(struct args *a, const char *self, const char *server,
+			   int port, int upstream, const int *cpus,
+			   unsigned ncpus, int col)
+{
+	bool have_shards = false;
+	int n;
+
+	a->argv[0] = (char *)self;
+	n = pw_bench_split(server, a->words, sizeof(a->words), a->argv + 1,
+			   ARGV_MAX - 12);
+	if (n < 1)
+		return -EINVAL;
+	a->argc = n + 1;
+	for (int i = 1; i < a->argc; i++)
+		if (!strcmp(a->argv[i], "--shards") ||
+		    !strncmp(a->argv[i], "--shards=", 9))
+			have_shards = true;
+	snprintf(a->listen, sizeof(a->listen), "127.0.0.1:%d", port);
+	snprintf(a->shards, sizeof(a->shards), "%u", ncpus);
+	pw_bench_cpus_text(cpus, ncpus, a->cpus, sizeof(a->cpus));
+	a->argv[a->argc++] = "--listen";
+	a->argv[a->argc++] = a->listen;
+	if (upstream > 0) {
+		snprintf(a->upstream, sizeof(a->upstream), "127.0.0.1:%d",
+			 upstream);
+		a->argv[a->argc++] = "--upstream";
+		a->argv[a->argc++] = a->upstream;
+	}
+	if (!have_shards) {
+		a->argv[a->argc++] = "--shards";
+		a->argv[a->argc++] = a->shards;
+	}
+	a->argv[a->argc++] = "--cpus";
+	a->argv[a->argc++] = a->cpus;
+	a->argv[a->argc++] = "--sched";
+	a->argv[a->argc++] = (char *)pw_bench_col_name[col == COL_STEAL];
+	a->argv[a->argc] = NULL;
+	return 0;
+}
+
+int pw_bench_args_peer(struct args *a, const char *bin, const char *peer,
+		       int port, unsigned workers)
+{
+	int n;
+
+	a->argv[0] = (char *)bin;
+	n = pw_bench_split(peer, a->words, sizeof(a->words), a->argv + 1,
+			   ARGV_MAX - 8);
+	if (n < 1)
+		return -EINVAL;
+	a->argc = n + 1;
+	snprintf(a->listen, sizeof(a->listen), "127.0.0.1:%d", port);
+	snprintf(a->shards, sizeof(a->shards), "%u", workers);
+	a->argv[a->argc++] = "--listen";
+	a->argv[a->argc++] = a->listen;
+	a->argv[a->argc++] = "--workers";
+	a->argv[a->argc++] = a->shards;
+	a->argv[a->argc] = NULL;
+	return 0;
+}
+
+void pw_bench_args_text(const struct args *a, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 1; i < a->argc && used < len; i++)
+		used += (size_t)snprintf(buf + used, len - used, "%s%s",
+					 i > 1 ? " " : "", a->argv[i]);
+}
