@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.c - flags, usage, configuration, signals, metrics, JSON strings
- * and the acceptor loop shared by the pinwheel subcommands (see cli.h).
+ * cli.c - flags, addresses, usage, configuration (with the scheduler
+ * from PW_SCHED), signals, metrics, the clock, JSON strings and the
+ * acceptor loop shared by the pinwheel subcommands (see cli.h).
  *
  * Numbers are parsed by hand rather than with strtoull(), which takes
  * blanks, signs and wraps "-1" around; every value is checked whole.
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -266,84 +268,60 @@ struct common_vals {
 	bool metrics;
 };
 
+/* The common flags: which PW_CLI_* bit brings each, and its field. */
+#define VAL(field) offsetof(struct common_vals, field)
+static const struct {
+	uint32_t mask;
+	size_t off;	     /* of its value in struct common_vals */
+	struct pw_cli_opt o; /* dst unset */
+} common_table[] = {
+	{ PW_CLI_SHARDS,
+	  VAL(shards),
+	  { "--shards", PW_CLI_UINT, NULL, 1, PW_MAX_SHARDS, "N",
+	    "number of shards (default: one per core)" } },
+	{ PW_CLI_SHARDS,
+	  VAL(idle_poll_ns),
+	  { "--idle-poll", PW_CLI_DURATION, NULL, 0, PW_IDLE_POLL_MAX_NS,
+	    "DURATION",
+	    "an idle shard polls this long before it sleeps (default 0)" } },
+	{ PW_CLI_SHARDS,
+	  VAL(batch_wait_ns),
+	  { "--batch-wait", PW_CLI_DURATION, NULL, 0, PW_BATCH_WAIT_MAX_NS,
+	    "DURATION",
+	    "a sleeping shard gathers completions this long (default 0)" } },
+	{ PW_CLI_SCHED,
+	  VAL(sched),
+	  { "--sched", PW_CLI_STRING, NULL, 0, 0, "shard|steal",
+	    "scheduler: shard per core or work stealing "
+	    "(default: $PW_SCHED, else shard)" } },
+	{ PW_CLI_CPUS,
+	  VAL(cpus),
+	  { "--cpus", PW_CLI_STRING, NULL, 0, 0, "LIST",
+	    "run shards on these CPUs, e.g. 0-3,8" } },
+	{ PW_CLI_METRICS,
+	  VAL(metrics),
+	  { "--metrics", PW_CLI_BOOL, NULL, 0, 0, NULL,
+	    "print the runtime's metrics at exit and on SIGUSR1" } },
+	{ PW_CLI_METRICS,
+	  VAL(metrics_format),
+	  { "--metrics-format", PW_CLI_STRING, NULL, 0, 0, "json|prometheus",
+	    "how --metrics prints them (default json)" } },
+};
+#undef VAL
+#define NCOMMON (sizeof(common_table) / sizeof(common_table[0]))
+
+/* The common flags of @mask into @out, writing into @v. */
 static unsigned common_opts(uint32_t mask, struct common_vals *v,
 			    struct pw_cli_opt *out)
 {
 	unsigned n = 0;
 
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--shards",
-			PW_CLI_UINT,
-			&v->shards,
-			1,
-			PW_MAX_SHARDS,
-			"N",
-			"number of shards (default: one per core)"
-		};
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--idle-poll",
-			PW_CLI_DURATION,
-			&v->idle_poll_ns,
-			0,
-			PW_IDLE_POLL_MAX_NS,
-			"DURATION",
-			"an idle shard polls this long before it sleeps "
-			"(default 0)"
-		};
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--batch-wait",
-			PW_CLI_DURATION,
-			&v->batch_wait_ns,
-			0,
-			PW_BATCH_WAIT_MAX_NS,
-			"DURATION",
-			"a sleeping shard gathers completions this long "
-			"(default 0)"
-		};
-	if (mask & PW_CLI_SCHED)
-		out[n++] = (struct pw_cli_opt){
-			"--sched",
-			PW_CLI_STRING,
-			&v->sched,
-			0,
-			0,
-			"shard|steal",
-			"scheduler: shard per core or work stealing "
-			"(default: $PW_SCHED, else shard)"
-		};
-	if (mask & PW_CLI_CPUS)
-		out[n++] = (struct pw_cli_opt){
-			"--cpus",
-			PW_CLI_STRING,
-			&v->cpus,
-			0,
-			0,
-			"LIST",
-			"run shards on these CPUs, e.g. 0-3,8"
-		};
-	if (mask & PW_CLI_METRICS)
-		out[n++] = (struct pw_cli_opt){
-			"--metrics",
-			PW_CLI_BOOL,
-			&v->metrics,
-			0,
-			0,
-			NULL,
-			"print the runtime's metrics at exit and on SIGUSR1"
-		};
-	if (mask & PW_CLI_METRICS)
-		out[n++] = (struct pw_cli_opt){
-			"--metrics-format",
-			PW_CLI_STRING,
-			&v->metrics_format,
-			0,
-			0,
-			"json|prometheus",
-			"how --metrics prints them (default json)"
-		};
+	for (size_t i = 0; i < NCOMMON; i++) {
+		if (!(mask & common_table[i].mask))
+			continue;
+		out[n] = common_table[i].o;
+		out[n++].dst = (char *)v + common_table[i].off;
+	}
 	return n;
 }
 
@@ -362,7 +340,7 @@ static void usage_opt(FILE *f, const struct pw_cli_opt *o)
 void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 {
 	struct common_vals v;
-	struct pw_cli_opt common[7];
+	struct pw_cli_opt common[NCOMMON];
 	unsigned nc = common_opts(cmd->common, &v, common);
 	bool units = false;
 
@@ -522,7 +500,7 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 		 char **argv)
 {
 	struct common_vals v = { 0 };
-	struct pw_cli_opt common[7];
+	struct pw_cli_opt common[NCOMMON];
 	unsigned nc;
 	int err;
 
