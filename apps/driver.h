@@ -56,16 +56,28 @@ struct pw_drv {
 };
 
 /* A command's hooks; each may be NULL. Those returning int return 0 to
- * go on or the command's exit status, after printing why. */
+ * go on, or the command's exit status after printing why (pw_cli_fail). */
 struct pw_drv_ops {
+	/* Check the command's own flags; finish d->cfg; set d->tick_ns
+	 * (with a tick hook) and d->drain_ns. */
 	int (*setup)(struct pw_drv *d);
+	/* Start serving on d->rt (with own_runtime: create it from d->cfg
+	 * and set d->rt); set d->addr for the banner. */
 	int (*start)(struct pw_drv *d);
-	void (*banner)(struct pw_drv *d, FILE *f); /* rest of the line */
-	int (*run)(struct pw_drv *d);		   /* instead of serving */
+	/* Print the rest of the banner line after "listening on ADDR". */
+	void (*banner)(struct pw_drv *d, FILE *f);
+	/* The command's work, instead of serving until a signal. */
+	int (*run)(struct pw_drv *d);
+	/* Every d->tick_ns while serving. */
 	void (*tick)(struct pw_drv *d);
+	/* On SIGUSR1 (@final false), and at exit with --metrics (@final
+	 * true); without it, pw_drv_metrics() to stdout. */
 	void (*report)(struct pw_drv *d, bool final);
-	void (*drain)(struct pw_drv *d); /* stop accepting */
-	int (*open)(struct pw_drv *d);	 /* connections still open */
+	/* Stop accepting; the driver then waits while open() > 0. */
+	void (*drain)(struct pw_drv *d);
+	int (*open)(struct pw_drv *d);
+	/* Print the summary and free; gets and returns the exit status.
+	 * d->served tells whether start succeeded. */
 	int (*stop)(struct pw_drv *d, int status);
 	bool own_runtime; /* start creates d->rt, stop destroys it */
 	bool no_signals;  /* leave the signals alone (demo) */
