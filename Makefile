@@ -2,6 +2,7 @@
 #
 #   make              build build/libpinwheel.{a,so} and build/pinwheel
 #   make test         install missing packages, build, run every test
+#   make check-exports   libpinwheel.so exports its API, nothing else
 #   make asan / tsan / ubsan   the same tests under a sanitizer
 #   make bench        Google Benchmark micro benchmarks (table + JSON, then
 #                     one summary table; BENCH_ARGS adds flags)
@@ -85,8 +86,8 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-install asan tsan ubsan bench bench-peers \
-	run install format format-check clean
+.PHONY: all deps test test-run test-install check-exports asan tsan ubsan \
+	bench bench-peers run install format format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
 
@@ -109,6 +110,14 @@ $(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call msg,CXX,$<)
 	$(Q)$(CXX) $(CXXFLAGS_ALL) -I. -c $< -o $@
+
+# The library's objects hide every symbol but those its headers mark
+# PW_API (include/pinwheel/export.h): libpinwheel.so exports only its API.
+# The programs built here link the static archive, where hidden symbols
+# still link, so the tests reach the internals. They are rebuilt when this
+# Makefile changes, so no object built with other flags stays behind.
+$(LIB_OBJS): CFLAGS_ALL += -fvisibility=hidden
+$(LIB_OBJS): Makefile
 
 $(LIB_A): $(LIB_OBJS)
 	$(call msg,AR,$@)
@@ -166,7 +175,7 @@ SCHEDS ?= shard steal
 SUITE_LIMIT ?= 1500
 ONE_PASS := $(shell sed -e 's/\#.*//' tests/one_pass.txt | \
 	awk 'NF { printf "%s%s", sep, $$1; sep = "|" }')
-test: all test-install test-run
+test: all check-exports test-install test-run
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)only=; for s in $(SCHEDS); do \
@@ -179,6 +188,11 @@ test-run: $(TESTS) $(PINWHEEL)
 				"$(SUITE_LIMIT) s (SUITE_LIMIT)" >&2; fi; \
 		[ $$rc -eq 0 ] || exit 1; \
 	done
+
+# No internal pw__ symbol is exported; every function the headers declare
+# is.
+check-exports: $(LIB_SO)
+	$(Q)sh scripts/check-exports.sh $(LIB_SO) include/pinwheel/*.h
 
 # Installs into a scratch prefix and builds docs/example.c against it
 # with nothing but pkg-config.

@@ -33,44 +33,20 @@ static int ancestor_id(hwloc_topology_t topo, hwloc_obj_t obj,
 	return a ? (int)a->logical_index : -1;
 }
 
-/* Flatten a loaded hwloc topology into a new snapshot. */
-static int snapshot(hwloc_topology_t topo, bool synthetic, struct pw_topo **out)
+/* Fill @t's PUs: CPU, core, SMT rank, L3 and package of each; PUs
+ * without a core become cores of their own, numbered past @ncore.
+ * Returns 0 or -ENOMEM. */
+static int fill_pus(hwloc_topology_t topo, struct pw_topo *t, int ncore)
 {
-	int npu = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
-	int ncore = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
-	int nl3 = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L3CACHE);
-	int nnode = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
-	int npack = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
-	struct pw_topo *t;
-	int *smt_next = NULL;
-
-	if (npu <= 0)
-		return -ENODEV;
-	if (ncore < 0 || nl3 < 0 || nnode < 0 || npack < 0)
-		return -EINVAL;
-	t = pw__fault_calloc(PW__FAULT_TOPO, 1, sizeof(*t));
-	if (!t)
-		return -ENOMEM;
-	t->pus = pw__fault_calloc(PW__FAULT_TOPO, (size_t)npu, sizeof(*t->pus));
-	t->nodes = pw__fault_calloc(PW__FAULT_TOPO, nnode ? (size_t)nnode : 1,
-				    sizeof(*t->nodes));
-	/* PUs without a core become cores of their own: ids past ncore. */
-	smt_next = pw__fault_calloc(PW__FAULT_TOPO, (size_t)ncore + (size_t)npu,
-				    sizeof(*smt_next));
-	if (!t->pus || !t->nodes || !smt_next) {
-		free(smt_next);
-		pw_topo_free(t);
-		return -ENOMEM;
-	}
-	t->npus = (unsigned)npu;
-	t->nl3 = (unsigned)nl3;
-	t->npackages = (unsigned)npack;
-	t->synthetic = synthetic;
-
+	/* Per core, the SMT rank its next PU gets. */
+	int *smt_next = pw__fault_calloc(
+		PW__FAULT_TOPO, (size_t)ncore + t->npus, sizeof(*smt_next));
 	unsigned extra = 0;
-	for (int i = 0; i < npu; i++) {
-		hwloc_obj_t pu =
-			hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, (unsigned)i);
+
+	if (!smt_next)
+		return -ENOMEM;
+	for (unsigned i = 0; i < t->npus; i++) {
+		hwloc_obj_t pu = hwloc_get_obj_by_type(topo, HWLOC_OBJ_PU, i);
 		struct pw_topo_pu *p = &t->pus[i];
 
 		p->cpu = (int)pu->os_index;
@@ -84,7 +60,13 @@ static int snapshot(hwloc_topology_t topo, bool synthetic, struct pw_topo **out)
 	}
 	free(smt_next);
 	t->ncores = (unsigned)ncore + extra;
+	return 0;
+}
 
+/* Fill @t's @nnode NUMA nodes and give each PU its node; a PU no node
+ * claims (not expected) goes to the first node. */
+static void fill_nodes(hwloc_topology_t topo, struct pw_topo *t, int nnode)
+{
 	if (nnode == 0) {
 		/* Cannot happen with hwloc 2, which always has a node. */
 		t->nnodes = 1;
@@ -108,13 +90,43 @@ static int snapshot(hwloc_topology_t topo, bool synthetic, struct pw_topo **out)
 			}
 		}
 	}
-	/* A PU no node claims (not expected) goes to the first node. */
 	for (unsigned i = 0; i < t->npus; i++) {
 		if (t->pus[i].node < 0) {
 			t->pus[i].node = t->nodes[0].id;
 			t->nodes[0].npus++;
 		}
 	}
+}
+
+/* Flatten a loaded hwloc topology into a new snapshot. */
+static int snapshot(hwloc_topology_t topo, bool synthetic, struct pw_topo **out)
+{
+	int npu = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PU);
+	int ncore = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_CORE);
+	int nl3 = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_L3CACHE);
+	int nnode = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_NUMANODE);
+	int npack = hwloc_get_nbobjs_by_type(topo, HWLOC_OBJ_PACKAGE);
+	struct pw_topo *t;
+
+	if (npu <= 0)
+		return -ENODEV;
+	if (ncore < 0 || nl3 < 0 || nnode < 0 || npack < 0)
+		return -EINVAL;
+	t = pw__fault_calloc(PW__FAULT_TOPO, 1, sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	t->pus = pw__fault_calloc(PW__FAULT_TOPO, (size_t)npu, sizeof(*t->pus));
+	t->nodes = pw__fault_calloc(PW__FAULT_TOPO, nnode ? (size_t)nnode : 1,
+				    sizeof(*t->nodes));
+	t->npus = (unsigned)npu;
+	t->nl3 = (unsigned)nl3;
+	t->npackages = (unsigned)npack;
+	t->synthetic = synthetic;
+	if (!t->pus || !t->nodes || fill_pus(topo, t, ncore)) {
+		pw_topo_free(t);
+		return -ENOMEM;
+	}
+	fill_nodes(topo, t, nnode);
 	*out = t;
 	return 0;
 }
@@ -476,14 +488,78 @@ static int want_nodes(const struct pw_topo *t, const char *list, bool *keep)
 	return n < 0 ? n : 0;
 }
 
+/* Mark the PUs @o wants in @want and the nodes it keeps in @keep.
+ * Returns 0 or a negative errno (a bad list). */
+static int choose(const struct pw_topo *t, const struct pw_placement_opts *o,
+		  bool *want, bool *keep)
+{
+	int err = 0;
+
+	if (o->cpus)
+		err = want_cpus(t, o->cpus, want);
+	else
+		for (unsigned i = 0; i < t->npus; i++)
+			want[i] = o->unit == PW_PLACE_PUS || t->pus[i].smt == 0;
+	if (err)
+		return err;
+	if (o->nodes)
+		return want_nodes(t, o->nodes, keep);
+	for (unsigned i = 0; i < t->nnodes; i++)
+		keep[i] = true;
+	return 0;
+}
+
+/* The candidate PUs in @c, in @o's order: wanted, on a kept node.
+ * Returns how many (0: none), or -E2BIG past PW_PLACE_MAX. */
+static int candidates(const struct pw_topo *t,
+		      const struct pw_placement_opts *o, const bool *want,
+		      const bool *keep, struct cand *c)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < t->npus; i++) {
+		int r = node_rank(t, t->pus[i].node);
+		if (!want[i] || r < 0 || !keep[r])
+			continue;
+		c[n++] = (struct cand){ .pu = i,
+					.node = (unsigned)r,
+					.l3 = t->pus[i].l3,
+					.smt = t->pus[i].smt };
+	}
+	if (n > PW_PLACE_MAX)
+		return -E2BIG;
+	if (o->order == PW_PLACE_SPREAD)
+		order_spread(c, n);
+	return (int)n;
+}
+
+/* Deal @o's shards over the @n candidates @c into @out. Returns the
+ * shard count or -E2BIG. */
+static int deal(const struct pw_topo *t, const struct pw_placement_opts *o,
+		const struct cand *c, unsigned n, struct pw_placement *out)
+{
+	unsigned shards = o->shards ? o->shards : n;
+
+	if (shards > PW_PLACE_MAX || (shards > n && !o->allow_oversubscribe))
+		return -E2BIG;
+	memset(out, 0, sizeof(*out));
+	out->shards = shards;
+	out->ncpus = shards < n ? shards : n;
+	for (unsigned s = 0; s < shards; s++) {
+		const struct pw_topo_pu *p = &t->pus[c[s % n].pu];
+		out->cpu[s] = p->cpu;
+		out->node[s] = p->node;
+	}
+	return (int)shards;
+}
+
 int pw_topo_place(const struct pw_topo *t, const struct pw_placement_opts *o,
 		  struct pw_placement *out)
 {
 	static const struct pw_placement_opts defaults;
 	bool *want = NULL, *keep = NULL;
 	struct cand *c = NULL;
-	unsigned n = 0, shards;
-	int err = 0;
+	int err;
 
 	if (!t || !out || !t->npus)
 		return -EINVAL;
@@ -496,63 +572,13 @@ int pw_topo_place(const struct pw_topo *t, const struct pw_placement_opts *o,
 	want = pw__fault_calloc(PW__FAULT_TOPO, t->npus, sizeof(*want));
 	keep = pw__fault_calloc(PW__FAULT_TOPO, t->nnodes, sizeof(*keep));
 	c = pw__fault_calloc(PW__FAULT_TOPO, t->npus, sizeof(*c));
-	if (!want || !keep || !c) {
-		err = -ENOMEM;
-		goto out;
-	}
-
-	if (o->cpus) {
-		err = want_cpus(t, o->cpus, want);
-		if (err)
-			goto out;
-	} else {
-		for (unsigned i = 0; i < t->npus; i++)
-			want[i] = o->unit == PW_PLACE_PUS || t->pus[i].smt == 0;
-	}
-	if (o->nodes) {
-		err = want_nodes(t, o->nodes, keep);
-		if (err)
-			goto out;
-	} else {
-		for (unsigned i = 0; i < t->nnodes; i++)
-			keep[i] = true;
-	}
-
-	for (unsigned i = 0; i < t->npus; i++) {
-		int r = node_rank(t, t->pus[i].node);
-		if (!want[i] || r < 0 || !keep[r])
-			continue;
-		c[n++] = (struct cand){ .pu = i,
-					.node = (unsigned)r,
-					.l3 = t->pus[i].l3,
-					.smt = t->pus[i].smt };
-	}
-	if (!n) {
-		err = -EINVAL;
-		goto out;
-	}
-	if (n > PW_PLACE_MAX) {
-		err = -E2BIG;
-		goto out;
-	}
-	if (o->order == PW_PLACE_SPREAD)
-		order_spread(c, n);
-
-	shards = o->shards ? o->shards : n;
-	if (shards > PW_PLACE_MAX || (shards > n && !o->allow_oversubscribe)) {
-		err = -E2BIG;
-		goto out;
-	}
-	memset(out, 0, sizeof(*out));
-	out->shards = shards;
-	out->ncpus = shards < n ? shards : n;
-	for (unsigned s = 0; s < shards; s++) {
-		const struct pw_topo_pu *p = &t->pus[c[s % n].pu];
-		out->cpu[s] = p->cpu;
-		out->node[s] = p->node;
-	}
-	err = (int)shards;
-out:
+	err = !want || !keep || !c ? -ENOMEM : choose(t, o, want, keep);
+	if (!err)
+		err = candidates(t, o, want, keep, c);
+	if (err == 0)
+		err = -EINVAL; /* no candidate */
+	if (err > 0)
+		err = deal(t, o, c, (unsigned)err, out);
 	free(want);
 	free(keep);
 	free(c);

@@ -680,76 +680,6 @@ static void *shard_main(void *arg)
 	return NULL;
 }
 
-void pw_config_init(struct pw_config *cfg)
-{
-	if (!cfg)
-		return;
-	cpu_set_t set;
-	struct pw_topo *t;
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->shards = 1;
-	if (pw_topo_load(&t) == 0) {
-		/* One shard per physical core (SMT siblings skipped). */
-		cfg->shards = t->ncores > 0 ? (unsigned)t->ncores : 1;
-		pw_topo_free(t);
-	} else if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
-		   CPU_COUNT(&set) > 0) {
-		cfg->shards = (unsigned)CPU_COUNT(&set);
-	}
-	cfg->ring_entries = 256;
-	cfg->cq_factor = 8;
-	cfg->batch = 64;
-	cfg->tick_ns = 1000000;
-	cfg->mesh_batch = 256;
-	cfg->max_blocking_threads = 512;
-	cfg->blocking_keep_alive_ns = 10000000000ull;
-	/* PW_SCHED=steal picks the default scheduler of any program. */
-	const char *env = getenv("PW_SCHED");
-	cfg->sched = env && !strcmp(env, "steal") ? PW_SCHED_STEAL :
-						    PW_SCHED_SHARD;
-	cfg->event_interval = 61;
-	cfg->global_queue_interval = PW_INTERVAL_AUTO;
-}
-
-static int config_check(const struct pw_config *c, int ncpu)
-{
-	if (c->shards < 1 || c->shards > PW_MAX_SHARDS)
-		return -EINVAL;
-	if (c->ring_entries < PW_RING_ENTRIES_MIN ||
-	    c->ring_entries > PW_RING_ENTRIES_MAX ||
-	    (c->ring_entries & (c->ring_entries - 1)))
-		return -EINVAL;
-	if (c->cq_factor < 1 || c->cq_factor > 64 || c->batch < 1)
-		return -EINVAL;
-	if (c->tick_ns < 1000 || c->tick_ns > 1000000000)
-		return -EINVAL;
-	if (c->mesh_slots && (c->mesh_slots < 2 || c->mesh_slots > 65536 ||
-			      (c->mesh_slots & (c->mesh_slots - 1))))
-		return -EINVAL;
-	if (c->mesh_batch < 1 || c->max_blocking_threads < 1)
-		return -EINVAL;
-	if (c->idle_poll_ns > PW_IDLE_POLL_MAX_NS ||
-	    c->batch_wait_ns > PW_BATCH_WAIT_MAX_NS)
-		return -EINVAL;
-	if (c->flags &
-	    ~(PW_CONFIG_NO_PIN | PW_CONFIG_NO_DEFER | PW_CONFIG_PAUSED_CLOCK |
-	      PW_CONFIG_NO_LIFO | PW_CONFIG_OVERSUBSCRIBE))
-		return -EINVAL;
-	if (c->sched != PW_SCHED_SHARD && c->sched != PW_SCHED_STEAL)
-		return -EINVAL;
-	if (c->sched == PW_SCHED_STEAL &&
-	    (c->event_interval < 1 || c->global_queue_interval < 1))
-		return -EINVAL;
-	if (c->cpus) {
-		for (unsigned i = 0; i < c->shards; i++)
-			if (c->cpus[i] < 0)
-				return -EINVAL;
-			else if (c->cpus[i] >= ncpu)
-				return -ENODEV;
-	}
-	return 0;
-}
-
 static void rt_free(struct pw_runtime *rt)
 {
 	if (rt->pool_live) {
@@ -801,8 +731,7 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg)
 		pw_config_init(&defaults);
 		cfg = &defaults;
 	}
-	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
-	err = config_check(cfg, ncpu > 0 ? (int)ncpu : CPU_SETSIZE);
+	err = pw__config_fields(cfg, NULL, 0);
 	if (err)
 		return err;
 	rt = pw__fault_calloc(PW__FAULT_RUNTIME, 1, sizeof(*rt));
@@ -1084,51 +1013,6 @@ int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
 	out->cpu = (rt->cfg.flags & PW_CONFIG_NO_PIN) ? -1 : s->cpu;
 	rt_leave(rt);
 	return 0;
-}
-
-const char *pw_strerror_setup(int err)
-{
-	switch (err) {
-	case 0:
-		return "no error";
-	case -EPERM:
-		return "io_uring is not permitted for this process: the "
-		       "kernel.io_uring_disabled sysctl is 1 or 2 (set it to "
-		       "0: `sysctl -w kernel.io_uring_disabled=0`, or add the "
-		       "user to the group in kernel.io_uring_group), or a "
-		       "security policy forbids it";
-	case -ENOSYS:
-		return "io_uring is unavailable: the kernel lacks it "
-		       "(CONFIG_IO_URING, Linux 6.1 or later is needed) or a "
-		       "container's seccomp profile blocks io_uring_setup "
-		       "(run the container with a profile that allows the "
-		       "io_uring_* system calls)";
-	case -ENOMEM:
-		return "out of memory setting up the io_uring rings (raise "
-		       "RLIMIT_MEMLOCK with `ulimit -l`, or use fewer ring "
-		       "entries)";
-	case -EINVAL:
-		return "invalid runtime configuration (shards, ring entries, "
-		       "CQ factor, batch, tick or flags out of range, a "
-		       "negative CPU, an empty or malformed CPU or node list, "
-		       "or both cpus and placement given)";
-	case -ENODEV:
-		return "a configured CPU or NUMA node is not usable: it does "
-		       "not exist, is offline, or is outside this process's "
-		       "affinity mask (`pinwheel topo` lists the usable ones)";
-	case -E2BIG:
-		return "more shards than CPUs: use fewer shards, or set "
-		       "PW_CONFIG_OVERSUBSCRIBE to let shards share CPUs";
-	case -ENXIO:
-		return "the machine topology could not be read (hwloc failed: "
-		       "check that /sys is mounted and readable, and the "
-		       "HWLOC_* environment variables)";
-	case -EDEADLK:
-		return "called from a shard thread";
-	default:
-		return "the runtime could not start (thread, pinning or "
-		       "io_uring set-up failed)";
-	}
 }
 
 const char *pw_version(void)

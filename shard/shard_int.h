@@ -447,6 +447,9 @@ void pw__shard_final(struct pw__shard *s);
 bool pw__rt_enter(struct pw_runtime *rt);
 void pw__rt_leave(struct pw_runtime *rt);
 
+/* The field checks of pw_config_check() (shard/config.c). Any thread. */
+int pw__config_fields(const struct pw_config *c, char *msg, size_t len);
+
 /* Write @s's eventfd: ends its kernel wait whatever its asleep flag
  * says. Any thread, until the runtime is freed. */
 void pw__shard_kick(struct pw__shard *s);

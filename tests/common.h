@@ -60,13 +60,30 @@ static inline pid_t pw_test_fork(void)
 }
 
 /*
- * The suite runs twice: once per scheduler. PW_SCHED=steal (read by
- * pw_config_init()) selects stealing mode for every runtime a test makes.
+ * The suite runs twice, once per scheduler: `make test` runs it with
+ * PW_SCHED=shard, then with PW_SCHED=steal. This is where that choice is
+ * read (the library reads no environment): pw_test_steal() says which
+ * pass this is, and pw_test_config_init() gives every runtime a test
+ * makes the pass's scheduler.
  */
 static inline bool pw_test_steal(void)
 {
 	const char *s = getenv("PW_SCHED");
 	return s && !strcmp(s, "steal");
+}
+
+/* The scheduler of this pass of the suite. */
+static inline enum pw_sched pw_test_sched(void)
+{
+	return pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD;
+}
+
+/* pw_config_init() with the scheduler of this pass of the suite: the
+ * defaults for a test's runtime, before the test adjusts them. */
+static inline void pw_test_config_init(struct pw_config *cfg)
+{
+	pw_config_init(cfg);
+	cfg->sched = pw_test_sched();
 }
 
 /*
@@ -131,7 +148,7 @@ static inline struct pw_runtime *pw_test_runtime(unsigned shards)
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
 	int err = pw_runtime_create(&rt, &cfg);
@@ -146,7 +163,7 @@ static inline struct pw_runtime *pw_test_paused_runtime(unsigned shards)
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.flags = PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_OVERSUBSCRIBE;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);

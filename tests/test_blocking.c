@@ -114,7 +114,7 @@ static void *six_thread(void *arg)
 Test(blocking, cap_of_two_runs_two_and_queues_four)
 {
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.max_blocking_threads = 2;
 	cr_assert_eq(pw_runtime_create(&RT, &cfg), 0);
@@ -152,7 +152,7 @@ Test(blocking, cap_of_two_runs_two_and_queues_four)
 Test(blocking, idle_threads_exit_after_keep_alive)
 {
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.blocking_keep_alive_ns = 20 * MS;
 	struct pw_runtime *rt;
@@ -409,7 +409,7 @@ Test(blocking, bad_input)
 	struct pw_blocking_stats st;
 	cr_assert_eq(pw_runtime_blocking_stats(rt, &st), -EINVAL);
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.max_blocking_threads = 0;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);
 }

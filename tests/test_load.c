@@ -183,7 +183,7 @@ static struct pw_runtime *load_runtime(unsigned shards)
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
 	cfg.tick_ns = 10 * PW_NSEC_PER_USEC;

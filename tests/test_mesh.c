@@ -22,7 +22,7 @@ static struct pw_runtime *mesh_runtime(unsigned shards, unsigned slots,
 {
 	struct pw_config cfg;
 	struct pw_runtime *rt;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.mesh_slots = slots;
 	cfg.flags = flags | PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
@@ -36,7 +36,7 @@ static struct pw_runtime *calls_runtime(unsigned max)
 {
 	struct pw_config cfg;
 	struct pw_runtime *rt;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 2;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
 	cfg.max_calls = max;
@@ -491,7 +491,7 @@ static enum pw_poll victim_poll(struct pw_cx *cx, void *state)
 Test(mesh, flooded_shard_keeps_its_tasks_and_timers)
 {
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	struct pw_runtime *rt = mesh_runtime(2, 1024, PW_CONFIG_PAUSED_CLOCK);
 	atomic_store(&flooding, 1);
 	cr_assert_eq(pw_runtime_spawn(rt, 1, flooder_poll, NULL, 0, NULL), 0);
@@ -1218,7 +1218,7 @@ static void ping_200(uint64_t idle_poll_ns, struct pinger *p)
 	struct pw_config cfg;
 	struct pw_runtime *rt;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 2;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE; /* small machines too */
 	cfg.idle_poll_ns = idle_poll_ns;
@@ -1284,7 +1284,7 @@ Test(mesh, idle_poll_ends_at_the_next_timer)
 	struct pw_runtime *rt;
 	struct pw_sleep sl;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
@@ -1349,7 +1349,7 @@ Test(mesh, idle_poll_does_not_hold_the_paused_clock)
 	static struct hours_run r;
 	pthread_t th;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 2;
 	cfg.flags = PW_CONFIG_PAUSED_CLOCK | PW_CONFIG_OVERSUBSCRIBE;
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS;
@@ -1371,7 +1371,7 @@ Test(mesh, idle_poll_out_of_range_is_refused)
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.idle_poll_ns = PW_IDLE_POLL_MAX_NS + 1;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), -EINVAL);

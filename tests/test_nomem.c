@@ -23,7 +23,7 @@ static struct pw_config config(unsigned shards)
 {
 	struct pw_config cfg;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
 	return cfg;

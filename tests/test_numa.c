@@ -36,7 +36,7 @@ static struct pw_runtime *numa_runtime(unsigned shards, const int *cpus,
 	struct pw_config cfg;
 	struct pw_runtime *rt = NULL;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.cpus = cpus;
 	cfg.flags = flags;
@@ -305,7 +305,7 @@ static int create_placed(unsigned shards, const char *cpus, const char *nodes,
 	struct pw_placement_opts o = { .cpus = cpus, .nodes = nodes };
 	struct pw_config cfg;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.placement = &o;
 	cfg.flags = flags;
@@ -316,7 +316,7 @@ static int create_on(unsigned shards, const int *cpus, uint32_t flags)
 {
 	struct pw_config cfg;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = shards;
 	cfg.cpus = cpus;
 	cfg.flags = flags;
@@ -346,7 +346,7 @@ Test(numa, bad_cpus_nodes_and_sets_are_refused)
 	static const int zero[1] = { 0 };
 	struct pw_placement_opts o = { .shards = 2 };
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.cpus = zero;
 	cfg.placement = &o;
@@ -389,7 +389,7 @@ Test(numa, cpu_outside_the_affinity_mask_is_refused)
 					      sizeof(set), &set) != 0)
 				_exit(2);
 		closedir(d);
-		pw_config_init(&cfg);
+		pw_test_config_init(&cfg);
 		cfg.shards = 1;
 		cfg.cpus = cpus;
 		_exit(pw_runtime_create(&rt, &cfg) == -ENODEV ? 0 : 1);
@@ -408,7 +408,7 @@ Test(numa, more_shards_than_cpus_needs_opting_in)
 	pw_topo_free(t);
 
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cr_assert_eq(cfg.shards, cores, "default: one shard per core");
 	cr_assert_eq(create_err(&cfg), 0);
 	cfg.shards = cores + 1;

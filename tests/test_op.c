@@ -107,7 +107,7 @@ Test(op, full_submission_queue_loses_nothing)
 {
 	struct pw_config cfg;
 	struct pw_runtime *rt;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.ring_entries = 8;
 	cfg.cq_factor = 1;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
@@ -487,7 +487,7 @@ static uint64_t gather_waits(uint64_t batch_wait_ns, bool lockstep,
 
 	memset(&g, 0, sizeof(g));
 	g.lockstep = lockstep;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.batch_wait_ns = batch_wait_ns;
 	cr_assert_eq(pw_runtime_create(&g.rt, &cfg), 0);
@@ -568,7 +568,7 @@ Test(op, batch_wait_never_delays_a_timer)
 	struct nap n = { .t0 = 0 };
 	struct pw_shard_stats st;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.batch_wait_ns = PW_BATCH_WAIT_MAX_NS;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);

@@ -68,6 +68,7 @@ static void echo_stop(struct echo_srv *e)
 static void proxy_cfg(struct pw_proxy_config *cfg, unsigned shards)
 {
 	pw_proxy_config_init(cfg);
+	cfg->rt.sched = pw_test_sched();
 	cr_assert_eq(pw_net_addr_parse(&cfg->listen, "127.0.0.1:0"), 0);
 	cfg->rt.shards = shards;
 	cfg->rt.flags |= PW_CONFIG_OVERSUBSCRIBE;

@@ -58,7 +58,7 @@ Test(runtime, shard_is_pinned_and_uses_defer_taskrun)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 
 	struct pw_config cfg;
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.flags = PW_CONFIG_NO_DEFER;
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
 	cr_assert_eq(pw_runtime_stats(rt, 0, &st), 0);
@@ -251,43 +251,79 @@ Test(runtime, handles_after_destroy_are_refused)
 	cr_assert_eq(pw_runtime_destroy(NULL), -EINVAL);
 }
 
+/*
+ * @c is refused with @err by both pw_runtime_create() and
+ * pw_config_check(), whose message starts with @says (@what names the
+ * case).
+ */
+static void expect_refused(const struct pw_config *c, int err, const char *says,
+			   const char *what)
+{
+	struct pw_runtime *rt = (void *)1;
+	char msg[256];
+
+	cr_assert_eq(pw_runtime_create(&rt, c), err, "%s", what);
+	cr_assert_null(rt);
+	cr_assert_eq(pw_config_check(c, msg, sizeof(msg)), err, "%s: %s", what,
+		     msg);
+	cr_assert_eq(strncmp(msg, says, strlen(says)), 0,
+		     "%s: \"%s\", not \"%s...\"", what, msg, says);
+}
+
 Test(runtime, bad_configuration)
 {
 	struct pw_config c;
-	struct pw_runtime *rt = (void *)1;
 	cr_assert_eq(pw_runtime_create(NULL, NULL), -EINVAL);
-#define BAD(field, value)                                         \
-	do {                                                      \
-		pw_config_init(&c);                               \
-		c.field = value;                                  \
-		cr_assert_eq(pw_runtime_create(&rt, &c), -EINVAL, \
-			     #field " = " #value);                \
-		cr_assert_null(rt);                               \
+#define BAD(field, value, says)                                         \
+	do {                                                            \
+		pw_test_config_init(&c);                                \
+		c.field = value;                                        \
+		expect_refused(&c, -EINVAL, says, #field " = " #value); \
 	} while (0)
-	BAD(shards, 0);
-	BAD(shards, PW_MAX_SHARDS + 1);
-	BAD(ring_entries, 7);
-	BAD(ring_entries, 100);
-	BAD(ring_entries, 65536);
-	BAD(cq_factor, 0);
-	BAD(cq_factor, 65);
-	BAD(batch, 0);
-	BAD(tick_ns, 999);
-	BAD(tick_ns, 2000000000);
-	BAD(flags, 0x80);
-	BAD(mesh_slots, 3);
-	BAD(mesh_slots, 131072);
-	BAD(mesh_batch, 0);
+	BAD(shards, 0, "shards: 0 is out of range 1..1024");
+	BAD(shards, PW_MAX_SHARDS + 1, "shards: 1025 is out of range 1..1024");
+	BAD(ring_entries, 7,
+	    "ring_entries: 7 is not a power of two in 8..32768");
+	BAD(ring_entries, 100, "ring_entries: 100 is not a power of two");
+	BAD(ring_entries, 65536, "ring_entries: 65536 is not a power of two");
+	BAD(cq_factor, 0, "cq_factor: 0 is out of range 1..64");
+	BAD(cq_factor, 65, "cq_factor: 65 is out of range 1..64");
+	BAD(batch, 0, "batch: 0 is below 1");
+	BAD(tick_ns, 999, "tick_ns: 999 is out of range 1000..1000000000");
+	BAD(tick_ns, 2000000000, "tick_ns: 2000000000 is out of range");
+	BAD(flags, 0x80, "flags: 0x80 has bits no PW_CONFIG_* flag names");
+	BAD(mesh_slots, 3,
+	    "mesh_slots: 3 is neither 0 (the default) nor a power of two in 2..65536");
+	BAD(mesh_slots, 131072, "mesh_slots: 131072 is neither 0");
+	BAD(mesh_batch, 0, "mesh_batch: 0 is below 1");
+	BAD(max_blocking_threads, 0, "max_blocking_threads: 0 is below 1");
+	BAD(idle_poll_ns, PW_IDLE_POLL_MAX_NS + 1,
+	    "idle_poll_ns: 1000000001 is out of range 0..1000000000");
+	BAD(batch_wait_ns, PW_BATCH_WAIT_MAX_NS + 1,
+	    "batch_wait_ns: 1000000001 is out of range 0..1000000000");
+	BAD(sched, (enum pw_sched)7, "sched: 7 is not shard or steal");
 	static const int neg[] = { -1 };
 	static const int huge[] = { 1 << 20 };
-	BAD(cpus, neg);
+	BAD(cpus, neg, "cpus[0]: CPU -1 is negative");
 #undef BAD
-	/* A CPU that does not exist (see test_numa.c for the rest). */
+	/* The stealing scheduler's own intervals. */
 	pw_config_init(&c);
+	c.sched = PW_SCHED_STEAL;
+	c.event_interval = 0;
+	expect_refused(&c, -EINVAL, "event_interval: 0 is below 1",
+		       "event_interval = 0");
+	c.event_interval = 61;
+	c.global_queue_interval = 0;
+	expect_refused(&c, -EINVAL,
+		       "global_queue_interval: 0 is neither at least 1 nor "
+		       "PW_INTERVAL_AUTO",
+		       "global_queue_interval = 0");
+	/* A CPU that does not exist (see test_numa.c for the rest). */
+	pw_test_config_init(&c);
 	c.shards = 1;
 	c.cpus = huge;
-	cr_assert_eq(pw_runtime_create(&rt, &c), -ENODEV);
-	cr_assert_null(rt);
+	expect_refused(&c, -ENODEV, "cpus[0]: CPU 1048576 does not exist",
+		       "cpus = huge");
 	pw_config_init(NULL); /* no crash */
 	cr_assert_eq(pw_block_on(NULL, answer_poll, NULL, NULL), -EINVAL);
 	cr_assert_eq(pw_runtime_stats(NULL, 0, NULL), -EINVAL);
@@ -298,7 +334,142 @@ Test(runtime, bad_configuration)
 	cr_assert_eq(pw_runtime_stats(ok, 0, NULL), -EINVAL);
 	cr_assert_eq(pw_runtime_destroy(ok), 0);
 	cr_assert_str_neq(pw_strerror_setup(-ENOSYS), "");
+	cr_assert(strstr(pw_strerror_setup(-EINVAL), "pw_config_check()"));
 	cr_assert_str_eq(pw_version(), PW_VERSION);
+}
+
+/* Placement mistakes: the CPU list, the policy, more shards than CPUs. */
+Test(runtime, config_check_names_the_placement_mistake)
+{
+	static const int zero[] = { 0 }, twice[] = { 0, 0 };
+	struct pw_placement_opts o = { 0 };
+	struct pw_config c;
+
+#define PLACED(err, says, ...)                                 \
+	do {                                                   \
+		pw_test_config_init(&c);                       \
+		c.shards = 1;                                  \
+		o = (struct pw_placement_opts){ __VA_ARGS__ }; \
+		c.placement = &o;                              \
+		expect_refused(&c, err, says, #__VA_ARGS__);   \
+	} while (0)
+	PLACED(-EINVAL, "placement.shards: 2 is neither 0 nor shards (1)",
+	       .shards = 2);
+	PLACED(-EINVAL, "placement.unit: 9 is not cores or PUs",
+	       .unit = (enum pw_place_unit)9);
+	PLACED(-EINVAL, "placement.order: 9 is not compact or spread",
+	       .order = (enum pw_place_order)9);
+	PLACED(-EINVAL,
+	       "placement.cpus: \"0-\" is not a list such as \"0-3,8\"",
+	       .cpus = "0-");
+	PLACED(-ENODEV, "placement.cpus: \"100000\" has a number beyond 65535",
+	       .cpus = "100000");
+	PLACED(-EINVAL, "placement.nodes: \"\" is not a list", .nodes = "");
+	PLACED(-ENODEV, "placement.nodes: node 999 does not exist",
+	       .nodes = "999");
+#undef PLACED
+	pw_test_config_init(&c);
+	c.shards = 1;
+	c.cpus = zero;
+	c.placement = &o;
+	expect_refused(&c, -EINVAL,
+		       "placement: set together with cpus (give one)",
+		       "cpus and placement");
+
+	struct pw_topo *t;
+	cr_assert_eq(pw_topo_load(&t), 0);
+	unsigned cores = t->ncores;
+	pw_topo_free(t);
+	char want[128];
+	pw_test_config_init(&c);
+	c.shards = cores + 1;
+	snprintf(want, sizeof(want), "shards: %u is more than the %u CPUs",
+		 cores + 1, cores);
+	expect_refused(&c, -E2BIG, want, "default placement");
+	c.shards = 2;
+	c.cpus = twice;
+	expect_refused(&c, -E2BIG, "cpus[1]: CPU 0 is cpus[0] too",
+		       "one CPU twice");
+
+	/* A good configuration: 0 and an empty message; no message room. */
+	char msg[8] = "x";
+	pw_test_config_init(&c);
+	cr_assert_eq(pw_config_check(&c, msg, sizeof(msg)), 0);
+	cr_assert_str_eq(msg, "");
+	c.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cr_assert_eq(pw_config_check(&c, NULL, 0), 0, "one CPU twice, shared");
+	c.shards = 0;
+	cr_assert_eq(pw_config_check(&c, NULL, 0), -EINVAL);
+	/* A short buffer holds the start of the line. */
+	cr_assert_eq(pw_config_check(&c, msg, sizeof(msg)), -EINVAL);
+	cr_assert_str_eq(msg, "shards:");
+	cr_assert_eq(pw_config_check(NULL, msg, sizeof(msg)), -EINVAL);
+	cr_assert_str_eq(msg, "config:");
+}
+
+/* A CPU the process may not run on is named (in a child: its mask
+ * shrinks, as in test_numa.c). */
+Test(runtime, config_check_names_a_cpu_outside_the_mask)
+{
+	cpu_set_t set;
+	cr_assert_eq(sched_getaffinity(0, sizeof(set), &set), 0);
+	if (CPU_COUNT(&set) < 2)
+		cr_skip_test("needs 2 CPUs");
+	int last = -1;
+	for (int i = 0; i < CPU_SETSIZE; i++)
+		if (CPU_ISSET(i, &set))
+			last = i;
+	CPU_CLR(last, &set);
+	char want[128];
+	snprintf(want, sizeof(want),
+		 "cpus[0]: CPU %d is offline or outside this process's "
+		 "affinity mask",
+		 last);
+	pid_t pid = pw_test_fork();
+	if (pid == 0) {
+		struct pw_config c;
+		char msg[256];
+		int cpus[1] = { last };
+		DIR *d = opendir("/proc/self/task");
+		struct dirent *e;
+		if (!d)
+			_exit(2);
+		while ((e = readdir(d)))
+			if (e->d_name[0] != '.' &&
+			    sched_setaffinity((pid_t)atoi(e->d_name),
+					      sizeof(set), &set) != 0)
+				_exit(2);
+		closedir(d);
+		pw_test_config_init(&c);
+		c.shards = 1;
+		c.cpus = cpus;
+		_exit(pw_config_check(&c, msg, sizeof(msg)) == -ENODEV &&
+				      !strcmp(msg, want) ?
+			      0 :
+			      1);
+	}
+	int status;
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		  "cpu %d outside the mask: -ENODEV and \"%s\" (status %d)",
+		  last, want, status);
+}
+
+/* The library reads no environment: PW_SCHED is the program's to read. */
+Test(runtime, config_init_ignores_the_environment)
+{
+	const char *was = getenv("PW_SCHED");
+	char *keep = was ? strdup(was) : NULL;
+	struct pw_config c;
+
+	cr_assert_eq(setenv("PW_SCHED", "steal", 1), 0);
+	pw_config_init(&c);
+	cr_assert_eq(c.sched, PW_SCHED_SHARD);
+	if (keep)
+		setenv("PW_SCHED", keep, 1);
+	else
+		unsetenv("PW_SCHED");
+	free(keep);
 }
 
 /* Calls a shard may not make. */
@@ -487,4 +658,18 @@ Test(runtime, spawns_are_refused_while_the_runtime_stops)
 				      refused_drop),
 		     -EINVAL);
 	cr_assert_eq(atomic_load(&refused_drops), 0);
+}
+
+/* The suite's second pass really runs the stealing scheduler: the test
+ * runner, not the library, hands the pass's choice to every runtime. */
+Test(runtime, test_runtimes_follow_the_pass)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_metrics m;
+
+	cr_assert_eq(pw_metrics_read(rt, &m), 0);
+	cr_assert_eq(m.sched, pw_test_sched(), "sched %d in the %s pass",
+		     (int)m.sched, pw_test_steal() ? "steal" : "shard");
+	pw_metrics_free(&m);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }

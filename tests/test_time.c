@@ -368,7 +368,7 @@ Test(time, real_clock_is_read_once_per_turn_and_only_when_used)
 	struct pw_config cfg;
 	struct pw_runtime *rt;
 
-	pw_config_init(&cfg);
+	pw_test_config_init(&cfg);
 	cfg.shards = 1;
 	cfg.batch = 1; /* one poll per loop turn */
 	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);

@@ -17,6 +17,7 @@
 
 #include <stdint.h>
 
+#include "export.h"
 #include "task.h"
 
 #ifdef __cplusplus
@@ -55,8 +56,8 @@ struct pw_blocking {
  * can be started and none exists.
  * Context: a task on a shard.
  */
-int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
-		      void *arg);
+PW_API int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
+			     void *arg);
 
 /**
  * pw_blocking_poll - await the job queued in @b.
@@ -65,8 +66,8 @@ int pw_spawn_blocking(struct pw_blocking *b, int64_t (*fn)(void *arg),
  * that was never spawned. Counts against the budget.
  * Context: the task that spawned it, on its shard.
  */
-enum pw_poll pw_blocking_poll(struct pw_cx *cx, struct pw_blocking *b,
-			      int64_t *result);
+PW_API enum pw_poll pw_blocking_poll(struct pw_cx *cx, struct pw_blocking *b,
+				     int64_t *result);
 
 /* The pool's counters (Tokio's names). */
 struct pw_blocking_stats {
@@ -82,8 +83,8 @@ struct pw_runtime;
  * pw_runtime_blocking_stats - read the pool's counters.
  * Return: 0; -EINVAL for a bad @rt or NULL @out. Context: any thread.
  */
-int pw_runtime_blocking_stats(struct pw_runtime *rt,
-			      struct pw_blocking_stats *out);
+PW_API int pw_runtime_blocking_stats(struct pw_runtime *rt,
+				     struct pw_blocking_stats *out);
 
 #ifdef __cplusplus
 }

@@ -45,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "list.h"
 #include "stream.h"
 #include "task.h"
@@ -119,8 +120,8 @@ struct pw_channel_stats {
  * Context: any thread; the channel then belongs to the first shard that
  * uses it.
  */
-int pw_channel_init(struct pw_channel *ch, size_t item_size, size_t capacity,
-		    void *storage);
+PW_API int pw_channel_init(struct pw_channel *ch, size_t item_size,
+			   size_t capacity, void *storage);
 
 /**
  * pw_channel_send_poll - send one item, waiting while the channel is full.
@@ -138,9 +139,10 @@ int pw_channel_init(struct pw_channel *ch, size_t item_size, size_t capacity,
  * against the coop budget.
  * Context: a task on the channel's shard.
  */
-enum pw_poll pw_channel_send_poll(struct pw_cx *cx, struct pw_channel *ch,
-				  struct pw_channel_sender *snd,
-				  const void *item, int *res);
+PW_API enum pw_poll pw_channel_send_poll(struct pw_cx *cx,
+					 struct pw_channel *ch,
+					 struct pw_channel_sender *snd,
+					 const void *item, int *res);
 
 /**
  * pw_channel_send_cancel - abandon a pending send (the sender's drop).
@@ -151,7 +153,7 @@ enum pw_poll pw_channel_send_poll(struct pw_cx *cx, struct pw_channel *ch,
  * completed or never-started send: harmless); -EINVAL for NULL.
  * Context: the channel's shard; safe from a drop hook.
  */
-int pw_channel_send_cancel(struct pw_channel_sender *snd);
+PW_API int pw_channel_send_cancel(struct pw_channel_sender *snd);
 
 /**
  * pw_channel_try_send - store @item now if there is room.
@@ -160,7 +162,7 @@ int pw_channel_send_cancel(struct pw_channel_sender *snd);
  * -EXDEV or -EPERM off the channel's shard.
  * Context: the channel's shard.
  */
-int pw_channel_try_send(struct pw_channel *ch, const void *item);
+PW_API int pw_channel_try_send(struct pw_channel *ch, const void *item);
 
 /**
  * pw_channel_recv_poll - take the oldest item, waiting while empty.
@@ -175,8 +177,9 @@ int pw_channel_try_send(struct pw_channel *ch, const void *item);
  * pw_stream_poll_next() on pw_channel_stream(@ch).
  * Context: a task on the channel's shard.
  */
-enum pw_poll pw_channel_recv_poll(struct pw_cx *cx, struct pw_channel *ch,
-				  void *item, int *res);
+PW_API enum pw_poll pw_channel_recv_poll(struct pw_cx *cx,
+					 struct pw_channel *ch, void *item,
+					 int *res);
 
 /**
  * pw_channel_try_recv - take the oldest item if there is one.
@@ -185,7 +188,7 @@ enum pw_poll pw_channel_recv_poll(struct pw_cx *cx, struct pw_channel *ch,
  * -EPERM off the channel's shard.
  * Context: the channel's shard.
  */
-int pw_channel_try_recv(struct pw_channel *ch, void *item);
+PW_API int pw_channel_try_recv(struct pw_channel *ch, void *item);
 
 /**
  * pw_channel_stream - the receiving side of @ch as a stream.
@@ -194,7 +197,7 @@ int pw_channel_try_recv(struct pw_channel *ch, void *item);
  * Return: the stream, or NULL for a NULL or uninitialised @ch.
  * Context: any thread.
  */
-struct pw_stream *pw_channel_stream(struct pw_channel *ch);
+PW_API struct pw_stream *pw_channel_stream(struct pw_channel *ch);
 
 /**
  * pw_channel_close_tx - no more items will be sent.
@@ -204,7 +207,7 @@ struct pw_stream *pw_channel_stream(struct pw_channel *ch);
  * or uninitialised; -EXDEV or -EPERM off the channel's shard.
  * Context: the channel's shard.
  */
-int pw_channel_close_tx(struct pw_channel *ch);
+PW_API int pw_channel_close_tx(struct pw_channel *ch);
 
 /**
  * pw_channel_close_rx - no more items are wanted.
@@ -214,14 +217,15 @@ int pw_channel_close_tx(struct pw_channel *ch);
  * or uninitialised; -EXDEV or -EPERM off the channel's shard.
  * Context: the channel's shard.
  */
-int pw_channel_close_rx(struct pw_channel *ch);
+PW_API int pw_channel_close_rx(struct pw_channel *ch);
 
 /**
  * pw_channel_stats - copy @ch's counters into @out.
  * Return: 0; -EINVAL for NULL or an uninitialised @ch.
  * Context: the channel's shard, or any thread while no shard uses it.
  */
-int pw_channel_stats(const struct pw_channel *ch, struct pw_channel_stats *out);
+PW_API int pw_channel_stats(const struct pw_channel *ch,
+			    struct pw_channel_stats *out);
 
 #ifdef __cplusplus
 }

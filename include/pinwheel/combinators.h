@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "stream.h"
 #include "task.h"
 #include "time.h"
@@ -58,7 +59,8 @@ struct pw_timeout {
  * Return: 0; -EINVAL for a NULL @t or @inner, or @inner without ops.
  * Context: any thread.
  */
-int pw_timeout_init(struct pw_timeout *t, uint64_t ns, struct pw_future *inner);
+PW_API int pw_timeout_init(struct pw_timeout *t, uint64_t ns,
+			   struct pw_future *inner);
 
 /**
  * pw_timeout_init_at - as pw_timeout_init(), with an absolute deadline
@@ -66,8 +68,8 @@ int pw_timeout_init(struct pw_timeout *t, uint64_t ns, struct pw_future *inner);
  * Return: 0; -EINVAL as pw_timeout_init().
  * Context: any thread.
  */
-int pw_timeout_init_at(struct pw_timeout *t, struct pw_deadline d,
-		       struct pw_future *inner);
+PW_API int pw_timeout_init_at(struct pw_timeout *t, struct pw_deadline d,
+			      struct pw_future *inner);
 
 /**
  * pw_timeout_poll - poll the inner future, then the deadline.
@@ -82,22 +84,22 @@ int pw_timeout_init_at(struct pw_timeout *t, struct pw_deadline d,
  * NULL @cx or uninitialised @t (nothing happens for a NULL @out).
  * Context: a task on a shard (always the same task for one timeout).
  */
-enum pw_poll pw_timeout_poll(struct pw_cx *cx, struct pw_timeout *t,
-			     int64_t *out);
+PW_API enum pw_poll pw_timeout_poll(struct pw_cx *cx, struct pw_timeout *t,
+				    int64_t *out);
 
 /**
  * pw_timeout_drop - cancel the deadline and drop the inner future.
  * Idempotent; NULL or uninitialised @t is ignored.
  * Context: the shard it was polled on; safe from a drop hook.
  */
-void pw_timeout_drop(struct pw_timeout *t);
+PW_API void pw_timeout_drop(struct pw_timeout *t);
 
 /**
  * pw_timeout_future - @t as a pw_future (its poll and drop are the ones
  * above). Return: the future, or NULL for NULL/uninitialised @t.
  * Context: any thread.
  */
-struct pw_future *pw_timeout_future(struct pw_timeout *t);
+PW_API struct pw_future *pw_timeout_future(struct pw_timeout *t);
 
 /* ---- debounce -------------------------------------------------------- */
 
@@ -134,8 +136,9 @@ struct pw_debounce {
  * ops, or a zero @quiet_ns.
  * Context: any thread.
  */
-int pw_debounce_init(struct pw_debounce *d, struct pw_stream *input,
-		     uint64_t quiet_ns, uint64_t max_wait_ns, void *storage);
+PW_API int pw_debounce_init(struct pw_debounce *d, struct pw_stream *input,
+			    uint64_t quiet_ns, uint64_t max_wait_ns,
+			    void *storage);
 
 /**
  * pw_debounce_poll_next - the next debounced item.
@@ -143,28 +146,29 @@ int pw_debounce_init(struct pw_debounce *d, struct pw_stream *input,
  * -EINVAL for NULL arguments or an uninitialised @d.
  * Context: a task on a shard (always the same task for one debounce).
  */
-enum pw_poll pw_debounce_poll_next(struct pw_cx *cx, struct pw_debounce *d,
-				   void *item, int *res);
+PW_API enum pw_poll pw_debounce_poll_next(struct pw_cx *cx,
+					  struct pw_debounce *d, void *item,
+					  int *res);
 
 /**
  * pw_debounce_drop - cancel the sleep and drop the input stream.
  * A held item is discarded. Idempotent; NULL is ignored.
  * Context: the shard it was polled on; safe from a drop hook.
  */
-void pw_debounce_drop(struct pw_debounce *d);
+PW_API void pw_debounce_drop(struct pw_debounce *d);
 
 /**
  * pw_debounce_stream - @d as a pw_stream. Return: NULL for a NULL or
  * uninitialised @d. Context: any thread.
  */
-struct pw_stream *pw_debounce_stream(struct pw_debounce *d);
+PW_API struct pw_stream *pw_debounce_stream(struct pw_debounce *d);
 
 /**
  * pw_debounce_resets - how many times its sleep was reset (at most one
  * per input item): a debounce never creates a timer per item.
  * Return: the count; 0 for NULL. Context: its shard.
  */
-uint64_t pw_debounce_resets(const struct pw_debounce *d);
+PW_API uint64_t pw_debounce_resets(const struct pw_debounce *d);
 
 /* ---- retry ----------------------------------------------------------- */
 
@@ -211,8 +215,9 @@ struct pw_retry {
  * @max_attempts.
  * Context: any thread.
  */
-int pw_retry_init(struct pw_retry *r, unsigned max_attempts, uint64_t base_ns,
-		  const struct pw_retry_ops *ops, void *arg);
+PW_API int pw_retry_init(struct pw_retry *r, unsigned max_attempts,
+			 uint64_t base_ns, const struct pw_retry_ops *ops,
+			 void *arg);
 
 /**
  * pw_retry_set_jitter - add a random fraction to every back-off.
@@ -224,7 +229,8 @@ int pw_retry_init(struct pw_retry *r, unsigned max_attempts, uint64_t base_ns,
  * or a retry already polled.
  * Context: any thread, before the first poll.
  */
-int pw_retry_set_jitter(struct pw_retry *r, unsigned percent, uint64_t seed);
+PW_API int pw_retry_set_jitter(struct pw_retry *r, unsigned percent,
+			       uint64_t seed);
 
 /**
  * pw_retry_poll - drive the attempts and back-offs.
@@ -234,32 +240,33 @@ int pw_retry_set_jitter(struct pw_retry *r, unsigned percent, uint64_t seed);
  * or when @ops->start returns 0 without a usable future.
  * Context: a task on a shard (always the same task for one retry).
  */
-enum pw_poll pw_retry_poll(struct pw_cx *cx, struct pw_retry *r, int64_t *out);
+PW_API enum pw_poll pw_retry_poll(struct pw_cx *cx, struct pw_retry *r,
+				  int64_t *out);
 
 /**
  * pw_retry_drop - drop the running attempt's future, cancel the sleep.
  * Idempotent; NULL is ignored.
  * Context: the shard it was polled on; safe from a drop hook.
  */
-void pw_retry_drop(struct pw_retry *r);
+PW_API void pw_retry_drop(struct pw_retry *r);
 
 /**
  * pw_retry_future - @r as a pw_future. Return: NULL for NULL or
  * uninitialised @r. Context: any thread.
  */
-struct pw_future *pw_retry_future(struct pw_retry *r);
+PW_API struct pw_future *pw_retry_future(struct pw_retry *r);
 
 /**
  * pw_retry_attempts - attempts started so far (0..max_attempts).
  * Return: the count; 0 for NULL. Context: its shard.
  */
-unsigned pw_retry_attempts(const struct pw_retry *r);
+PW_API unsigned pw_retry_attempts(const struct pw_retry *r);
 
 /**
  * pw_retry_last_delay - the latest back-off chosen, jitter included.
  * Return: ns; 0 before the first failure or for NULL. Context: its shard.
  */
-uint64_t pw_retry_last_delay(const struct pw_retry *r);
+PW_API uint64_t pw_retry_last_delay(const struct pw_retry *r);
 
 /* ---- throttle -------------------------------------------------------- */
 
@@ -284,8 +291,8 @@ struct pw_throttle {
  * zero @period_ns.
  * Context: any thread.
  */
-int pw_throttle_init(struct pw_throttle *t, struct pw_stream *input,
-		     uint64_t period_ns);
+PW_API int pw_throttle_init(struct pw_throttle *t, struct pw_stream *input,
+			    uint64_t period_ns);
 
 /**
  * pw_throttle_poll_next - the next item allowed through.
@@ -293,26 +300,27 @@ int pw_throttle_init(struct pw_throttle *t, struct pw_stream *input,
  * uninitialised @t. Dropping an item takes a unit of the coop budget.
  * Context: a task on a shard.
  */
-enum pw_poll pw_throttle_poll_next(struct pw_cx *cx, struct pw_throttle *t,
-				   void *item, int *res);
+PW_API enum pw_poll pw_throttle_poll_next(struct pw_cx *cx,
+					  struct pw_throttle *t, void *item,
+					  int *res);
 
 /**
  * pw_throttle_drop - drop the input stream. Idempotent; NULL is ignored.
  * Context: the shard it was polled on; safe from a drop hook.
  */
-void pw_throttle_drop(struct pw_throttle *t);
+PW_API void pw_throttle_drop(struct pw_throttle *t);
 
 /**
  * pw_throttle_stream - @t as a pw_stream. Return: NULL for a NULL or
  * uninitialised @t. Context: any thread.
  */
-struct pw_stream *pw_throttle_stream(struct pw_throttle *t);
+PW_API struct pw_stream *pw_throttle_stream(struct pw_throttle *t);
 
 /**
  * pw_throttle_dropped - items dropped so far. Return: the count; 0 for
  * NULL. Context: its shard.
  */
-uint64_t pw_throttle_dropped(const struct pw_throttle *t);
+PW_API uint64_t pw_throttle_dropped(const struct pw_throttle *t);
 
 /* ---- interval -------------------------------------------------------- */
 
@@ -345,8 +353,8 @@ struct pw_interval {
  * @missed.
  * Context: any thread.
  */
-int pw_interval_init(struct pw_interval *iv, uint64_t period_ns,
-		     enum pw_missed_tick missed);
+PW_API int pw_interval_init(struct pw_interval *iv, uint64_t period_ns,
+			    enum pw_missed_tick missed);
 
 /**
  * pw_interval_tick_poll - wait for the next tick.
@@ -356,20 +364,20 @@ int pw_interval_init(struct pw_interval *iv, uint64_t period_ns,
  * Return: PW_PENDING, or PW_READY with *@tick set.
  * Context: a task on a shard (always the same task for one interval).
  */
-enum pw_poll pw_interval_tick_poll(struct pw_cx *cx, struct pw_interval *iv,
-				   int64_t *tick);
+PW_API enum pw_poll
+pw_interval_tick_poll(struct pw_cx *cx, struct pw_interval *iv, int64_t *tick);
 
 /**
  * pw_interval_drop - cancel the pending tick. Idempotent; NULL ignored.
  * Context: the shard it was polled on; safe from a drop hook.
  */
-void pw_interval_drop(struct pw_interval *iv);
+PW_API void pw_interval_drop(struct pw_interval *iv);
 
 /**
  * pw_interval_stream - @iv as a never-ending pw_stream of int64_t tick
  * times. Return: NULL for NULL or uninitialised @iv. Context: any thread.
  */
-struct pw_stream *pw_interval_stream(struct pw_interval *iv);
+PW_API struct pw_stream *pw_interval_stream(struct pw_interval *iv);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -60,7 +62,7 @@ struct pw_hist {
  * Return: the size in bytes, or 0 for arguments out of range.
  * Context: any thread.
  */
-size_t pw_hist_storage_size(uint64_t highest, unsigned digits);
+PW_API size_t pw_hist_storage_size(uint64_t highest, unsigned digits);
 
 /**
  * pw_hist_init - set up an empty histogram, allocating its counters once.
@@ -69,7 +71,7 @@ size_t pw_hist_storage_size(uint64_t highest, unsigned digits);
  * Free with pw_hist_destroy().
  * Context: any thread.
  */
-int pw_hist_init(struct pw_hist *h, uint64_t highest, unsigned digits);
+PW_API int pw_hist_init(struct pw_hist *h, uint64_t highest, unsigned digits);
 
 /**
  * pw_hist_init_buf - as pw_hist_init(), but in caller-provided storage.
@@ -79,8 +81,8 @@ int pw_hist_init(struct pw_hist *h, uint64_t highest, unsigned digits);
  * out of range, or @len too small.
  * Context: any thread.
  */
-int pw_hist_init_buf(struct pw_hist *h, uint64_t highest, unsigned digits,
-		     void *buf, size_t len);
+PW_API int pw_hist_init_buf(struct pw_hist *h, uint64_t highest,
+			    unsigned digits, void *buf, size_t len);
 
 /**
  * pw_hist_destroy - free what pw_hist_init() allocated (nothing for
@@ -88,13 +90,13 @@ int pw_hist_init_buf(struct pw_hist *h, uint64_t highest, unsigned digits,
  * again. NULL is a no-op.
  * Context: the thread that owns @h.
  */
-void pw_hist_destroy(struct pw_hist *h);
+PW_API void pw_hist_destroy(struct pw_hist *h);
 
 /**
  * pw_hist_reset - forget every recorded value; keeps the counters.
  * Context: the thread that owns @h.
  */
-void pw_hist_reset(struct pw_hist *h);
+PW_API void pw_hist_reset(struct pw_hist *h);
 
 /**
  * pw_hist_record - count one @value. O(1), no allocation.
@@ -103,14 +105,14 @@ void pw_hist_reset(struct pw_hist *h);
  * @h (nothing counted).
  * Context: the one thread that writes @h.
  */
-int pw_hist_record(struct pw_hist *h, uint64_t value);
+PW_API int pw_hist_record(struct pw_hist *h, uint64_t value);
 
 /**
  * pw_hist_record_n - count @value @n times (as pw_hist_record()).
  * Return: as pw_hist_record(); @n == 0 counts nothing and returns 0.
  * Context: the one thread that writes @h.
  */
-int pw_hist_record_n(struct pw_hist *h, uint64_t value, uint64_t n);
+PW_API int pw_hist_record_n(struct pw_hist *h, uint64_t value, uint64_t n);
 
 /**
  * pw_hist_record_corrected - count @value, corrected for coordinated
@@ -128,8 +130,8 @@ int pw_hist_record_n(struct pw_hist *h, uint64_t value, uint64_t n);
  * Return: as pw_hist_record().
  * Context: the one thread that writes @h.
  */
-int pw_hist_record_corrected(struct pw_hist *h, uint64_t value,
-			     uint64_t interval);
+PW_API int pw_hist_record_corrected(struct pw_hist *h, uint64_t value,
+				    uint64_t interval);
 
 /**
  * pw_hist_merge - add every value of @src into @dst (e.g. per-shard
@@ -140,7 +142,7 @@ int pw_hist_record_corrected(struct pw_hist *h, uint64_t value,
  * Return: 0; -EINVAL for a NULL argument or @dst == @src.
  * Context: a thread that owns both; no writer may run on either.
  */
-int pw_hist_merge(struct pw_hist *dst, const struct pw_hist *src);
+PW_API int pw_hist_merge(struct pw_hist *dst, const struct pw_hist *src);
 
 /**
  * pw_hist_percentile - the value at or below which @p percent of the
@@ -150,16 +152,16 @@ int pw_hist_merge(struct pw_hist *dst, const struct pw_hist *src);
  * Return: the value, or 0 when @h is empty or NULL.
  * Context: any thread, while no writer runs on @h.
  */
-uint64_t pw_hist_percentile(const struct pw_hist *h, double p);
+PW_API uint64_t pw_hist_percentile(const struct pw_hist *h, double p);
 
 /* Exact statistics; each returns 0 for an empty or NULL histogram.
  * pw_hist_clamped() counts the values recorded above the highest
  * trackable value. Context: any thread, while no writer runs on @h. */
-uint64_t pw_hist_count(const struct pw_hist *h);
-uint64_t pw_hist_min(const struct pw_hist *h);
-uint64_t pw_hist_max(const struct pw_hist *h);
-uint64_t pw_hist_clamped(const struct pw_hist *h);
-double pw_hist_mean(const struct pw_hist *h);
+PW_API uint64_t pw_hist_count(const struct pw_hist *h);
+PW_API uint64_t pw_hist_min(const struct pw_hist *h);
+PW_API uint64_t pw_hist_max(const struct pw_hist *h);
+PW_API uint64_t pw_hist_clamped(const struct pw_hist *h);
+PW_API double pw_hist_mean(const struct pw_hist *h);
 
 /**
  * pw_hist_lowest_equivalent, pw_hist_highest_equivalent - the smallest
@@ -168,15 +170,17 @@ double pw_hist_mean(const struct pw_hist *h);
  * Return: the value; 0 for a NULL @h.
  * Context: any thread.
  */
-uint64_t pw_hist_lowest_equivalent(const struct pw_hist *h, uint64_t value);
-uint64_t pw_hist_highest_equivalent(const struct pw_hist *h, uint64_t value);
+PW_API uint64_t pw_hist_lowest_equivalent(const struct pw_hist *h,
+					  uint64_t value);
+PW_API uint64_t pw_hist_highest_equivalent(const struct pw_hist *h,
+					   uint64_t value);
 
 /**
  * pw_hist_count_at - how many values were counted in @value's bucket.
  * Return: the count; 0 for a NULL @h.
  * Context: any thread, while no writer runs on @h.
  */
-uint64_t pw_hist_count_at(const struct pw_hist *h, uint64_t value);
+PW_API uint64_t pw_hist_count_at(const struct pw_hist *h, uint64_t value);
 
 /**
  * pw_hist_print - write a percentile table (p50, p75, p90, p99, p99.9,
@@ -186,7 +190,7 @@ uint64_t pw_hist_count_at(const struct pw_hist *h, uint64_t value);
  * Return: 0; -EINVAL for a NULL argument; -EIO when writing failed.
  * Context: any thread, while no writer runs on @h.
  */
-int pw_hist_print(const struct pw_hist *h, FILE *f, unsigned indent);
+PW_API int pw_hist_print(const struct pw_hist *h, FILE *f, unsigned indent);
 
 /**
  * pw_hist_write_json - write one JSON object (no trailing newline, so it
@@ -196,7 +200,7 @@ int pw_hist_print(const struct pw_hist *h, FILE *f, unsigned indent);
  * Return: 0; -EINVAL for a NULL argument; -EIO when writing failed.
  * Context: any thread, while no writer runs on @h.
  */
-int pw_hist_write_json(const struct pw_hist *h, FILE *f);
+PW_API int pw_hist_write_json(const struct pw_hist *h, FILE *f);
 
 #ifdef __cplusplus
 }

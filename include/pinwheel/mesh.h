@@ -20,6 +20,7 @@
 
 #include <stdint.h>
 
+#include "export.h"
 #include "pinwheel/list.h"
 #include "task.h"
 #include "topo.h"
@@ -32,7 +33,7 @@ extern "C" {
  * pw_shard_count - number of shards of the caller's runtime.
  * Return: the count, or -EPERM off a shard. Context: a shard thread.
  */
-int pw_shard_count(void);
+PW_API int pw_shard_count(void);
 
 struct pw_runtime;
 
@@ -46,7 +47,7 @@ struct pw_runtime;
  * range.
  * Context: any thread.
  */
-int pw_mesh_distance(struct pw_runtime *rt, unsigned a, unsigned b);
+PW_API int pw_mesh_distance(struct pw_runtime *rt, unsigned a, unsigned b);
 
 /**
  * pw_submit_to - run @fn(@arg) on @shard, fire and forget.
@@ -58,7 +59,7 @@ int pw_mesh_distance(struct pw_runtime *rt, unsigned a, unsigned b);
  * full ring's overflow cannot grow.
  * Context: a shard thread.
  */
-int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg);
+PW_API int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg);
 
 /**
  * pw_spawn_on - spawn a detached task on @shard.
@@ -67,8 +68,8 @@ int pw_submit_to(unsigned shard, void (*fn)(void *arg), void *arg);
  * Return: as pw_submit_to(), plus -EINVAL for a bad @size.
  * Context: a shard thread.
  */
-int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state, size_t size,
-		pw_drop_fn drop);
+PW_API int pw_spawn_on(unsigned shard, pw_poll_fn fn, const void *state,
+		       size_t size, pw_drop_fn drop);
 
 /* States of a call (the runtime's). */
 enum pw_call_state {
@@ -104,8 +105,8 @@ struct pw_call {
  * state does, even if the caller is aborted).
  * Context: any.
  */
-void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
-		  const void *state, size_t size, pw_drop_fn drop);
+PW_API void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
+			 const void *state, size_t size, pw_drop_fn drop);
 
 /**
  * pw_call_poll - drive the call.
@@ -118,7 +119,8 @@ void pw_call_init(struct pw_call *c, unsigned shard, pw_poll_fn fn,
  * Counts against the budget.
  * Context: a task on a shard; a call to the caller's own shard works.
  */
-enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result);
+PW_API enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c,
+				 int64_t *result);
 
 /**
  * pw_call_cancel - give up a call that waits for a slot (it is never
@@ -127,7 +129,7 @@ enum pw_poll pw_call_poll(struct pw_cx *cx, struct pw_call *c, int64_t *result);
  * Return: 0 when a waiting call was withdrawn; -EALREADY otherwise.
  * Context: the caller's shard.
  */
-int pw_call_cancel(struct pw_call *c);
+PW_API int pw_call_cancel(struct pw_call *c);
 
 #ifdef __cplusplus
 }

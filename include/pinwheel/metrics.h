@@ -23,6 +23,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "export.h"
 #include "runtime.h"
 
 #ifdef __cplusplus
@@ -85,34 +86,34 @@ struct pw_metrics {
  * holds no allocation).
  * Context: any thread, shards included.
  */
-int pw_metrics_read(struct pw_runtime *rt, struct pw_metrics *out);
+PW_API int pw_metrics_read(struct pw_runtime *rt, struct pw_metrics *out);
 
 /**
  * pw_metrics_free - release what pw_metrics_read() allocated in @m and
  * clear it. NULL, or a zeroed or already freed @m, is accepted.
  * Context: any thread.
  */
-void pw_metrics_free(struct pw_metrics *m);
+PW_API void pw_metrics_free(struct pw_metrics *m);
 
 /**
  * pw_metrics_num_workers - Tokio's num_workers: @rt's workers (shards).
  * Return: the count; -EINVAL for a bad @rt. Context: any thread.
  */
-int pw_metrics_num_workers(struct pw_runtime *rt);
+PW_API int pw_metrics_num_workers(struct pw_runtime *rt);
 
 /**
  * pw_metrics_num_alive_tasks - tasks spawned and not yet finished
  * (completed, aborted or dropped at shutdown), all workers together.
  * Return: the count; -EINVAL for a bad @rt. Context: any thread.
  */
-int64_t pw_metrics_num_alive_tasks(struct pw_runtime *rt);
+PW_API int64_t pw_metrics_num_alive_tasks(struct pw_runtime *rt);
 
 /**
  * pw_metrics_global_queue_depth - tasks in the global (inject) queue
  * now; always 0 in shard mode, which has none.
  * Return: the depth; -EINVAL for a bad @rt. Context: any thread.
  */
-int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt);
+PW_API int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt);
 
 /**
  * pw_metrics_worker_local_queue_depth - tasks in worker @worker's local
@@ -121,16 +122,16 @@ int64_t pw_metrics_global_queue_depth(struct pw_runtime *rt);
  * Return: the depth; -EINVAL for a bad @rt; -ENODEV for a bad @worker.
  * Context: any thread.
  */
-int64_t pw_metrics_worker_local_queue_depth(struct pw_runtime *rt,
-					    unsigned worker);
+PW_API int64_t pw_metrics_worker_local_queue_depth(struct pw_runtime *rt,
+						   unsigned worker);
 
 /**
  * pw_metrics_worker - read worker @worker's record alone into @out.
  * Return: 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad
  * @worker. Context: any thread.
  */
-int pw_metrics_worker(struct pw_runtime *rt, unsigned worker,
-		      struct pw_metrics_worker *out);
+PW_API int pw_metrics_worker(struct pw_runtime *rt, unsigned worker,
+			     struct pw_metrics_worker *out);
 
 /**
  * pw_metrics_write_json - write @m to @f as one JSON object: the
@@ -140,7 +141,7 @@ int pw_metrics_worker(struct pw_runtime *rt, unsigned worker,
  * -EIO when writing failed.
  * Context: any thread.
  */
-int pw_metrics_write_json(const struct pw_metrics *m, FILE *f);
+PW_API int pw_metrics_write_json(const struct pw_metrics *m, FILE *f);
 
 /**
  * pw_metrics_write_prometheus - write @m to @f in the Prometheus text
@@ -151,7 +152,7 @@ int pw_metrics_write_json(const struct pw_metrics *m, FILE *f);
  * -EIO when writing failed.
  * Context: any thread.
  */
-int pw_metrics_write_prometheus(const struct pw_metrics *m, FILE *f);
+PW_API int pw_metrics_write_prometheus(const struct pw_metrics *m, FILE *f);
 
 #ifdef __cplusplus
 }

@@ -29,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include "export.h"
 #include "list.h"
 #include "runtime.h"
 #include "task.h"
@@ -64,7 +65,7 @@ struct pw_net_addr {
  * @addr is then left untouched.
  * Context: any thread.
  */
-int pw_net_addr_parse(struct pw_net_addr *addr, const char *text);
+PW_API int pw_net_addr_parse(struct pw_net_addr *addr, const char *text);
 
 /**
  * pw_net_addr_format - write @addr as text in the form parse accepts.
@@ -72,7 +73,8 @@ int pw_net_addr_parse(struct pw_net_addr *addr, const char *text);
  * unsupported family; -ENOSPC when @size is too small.
  * Context: any thread.
  */
-int pw_net_addr_format(const struct pw_net_addr *addr, char *buf, size_t size);
+PW_API int pw_net_addr_format(const struct pw_net_addr *addr, char *buf,
+			      size_t size);
 
 /* ---- per-shard settings --------------------------------------------- */
 
@@ -85,7 +87,7 @@ struct pw_net_config {
 };
 
 /** pw_net_config_init - the defaults: 512 buffers of 4 KiB, no ZC. */
-void pw_net_config_init(struct pw_net_config *cfg);
+PW_API void pw_net_config_init(struct pw_net_config *cfg);
 
 /**
  * pw_net_configure - set the calling shard's networking settings.
@@ -97,7 +99,7 @@ void pw_net_config_init(struct pw_net_config *cfg);
  * still updated); -EPERM off a shard; -ENOMEM.
  * Context: a shard thread.
  */
-int pw_net_configure(const struct pw_net_config *cfg);
+PW_API int pw_net_configure(const struct pw_net_config *cfg);
 
 /* Counters of one shard's networking (read on that shard). */
 struct pw_net_stats {
@@ -115,7 +117,7 @@ struct pw_net_stats {
  * Return: 0; -EINVAL for NULL; -EPERM off a shard.
  * Context: a shard thread.
  */
-int pw_net_stats(struct pw_net_stats *out);
+PW_API int pw_net_stats(struct pw_net_stats *out);
 
 /* ---- the in-flight request of a leaf (fields are the runtime's) -------- */
 
@@ -154,9 +156,10 @@ struct pw_net_listener;
  * socket/bind/listen (e.g. -EADDRINUSE); nothing is left open on error.
  * Context: any thread.
  */
-int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
-			   const struct pw_net_addr *addr,
-			   const struct pw_net_listen_opts *opts);
+PW_API int pw_net_listener_create(struct pw_net_listener **lp,
+				  struct pw_runtime *rt,
+				  const struct pw_net_addr *addr,
+				  const struct pw_net_listen_opts *opts);
 
 /**
  * pw_net_listener_destroy - close the sockets and free @l (unlinking a
@@ -165,15 +168,15 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
  * Return: 0; -EINVAL for NULL.
  * Context: any thread.
  */
-int pw_net_listener_destroy(struct pw_net_listener *l);
+PW_API int pw_net_listener_destroy(struct pw_net_listener *l);
 
 /**
  * pw_net_listener_addr - the bound address (with the port chosen).
  * Return: 0; -EINVAL for NULL.
  * Context: any thread.
  */
-int pw_net_listener_addr(const struct pw_net_listener *l,
-			 struct pw_net_addr *out);
+PW_API int pw_net_listener_addr(const struct pw_net_listener *l,
+				struct pw_net_addr *out);
 
 /* Counters of a listener, summed over shards. */
 struct pw_net_listener_stats {
@@ -190,8 +193,8 @@ struct pw_net_listener_stats {
  * Return: 0; -EINVAL for NULL.
  * Context: any thread.
  */
-int pw_net_listener_stats(const struct pw_net_listener *l,
-			  struct pw_net_listener_stats *out);
+PW_API int pw_net_listener_stats(const struct pw_net_listener *l,
+				 struct pw_net_listener_stats *out);
 
 /* ---- accept --------------------------------------------------------- */
 
@@ -217,8 +220,8 @@ struct pw_accept {
  * 10 ms) and tries again; those errors are counted, never returned.
  * Context: any thread.
  */
-void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
-		    uint64_t backoff_ns);
+PW_API void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
+			   uint64_t backoff_ns);
 
 /**
  * pw_accept_poll - take the next accepted connection.
@@ -228,8 +231,8 @@ void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
  * -EINVAL for bad arguments; PW_PENDING otherwise.
  * Context: a task on a shard of the listener's runtime.
  */
-enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
-			    uint64_t deadline, int *res);
+PW_API enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
+				   uint64_t deadline, int *res);
 
 /**
  * pw_accept_cancel - stop accepting; close connections accepted but not
@@ -237,7 +240,7 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
  * harmless when idle. The accept can be polled again afterwards.
  * Context: the shard that polled @a.
  */
-void pw_accept_cancel(struct pw_accept *a);
+PW_API void pw_accept_cancel(struct pw_accept *a);
 
 /* ---- receive ------------------------------------------------------------ */
 
@@ -267,7 +270,7 @@ struct pw_recv {
  * pw_recv_init - an idle receive on @fd (a connected stream socket).
  * Context: any thread.
  */
-void pw_recv_init(struct pw_recv *r, int fd);
+PW_API void pw_recv_init(struct pw_recv *r, int fd);
 
 /**
  * pw_recv_poll - the next chunk of data received on the socket.
@@ -280,23 +283,23 @@ void pw_recv_init(struct pw_recv *r, int fd);
  * cannot be created. PW_PENDING otherwise.
  * Context: a task on a shard.
  */
-enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
-			  uint64_t deadline, struct pw_net_buf *buf,
-			  int32_t *res);
+PW_API enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
+				 uint64_t deadline, struct pw_net_buf *buf,
+				 int32_t *res);
 
 /**
  * pw_recv_cancel - stop receiving and give back queued buffers. Safe from a
  * drop hook; harmless when idle.
  * Context: the shard that polled @r.
  */
-void pw_recv_cancel(struct pw_recv *r);
+PW_API void pw_recv_cancel(struct pw_recv *r);
 
 /**
  * pw_net_buf_release - give a borrowed buffer back to the calling shard's
  * ring. Return: 0; -EINVAL for NULL, a buffer of another shard or one not
  * borrowed (nothing changes). Context: the shard that lent it.
  */
-int pw_net_buf_release(struct pw_net_buf *buf);
+PW_API int pw_net_buf_release(struct pw_net_buf *buf);
 
 /* ---- send --------------------------------------------------------------- */
 
@@ -313,7 +316,7 @@ struct pw_send {
 };
 
 /** pw_send_init - an idle send on @fd. Context: any thread. */
-void pw_send_init(struct pw_send *s, int fd);
+PW_API void pw_send_init(struct pw_send *s, int fd);
 
 /**
  * pw_send_poll - send @len bytes at @data, all of them, in order.
@@ -326,11 +329,12 @@ void pw_send_init(struct pw_send *s, int fd);
  * -EINVAL for bad arguments; then @s is idle for the next send.
  * Context: a task on a shard.
  */
-enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
-			  size_t len, uint64_t deadline, int32_t *res);
+PW_API enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s,
+				 const void *data, size_t len,
+				 uint64_t deadline, int32_t *res);
 
 /** pw_send_cancel - cancel a send in flight (from a drop hook too). */
-void pw_send_cancel(struct pw_send *s);
+PW_API void pw_send_cancel(struct pw_send *s);
 
 /* ---- connect ------------------------------------------------------------ */
 
@@ -343,7 +347,8 @@ struct pw_connect {
 };
 
 /** pw_connect_init - an idle connect to @addr (copied). Context: any. */
-void pw_connect_init(struct pw_connect *c, const struct pw_net_addr *addr);
+PW_API void pw_connect_init(struct pw_connect *c,
+			    const struct pw_net_addr *addr);
 
 /**
  * pw_connect_poll - open a stream socket and connect it to the address.
@@ -354,12 +359,12 @@ void pw_connect_init(struct pw_connect *c, const struct pw_net_addr *addr);
  * arguments; PW_PENDING otherwise.
  * Context: a task on a shard.
  */
-enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
-			     uint64_t deadline, int *res);
+PW_API enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
+				    uint64_t deadline, int *res);
 
 /** pw_connect_cancel - cancel a connect in flight; its socket is closed.
  * Safe from a drop hook. */
-void pw_connect_cancel(struct pw_connect *c);
+PW_API void pw_connect_cancel(struct pw_connect *c);
 
 /* ---- shutdown and close ------------------------------------------------- */
 
@@ -372,10 +377,10 @@ struct pw_close {
 };
 
 /** pw_shutdown_init - a half-close (@how: SHUT_RD, SHUT_WR, SHUT_RDWR). */
-void pw_shutdown_init(struct pw_close *c, int fd, int how);
+PW_API void pw_shutdown_init(struct pw_close *c, int fd, int how);
 
 /** pw_close_init - a close of @fd. */
-void pw_close_init(struct pw_close *c, int fd);
+PW_API void pw_close_init(struct pw_close *c, int fd);
 
 /**
  * pw_close_poll - run the shutdown or the close.
@@ -387,7 +392,8 @@ void pw_close_init(struct pw_close *c, int fd);
  * PW_PENDING otherwise.
  * Context: a task on a shard.
  */
-enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c, int32_t *res);
+PW_API enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c,
+				  int32_t *res);
 
 /**
  * pw_close_cancel - for drop hooks. A close that has begun always
@@ -397,7 +403,7 @@ enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c, int32_t *res);
  * shutdown leaf), so the drop hook should close(2) it itself.
  * Context: the shard that polled @c.
  */
-bool pw_close_cancel(struct pw_close *c);
+PW_API bool pw_close_cancel(struct pw_close *c);
 
 #ifdef __cplusplus
 }

@@ -13,6 +13,8 @@
 
 #include <stdint.h>
 
+#include "export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -39,8 +41,8 @@ struct pw_arena_stats {
  * counts 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad shard.
  * Context: any thread.
  */
-int pw_runtime_arena_stats(struct pw_runtime *rt, unsigned shard,
-			   struct pw_arena_stats *out);
+PW_API int pw_runtime_arena_stats(struct pw_runtime *rt, unsigned shard,
+				  struct pw_arena_stats *out);
 
 /**
  * pw_runtime_shard_node - the NUMA node shard @shard's memory is bound
@@ -49,7 +51,7 @@ int pw_runtime_arena_stats(struct pw_runtime *rt, unsigned shard,
  * Return: the node (>= 0); -EINVAL for a bad @rt; -ENODEV for a bad shard.
  * Context: any thread.
  */
-int pw_runtime_shard_node(struct pw_runtime *rt, unsigned shard);
+PW_API int pw_runtime_shard_node(struct pw_runtime *rt, unsigned shard);
 
 #ifdef __cplusplus
 }

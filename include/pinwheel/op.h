@@ -21,6 +21,7 @@
 
 #include <stdint.h>
 
+#include "export.h"
 #include "task.h"
 
 #ifdef __cplusplus
@@ -72,8 +73,8 @@ static inline void pw_op_init(struct pw_op *op)
  * first; the operation is never dropped. Counts against the budget.
  * Context: a task on a shard.
  */
-enum pw_poll pw_op_poll(struct pw_cx *cx, struct pw_op *op, pw_op_prep_fn prep,
-			void *arg, int32_t *res);
+PW_API enum pw_poll pw_op_poll(struct pw_cx *cx, struct pw_op *op,
+			       pw_op_prep_fn prep, void *arg, int32_t *res);
 
 /**
  * pw_op_cancel - cancel @op if it is in flight.
@@ -85,7 +86,7 @@ enum pw_poll pw_op_poll(struct pw_cx *cx, struct pw_op *op, pw_op_prep_fn prep,
  * (idle, done or already cancelling); -EINVAL for NULL.
  * Context: the shard that submitted @op.
  */
-int pw_op_cancel(struct pw_op *op);
+PW_API int pw_op_cancel(struct pw_op *op);
 
 #ifdef __cplusplus
 }

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "task.h"
 
 #ifdef __cplusplus
@@ -95,12 +96,37 @@ struct pw_config {
  * core of the affinity mask (hwloc; SMT siblings skipped), 256 SQ
  * entries, CQ 8x, batch 64, tick 1 ms, pinning on, no oversubscription,
  * mesh rings of 256 slots drained 256 at a time, unbounded calls, no
- * idle poll and no batch wait, the
- * shard scheduler (or PW_SCHED=steal from the environment); for stealing
- * mode an event interval of 61 and a self-tuning global queue interval.
+ * idle poll and no batch wait, the shard scheduler; for stealing mode an
+ * event interval of 61 and a self-tuning global queue interval. Nothing
+ * comes from the environment: a program that lets a variable choose (the
+ * pinwheel command reads PW_SCHED) sets the field itself.
  * Context: any thread.
  */
-void pw_config_init(struct pw_config *cfg);
+PW_API void pw_config_init(struct pw_config *cfg);
+
+/**
+ * pw_config_check - say which field of @cfg pw_runtime_create() would
+ * refuse, and why.
+ * @cfg: the configuration; @msg: receives one line naming the field and
+ * the reason, e.g. "shards: 0 is out of range 1..1024" or "cpus[2]: CPU
+ * 17 is offline or outside this process's affinity mask" ("" when @cfg is
+ * good); at most @len bytes, always terminated when @len > 0; @msg may be
+ * NULL when @len is 0.
+ *
+ * Checks every field on its own (the check pw_runtime_create() makes
+ * first), then the placement (@cfg->cpus, @cfg->placement or the
+ * default) on a snapshot of the machine's topology, the way
+ * pw_runtime_create() places its shards. Starts nothing.
+ * Return: 0 when pw_runtime_create() would accept @cfg; else the first
+ * error it would return for it: -EINVAL (a NULL @cfg, a field out of
+ * range, a negative CPU, a malformed CPU or node list, a policy that
+ * leaves no CPU, or both cpus and placement), -ENODEV (a CPU or node
+ * that does not exist, is offline or is outside the affinity mask),
+ * -E2BIG (more shards than CPUs without PW_CONFIG_OVERSUBSCRIBE),
+ * -ENXIO (the topology cannot be read) or -ENOMEM.
+ * Context: any thread; may sleep (reads sysfs).
+ */
+PW_API int pw_config_check(const struct pw_config *cfg, char *msg, size_t len);
 
 /**
  * pw_runtime_create - start a runtime.
@@ -114,7 +140,8 @@ void pw_config_init(struct pw_config *cfg);
  * refuses DEFER_TASKRUN). Returns only once every shard runs, or none does.
  *
  * Return: 0; -EINVAL for a NULL @rtp, a field out of range, a negative
- * CPU, an empty or malformed CPU/node list, or both cpus and placement;
+ * CPU, an empty or malformed CPU/node list, or both cpus and placement
+ * (pw_config_check() names the field of this and the next two errors);
  * -ENODEV for a CPU that is offline, unknown or outside the affinity mask,
  * or an unknown node; -E2BIG for more shards than CPUs without
  * PW_CONFIG_OVERSUBSCRIBE; -ENXIO when the topology cannot be read
@@ -123,7 +150,8 @@ void pw_config_init(struct pw_config *cfg);
  * or ring set-up.
  * Context: any thread that is not a shard.
  */
-int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
+PW_API int pw_runtime_create(struct pw_runtime **rtp,
+			     const struct pw_config *cfg);
 
 /**
  * pw_block_on - run a task on shard 0 (stealing mode: on any worker,
@@ -141,8 +169,8 @@ int pw_runtime_create(struct pw_runtime **rtp, const struct pw_config *cfg);
  * stopping; -ENOMEM. The task's own errors travel in *@result.
  * Context: any thread that is not a shard of @rt.
  */
-int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
-		int64_t *result);
+PW_API int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
+		       int64_t *result);
 
 /* pw_runtime_spawn() shard: wherever the scheduler likes. */
 #define PW_SHARD_ANY 0xffffffffu
@@ -164,8 +192,9 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
  * shard out of range; -ESHUTDOWN if the runtime is stopping; -ENOMEM.
  * Context: any thread.
  */
-int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
-		     const void *state, size_t size, pw_drop_fn drop);
+PW_API int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard,
+			    pw_poll_fn fn, const void *state, size_t size,
+			    pw_drop_fn drop);
 
 /**
  * pw_runtime_destroy - stop every shard and free the runtime.
@@ -178,19 +207,19 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
  * when called on one of its shards.
  * Context: any thread that is not a shard of @rt.
  */
-int pw_runtime_destroy(struct pw_runtime *rt);
+PW_API int pw_runtime_destroy(struct pw_runtime *rt);
 
 /**
  * pw_runtime_shards - number of shards of @rt, or -EINVAL.
  * Context: any thread.
  */
-int pw_runtime_shards(struct pw_runtime *rt);
+PW_API int pw_runtime_shards(struct pw_runtime *rt);
 
 /**
  * pw_shard_id - index of the shard running the caller, or -EPERM when
  * the caller is not a shard thread. Context: any thread.
  */
-int pw_shard_id(void);
+PW_API int pw_shard_id(void);
 
 /* Counters of one shard. Read with pw_runtime_stats(). */
 struct pw_shard_stats {
@@ -226,18 +255,20 @@ struct pw_shard_stats {
  * Return: 0; -EINVAL for a bad @rt or NULL @out; -ENODEV for a bad shard.
  * Context: any thread.
  */
-int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
-		     struct pw_shard_stats *out);
+PW_API int pw_runtime_stats(struct pw_runtime *rt, unsigned shard,
+			    struct pw_shard_stats *out);
 
 /**
  * pw_strerror_setup - explain a pw_runtime_create() error to a person:
  * what is wrong and how to fix it (e.g. the io_uring_disabled sysctl).
+ * A mistake in one field of the configuration gets a general sentence
+ * here; pw_config_check() names the field.
  * Return: a static string. Context: any thread.
  */
-const char *pw_strerror_setup(int err);
+PW_API const char *pw_strerror_setup(int err);
 
 /** pw_version - the library version as "MAJOR.MINOR.PATCH". */
-const char *pw_version(void);
+PW_API const char *pw_version(void);
 
 #ifdef __cplusplus
 }

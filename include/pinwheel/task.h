@@ -27,6 +27,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -117,8 +119,8 @@ struct pw_join {
  * slab cannot grow; -ESHUTDOWN while the runtime stops.
  * Context: a shard thread (normally inside a poll function).
  */
-int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
-	     size_t size, pw_drop_fn drop);
+PW_API int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
+		    size_t size, pw_drop_fn drop);
 
 /**
  * pw_join_poll - await the task behind @j.
@@ -131,20 +133,21 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
  * PW_READY with *@result = -EINVAL. Counts against the budget.
  * Context: a task on the spawned task's shard.
  */
-enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result);
+PW_API enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j,
+				 int64_t *result);
 
 /**
  * pw_join_is_finished - true when the task completed or was aborted.
  * Context: the task's shard.
  */
-bool pw_join_is_finished(const struct pw_join *j);
+PW_API bool pw_join_is_finished(const struct pw_join *j);
 
 /**
  * pw_join_detach - drop the handle; the task runs on, unobserved.
  * Detaching an empty handle does nothing.
  * Context: the task's shard.
  */
-void pw_join_detach(struct pw_join *j);
+PW_API void pw_join_detach(struct pw_join *j);
 
 /**
  * pw_join_abort - request that the task stop.
@@ -159,7 +162,7 @@ void pw_join_detach(struct pw_join *j);
  * finished.
  * Context: the task's shard.
  */
-int pw_join_abort(struct pw_join *j);
+PW_API int pw_join_abort(struct pw_join *j);
 
 /**
  * pw_cx_waker - the current task's waker, borrowed for this poll.
@@ -177,7 +180,7 @@ static inline struct pw_waker pw_cx_waker(struct pw_cx *cx)
  * Return: 0; -EINVAL when either pointer or @src's task is NULL.
  * Context: any thread; @src must be alive (borrowed or owned).
  */
-int pw_waker_clone(struct pw_waker *dst, const struct pw_waker *src);
+PW_API int pw_waker_clone(struct pw_waker *dst, const struct pw_waker *src);
 
 /**
  * pw_waker_wake_by_ref - schedule the task; @w stays valid.
@@ -189,20 +192,20 @@ int pw_waker_clone(struct pw_waker *dst, const struct pw_waker *src);
  * lost. An empty waker does nothing.
  * Context: any thread, while the runtime exists.
  */
-void pw_waker_wake_by_ref(const struct pw_waker *w);
+PW_API void pw_waker_wake_by_ref(const struct pw_waker *w);
 
 /**
  * pw_waker_wake - wake and drop an owned waker, leaving @w empty.
  * Context: any thread, while the runtime exists.
  */
-void pw_waker_wake(struct pw_waker *w);
+PW_API void pw_waker_wake(struct pw_waker *w);
 
 /**
  * pw_waker_drop - drop an owned waker without waking, leaving @w empty.
  * Dropping an empty waker does nothing.
  * Context: any thread, while the runtime exists.
  */
-void pw_waker_drop(struct pw_waker *w);
+PW_API void pw_waker_drop(struct pw_waker *w);
 
 /**
  * pw_waker_will_wake - true when @a and @b wake the same task.
@@ -220,7 +223,7 @@ static inline bool pw_waker_will_wake(const struct pw_waker *a,
  * queue and is polled again after the tasks already queued.
  * Context: inside a poll function.
  */
-enum pw_poll pw_yield(struct pw_cx *cx);
+PW_API enum pw_poll pw_yield(struct pw_cx *cx);
 
 /**
  * pw_coop_proceed - take one unit of the cooperative budget.
@@ -233,7 +236,7 @@ enum pw_poll pw_yield(struct pw_cx *cx);
  * Return: true when the operation may proceed; false for a NULL @cx.
  * Context: inside a poll function.
  */
-bool pw_coop_proceed(struct pw_cx *cx);
+PW_API bool pw_coop_proceed(struct pw_cx *cx);
 
 /** pw_coop_unspend - return a unit taken by pw_coop_proceed(). */
 static inline void pw_coop_unspend(struct pw_cx *cx)
@@ -245,7 +248,7 @@ static inline void pw_coop_unspend(struct pw_cx *cx)
  * pw_task_id - a number naming the current task, unique among the live
  * tasks of its shard. Context: inside a poll function.
  */
-uint64_t pw_task_id(const struct pw_cx *cx);
+PW_API uint64_t pw_task_id(const struct pw_cx *cx);
 
 #ifdef __cplusplus
 }

@@ -21,6 +21,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "export.h"
 #include "task.h"
 
 #ifdef __cplusplus
@@ -40,7 +41,7 @@ extern "C" {
  * Return: the time; -EPERM when the caller is not a shard thread.
  * Context: a shard thread.
  */
-int64_t pw_time_now(void);
+PW_API int64_t pw_time_now(void);
 
 /**
  * pw_time_advance - move the paused clock forward by @ns for every shard.
@@ -49,7 +50,7 @@ int64_t pw_time_now(void);
  * Return: 0; -EPERM off a shard or without PW_CONFIG_PAUSED_CLOCK.
  * Context: a task on a shard of a paused-clock runtime.
  */
-int pw_time_advance(uint64_t ns);
+PW_API int pw_time_advance(uint64_t ns);
 
 /* States of a sleep (private to the runtime; read via the functions). */
 enum pw_sleep_state {
@@ -80,14 +81,14 @@ struct pw_sleep {
  * fixed at the first poll. @ns of 0 is ready at the first poll.
  * Context: any thread (the sleep is then polled on one shard).
  */
-void pw_sleep_init(struct pw_sleep *s, uint64_t ns);
+PW_API void pw_sleep_init(struct pw_sleep *s, uint64_t ns);
 
 /**
  * pw_sleep_init_at - a sleep until @deadline (ns since runtime start;
  * PW_TIME_NEVER never fires). A deadline already past is ready at the
  * first poll. Context: any thread.
  */
-void pw_sleep_init_at(struct pw_sleep *s, uint64_t deadline);
+PW_API void pw_sleep_init_at(struct pw_sleep *s, uint64_t deadline);
 
 /**
  * pw_sleep_poll - PW_READY once the deadline has passed, else PW_PENDING
@@ -96,7 +97,7 @@ void pw_sleep_init_at(struct pw_sleep *s, uint64_t deadline);
  * another task of the same shard, the sleep wakes that task from then on.
  * Context: a task on a shard; always the same shard for one sleep.
  */
-enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *s);
+PW_API enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *s);
 
 /**
  * pw_sleep_reset - move the deadline to @deadline, reusing the entry.
@@ -108,13 +109,13 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *s);
  * Context: the shard the sleep was polled on (or any thread before its
  * first poll).
  */
-void pw_sleep_reset(struct pw_sleep *s, uint64_t deadline);
+PW_API void pw_sleep_reset(struct pw_sleep *s, uint64_t deadline);
 
 /**
  * pw_sleep_reset_after - pw_sleep_reset() to @ns from the shard's now.
  * Context: a shard thread.
  */
-void pw_sleep_reset_after(struct pw_sleep *s, uint64_t ns);
+PW_API void pw_sleep_reset_after(struct pw_sleep *s, uint64_t ns);
 
 /**
  * pw_sleep_cancel - unregister the sleep (the drop of a Tokio Sleep).
@@ -123,13 +124,13 @@ void pw_sleep_reset_after(struct pw_sleep *s, uint64_t ns);
  * for NULL.
  * Context: the shard the sleep was polled on; safe from a drop hook.
  */
-int pw_sleep_cancel(struct pw_sleep *s);
+PW_API int pw_sleep_cancel(struct pw_sleep *s);
 
 /** pw_sleep_deadline - the deadline in ns, PW_TIME_NEVER if unset. */
-uint64_t pw_sleep_deadline(const struct pw_sleep *s);
+PW_API uint64_t pw_sleep_deadline(const struct pw_sleep *s);
 
 /** pw_sleep_is_elapsed - true once the sleep fired or was found due. */
-bool pw_sleep_is_elapsed(const struct pw_sleep *s);
+PW_API bool pw_sleep_is_elapsed(const struct pw_sleep *s);
 
 /*
  * A deadline for per-operation timeouts: an absolute time a group of
@@ -143,13 +144,13 @@ struct pw_deadline {
  * pw_deadline_after - the deadline @ns from the shard's now (saturating).
  * Off a shard it is PW_TIME_NEVER. Context: a shard thread.
  */
-struct pw_deadline pw_deadline_after(uint64_t ns);
+PW_API struct pw_deadline pw_deadline_after(uint64_t ns);
 
 /** pw_deadline_expired - true when @d has passed on the calling shard. */
-bool pw_deadline_expired(struct pw_deadline d);
+PW_API bool pw_deadline_expired(struct pw_deadline d);
 
 /** pw_deadline_remaining - ns left before @d (0 when passed). */
-uint64_t pw_deadline_remaining(struct pw_deadline d);
+PW_API uint64_t pw_deadline_remaining(struct pw_deadline d);
 
 #ifdef __cplusplus
 }

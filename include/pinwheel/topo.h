@@ -16,6 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "export.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -64,7 +66,7 @@ struct pw_topo {
  * hwloc call (-ENOSYS when hwloc cannot discover the machine).
  * Context: any thread; may sleep (reads sysfs).
  */
-int pw_topo_load(struct pw_topo **out);
+PW_API int pw_topo_load(struct pw_topo **out);
 
 /**
  * pw_topo_load_synthetic - build a snapshot from an hwloc synthetic
@@ -78,19 +80,19 @@ int pw_topo_load(struct pw_topo **out);
  * rejects; -ENOMEM.
  * Context: any thread.
  */
-int pw_topo_load_synthetic(struct pw_topo **out, const char *desc);
+PW_API int pw_topo_load_synthetic(struct pw_topo **out, const char *desc);
 
 /**
  * pw_topo_free - free a snapshot from pw_topo_load*(). NULL is a no-op.
  * Context: any thread.
  */
-void pw_topo_free(struct pw_topo *t);
+PW_API void pw_topo_free(struct pw_topo *t);
 
 /**
  * pw_topo_find - the PU of @t whose CPU number is @cpu, or NULL.
  * Context: any thread.
  */
-const struct pw_topo_pu *pw_topo_find(const struct pw_topo *t, int cpu);
+PW_API const struct pw_topo_pu *pw_topo_find(const struct pw_topo *t, int cpu);
 
 /* How much hardware two CPUs share, closest first. */
 enum pw_distance {
@@ -107,7 +109,7 @@ enum pw_distance {
  * either CPU is not in @t.
  * Context: any thread.
  */
-int pw_topo_distance(const struct pw_topo *t, int cpu_a, int cpu_b);
+PW_API int pw_topo_distance(const struct pw_topo *t, int cpu_a, int cpu_b);
 
 /* What a shard is placed on. */
 enum pw_place_unit {
@@ -156,8 +158,9 @@ struct pw_placement {
  * PW_PLACE_MAX shards or CPUs; -ENOMEM.
  * Context: any thread.
  */
-int pw_topo_place(const struct pw_topo *t, const struct pw_placement_opts *o,
-		  struct pw_placement *out);
+PW_API int pw_topo_place(const struct pw_topo *t,
+			 const struct pw_placement_opts *o,
+			 struct pw_placement *out);
 
 /**
  * pw_cpulist_parse - parse a Linux CPU list such as "0-3,8".
@@ -173,7 +176,7 @@ int pw_topo_place(const struct pw_topo *t, const struct pw_placement_opts *o,
  * @max numbers result; -ENOMEM.
  * Context: any thread.
  */
-int pw_cpulist_parse(const char *s, int *out, unsigned max);
+PW_API int pw_cpulist_parse(const char *s, int *out, unsigned max);
 
 /**
  * pw_cpulist_format - write @n ascending numbers as a CPU list ("0-3,8").
@@ -184,7 +187,8 @@ int pw_cpulist_parse(const char *s, int *out, unsigned max);
  * NULL @buf with @len > 0.
  * Context: any thread.
  */
-int pw_cpulist_format(const int *cpus, unsigned n, char *buf, size_t len);
+PW_API int pw_cpulist_format(const int *cpus, unsigned n, char *buf,
+			     size_t len);
 
 #ifdef __cplusplus
 }
