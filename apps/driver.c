@@ -36,7 +36,20 @@ bool pw_drv_wait(struct pw_drv *d, uint64_t ns)
 	return rc == PW_CLI_STOP;
 }
 
-/* The runtime from d->cfg: "NAME: cannot start the runtime: WHY". */
+/* d->cfg as the runtime would take it: "NAME: cannot start the runtime:
+ * FIELD: WHY" (pw_config_check) when a field is wrong. */
+static int check_config(struct pw_drv *d)
+{
+	char msg[256] = "";
+	int err = pw_config_check(&d->cfg, msg, sizeof(msg));
+
+	if (!err)
+		return 0;
+	return pw_cli_fail(&d->cli, 1, "cannot start the runtime: %s",
+			   *msg ? msg : pw_strerror_setup(err));
+}
+
+/* The runtime from d->cfg; what went wrong is told as above. */
 static int create_runtime(struct pw_drv *d)
 {
 	int err = pw_runtime_create(&d->rt, &d->cfg);
@@ -78,6 +91,8 @@ static int start(struct pw_drv *d)
 					   strerror(-err));
 		signal(SIGPIPE, SIG_IGN);
 	}
+	if ((err = check_config(d)))
+		return err;
 	if (!o->own_runtime && (err = create_runtime(d)))
 		return err;
 	if (o->start && (err = o->start(d)))

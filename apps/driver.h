@@ -17,8 +17,9 @@
  *   setup         own flags checked, the runtime config finished
  *   signals       SIGINT, SIGTERM, SIGUSR1 blocked (pw_cli_signals_init),
  *                 SIGPIPE ignored; unless ops->no_signals
- *   the runtime   checked (exit 2 with the field's message) and created
- *                 (exit 1), unless ops->own_runtime
+ *   the runtime   checked by pw_config_check() (exit 1 with the message
+ *                 naming the wrong field) and created (exit 1), the
+ *                 creation left to start with ops->own_runtime
  *   start         the service; then the banner
  *                 "NAME: listening on ADDR" + ops->banner, when start
  *                 set d->addr
