@@ -105,14 +105,14 @@ static int start(struct pw_drv *d)
 /* Stop accepting; give the open connections up to d->drain_ns. */
 static void drain(struct pw_drv *d)
 {
-	uint64_t until = pw_cli_mono_ns() + d->drain_ns;
+	uint64_t t0 = pw_cli_mono_ns(); /* an elapsed time cannot overflow */
 	int open = 0;
 
 	if (!d->ops->drain)
 		return;
 	d->ops->drain(d);
 	while (d->ops->open && (open = d->ops->open(d)) > 0 &&
-	       pw_cli_mono_ns() < until) {
+	       pw_cli_mono_ns() - t0 < d->drain_ns) {
 		struct timespec nap = { 0, 5 * 1000 * 1000 };
 
 		nanosleep(&nap, NULL);
