@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cli.c - flags, usage, configuration, signals, metrics, JSON strings
- * and the acceptor loop shared by the pinwheel subcommands (see cli.h).
+ * cli.c - flags, addresses, usage, configuration (with the scheduler
+ * from PW_SCHED), signals, metrics, the clock, JSON strings and the
+ * acceptor loop shared by the pinwheel subcommands (see cli.h).
  *
  * Numbers are parsed by hand rather than with strtoull(), which takes
  * blanks, signs and wraps "-1" around; every value is checked whole.
@@ -14,6 +15,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/signalfd.h>
@@ -145,8 +147,7 @@ int pw_cli_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
-/* Print one line "NAME: message" on stderr and keep it in @c->error. */
-static int fail(struct pw_cli *c, int err, const char *fmt, ...)
+int pw_cli_fail(struct pw_cli *c, int err, const char *fmt, ...)
 {
 	va_list ap;
 	int n;
@@ -242,18 +243,19 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 		err = pw_cli_parse_size(v, &x);
 		break;
 	default:
-		return fail(c, -EINVAL, "%s takes no value", o->name);
+		return pw_cli_fail(c, -EINVAL, "%s takes no value", o->name);
 	}
 	if (err == -EINVAL)
-		return fail(c, -EINVAL, "%s: '%s' is not %s", o->name, v,
-			    type_what(o->type));
+		return pw_cli_fail(c, -EINVAL, "%s: '%s' is not %s", o->name, v,
+				   type_what(o->type));
 	if (err || x < lo || x > hi) {
 		char a[32], b[32];
 
 		show(o->type, lo, a, sizeof(a));
 		show(o->type, hi, b, sizeof(b));
-		return fail(c, -EINVAL, "%s: '%s' is out of range %s..%s",
-			    o->name, v, a, b);
+		return pw_cli_fail(c, -EINVAL,
+				   "%s: '%s' is out of range %s..%s", o->name,
+				   v, a, b);
 	}
 	*(uint64_t *)o->dst = x;
 	return 0;
@@ -266,83 +268,60 @@ struct common_vals {
 	bool metrics;
 };
 
+/* The common flags: which PW_CLI_* bit brings each, and its field. */
+#define VAL(field) offsetof(struct common_vals, field)
+static const struct {
+	uint32_t mask;
+	size_t off;	     /* of its value in struct common_vals */
+	struct pw_cli_opt o; /* dst unset */
+} common_table[] = {
+	{ PW_CLI_SHARDS,
+	  VAL(shards),
+	  { "--shards", PW_CLI_UINT, NULL, 1, PW_MAX_SHARDS, "N",
+	    "number of shards (default: one per core)" } },
+	{ PW_CLI_SHARDS,
+	  VAL(idle_poll_ns),
+	  { "--idle-poll", PW_CLI_DURATION, NULL, 0, PW_IDLE_POLL_MAX_NS,
+	    "DURATION",
+	    "an idle shard polls this long before it sleeps (default 0)" } },
+	{ PW_CLI_SHARDS,
+	  VAL(batch_wait_ns),
+	  { "--batch-wait", PW_CLI_DURATION, NULL, 0, PW_BATCH_WAIT_MAX_NS,
+	    "DURATION",
+	    "a sleeping shard gathers completions this long (default 0)" } },
+	{ PW_CLI_SCHED,
+	  VAL(sched),
+	  { "--sched", PW_CLI_STRING, NULL, 0, 0, "shard|steal",
+	    "scheduler: shard per core or work stealing "
+	    "(default: $PW_SCHED, else shard)" } },
+	{ PW_CLI_CPUS,
+	  VAL(cpus),
+	  { "--cpus", PW_CLI_STRING, NULL, 0, 0, "LIST",
+	    "run shards on these CPUs, e.g. 0-3,8" } },
+	{ PW_CLI_METRICS,
+	  VAL(metrics),
+	  { "--metrics", PW_CLI_BOOL, NULL, 0, 0, NULL,
+	    "print the runtime's metrics at exit and on SIGUSR1" } },
+	{ PW_CLI_METRICS,
+	  VAL(metrics_format),
+	  { "--metrics-format", PW_CLI_STRING, NULL, 0, 0, "json|prometheus",
+	    "how --metrics prints them (default json)" } },
+};
+#undef VAL
+#define NCOMMON (sizeof(common_table) / sizeof(common_table[0]))
+
+/* The common flags of @mask into @out, writing into @v. */
 static unsigned common_opts(uint32_t mask, struct common_vals *v,
 			    struct pw_cli_opt *out)
 {
 	unsigned n = 0;
 
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--shards",
-			PW_CLI_UINT,
-			&v->shards,
-			1,
-			PW_MAX_SHARDS,
-			"N",
-			"number of shards (default: one per core)"
-		};
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--idle-poll",
-			PW_CLI_DURATION,
-			&v->idle_poll_ns,
-			0,
-			PW_IDLE_POLL_MAX_NS,
-			"DURATION",
-			"an idle shard polls this long before it sleeps "
-			"(default 0)"
-		};
-	if (mask & PW_CLI_SHARDS)
-		out[n++] = (struct pw_cli_opt){
-			"--batch-wait",
-			PW_CLI_DURATION,
-			&v->batch_wait_ns,
-			0,
-			PW_BATCH_WAIT_MAX_NS,
-			"DURATION",
-			"a sleeping shard gathers completions this long "
-			"(default 0)"
-		};
-	if (mask & PW_CLI_SCHED)
-		out[n++] = (struct pw_cli_opt){
-			"--sched",
-			PW_CLI_STRING,
-			&v->sched,
-			0,
-			0,
-			"shard|steal",
-			"scheduler: shard per core (default) or work stealing"
-		};
-	if (mask & PW_CLI_CPUS)
-		out[n++] = (struct pw_cli_opt){
-			"--cpus",
-			PW_CLI_STRING,
-			&v->cpus,
-			0,
-			0,
-			"LIST",
-			"run shards on these CPUs, e.g. 0-3,8"
-		};
-	if (mask & PW_CLI_METRICS)
-		out[n++] = (struct pw_cli_opt){
-			"--metrics",
-			PW_CLI_BOOL,
-			&v->metrics,
-			0,
-			0,
-			NULL,
-			"print the runtime's metrics at exit and on SIGUSR1"
-		};
-	if (mask & PW_CLI_METRICS)
-		out[n++] = (struct pw_cli_opt){
-			"--metrics-format",
-			PW_CLI_STRING,
-			&v->metrics_format,
-			0,
-			0,
-			"json|prometheus",
-			"how --metrics prints them (default json)"
-		};
+	for (size_t i = 0; i < NCOMMON; i++) {
+		if (!(mask & common_table[i].mask))
+			continue;
+		out[n] = common_table[i].o;
+		out[n++].dst = (char *)v + common_table[i].off;
+	}
 	return n;
 }
 
@@ -361,7 +340,7 @@ static void usage_opt(FILE *f, const struct pw_cli_opt *o)
 void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f)
 {
 	struct common_vals v;
-	struct pw_cli_opt common[7];
+	struct pw_cli_opt common[NCOMMON];
 	unsigned nc = common_opts(cmd->common, &v, common);
 	bool units = false;
 
@@ -405,21 +384,24 @@ static int take_cpus(struct pw_cli *c, const char *s)
 	size_t size;
 
 	if (n == -E2BIG)
-		return fail(c, -EINVAL, "--cpus: '%s' lists more than %d CPUs",
-			    s, PW_MAX_SHARDS);
+		return pw_cli_fail(c, -EINVAL,
+				   "--cpus: '%s' lists more than %d CPUs", s,
+				   PW_MAX_SHARDS);
 	if (n < 0)
-		return fail(c, -EINVAL,
-			    "--cpus: '%s' is not a CPU list such as 0-3,8", s);
+		return pw_cli_fail(
+			c, -EINVAL,
+			"--cpus: '%s' is not a CPU list such as 0-3,8", s);
 	set = CPU_ALLOC(PW_CPULIST_LIMIT);
 	size = CPU_ALLOC_SIZE(PW_CPULIST_LIMIT);
 	if (set && !sched_getaffinity(0, size, set)) {
 		for (int i = 0; i < n; i++)
 			if (!CPU_ISSET_S((size_t)c->cpus[i], size, set)) {
 				CPU_FREE(set);
-				return fail(c, -EINVAL,
-					    "--cpus: CPU %d is not available "
-					    "to this process",
-					    c->cpus[i]);
+				return pw_cli_fail(
+					c, -EINVAL,
+					"--cpus: CPU %d is not available "
+					"to this process",
+					c->cpus[i]);
 			}
 	}
 	if (set)
@@ -429,11 +411,96 @@ static int take_cpus(struct pw_cli *c, const char *s)
 	return 0;
 }
 
+/* Take argv[*i], and its value from the next argument if it needs one. */
+static int take_arg(struct pw_cli *c, const struct pw_cli_opt *common,
+		    unsigned nc, int argc, char **argv, int *i)
+{
+	const char *a = argv[*i], *eq, *val;
+	const struct pw_cli_opt *o;
+	size_t len;
+
+	if (strncmp(a, "--", 2))
+		return pw_cli_fail(c, -EINVAL,
+				   "unexpected argument '%s' (see --help)", a);
+	eq = strchr(a, '=');
+	len = eq ? (size_t)(eq - a) : strlen(a);
+	o = find(c->cmd->opts, c->cmd->nopts, a, len);
+	if (!o)
+		o = find(common, nc, a, len);
+	if (!o)
+		return pw_cli_fail(c, -EINVAL,
+				   "unknown flag '%.*s' (see --help)", (int)len,
+				   a);
+	if (o->type == PW_CLI_BOOL) {
+		if (eq)
+			return pw_cli_fail(c, -EINVAL, "%s takes no value",
+					   o->name);
+		*(bool *)o->dst = true;
+		return 0;
+	}
+	if (eq)
+		val = eq + 1;
+	else if (*i + 1 < argc)
+		val = argv[++*i];
+	else
+		return pw_cli_fail(c, -EINVAL, "%s needs a value (%s)", o->name,
+				   o->arg ? o->arg : "VALUE");
+	return set_value(c, o, val);
+}
+
+/*
+ * The scheduler: --sched, else the environment variable PW_SCHED (shard
+ * or steal; unset or empty: shard). This is the one place the pinwheel
+ * command reads PW_SCHED; the library itself never does.
+ */
+static int take_sched(struct pw_cli *c, const char *flag)
+{
+	const char *s = flag, *from = "--sched";
+
+	if (!s) {
+		s = getenv("PW_SCHED");
+		from = "PW_SCHED";
+		if (!s || !*s)
+			return 0;
+	}
+	if (!strcmp(s, "shard"))
+		c->sched = PW_CLI_SCHED_SHARD;
+	else if (!strcmp(s, "steal"))
+		c->sched = PW_CLI_SCHED_STEAL;
+	else
+		return pw_cli_fail(c, -EINVAL, "%s: '%s' is not shard or steal",
+				   from, s);
+	return 0;
+}
+
+/* Move the common flags from @v into @c, checking the named ones. */
+static int take_common(struct pw_cli *c, const struct common_vals *v)
+{
+	const char *mf = v->metrics_format;
+
+	c->shards = (unsigned)v->shards;
+	c->idle_poll_ns = v->idle_poll_ns;
+	c->batch_wait_ns = v->batch_wait_ns;
+	c->metrics = v->metrics;
+	if ((c->cmd->common & PW_CLI_SCHED) && take_sched(c, v->sched))
+		return -EINVAL;
+	if (mf && !strcmp(mf, "prometheus"))
+		c->metrics_format = PW_CLI_METRICS_PROMETHEUS;
+	else if (mf && strcmp(mf, "json"))
+		return pw_cli_fail(c, -EINVAL,
+				   "--metrics-format: '%s' is not json or "
+				   "prometheus",
+				   mf);
+	if (v->cpus)
+		return take_cpus(c, v->cpus);
+	return 0;
+}
+
 int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 		 char **argv)
 {
 	struct common_vals v = { 0 };
-	struct pw_cli_opt common[7];
+	struct pw_cli_opt common[NCOMMON];
 	unsigned nc;
 	int err;
 
@@ -442,75 +509,16 @@ int pw_cli_parse(struct pw_cli *c, const struct pw_cli_cmd *cmd, int argc,
 	memset(c, 0, sizeof(*c));
 	c->cmd = cmd;
 	nc = common_opts(cmd->common, &v, common);
-
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *eq, *val = NULL;
-		const struct pw_cli_opt *o;
-		size_t len;
-
-		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			pw_cli_usage(cmd, stdout);
 			return PW_CLI_HELP;
 		}
-		if (strncmp(a, "--", 2))
-			return fail(c, -EINVAL,
-				    "unexpected argument '%s' (see --help)", a);
-		eq = strchr(a, '=');
-		len = eq ? (size_t)(eq - a) : strlen(a);
-		o = find(cmd->opts, cmd->nopts, a, len);
-		if (!o)
-			o = find(common, nc, a, len);
-		if (!o)
-			return fail(c, -EINVAL,
-				    "unknown flag '%.*s' (see --help)",
-				    (int)len, a);
-		if (o->type == PW_CLI_BOOL) {
-			if (eq)
-				return fail(c, -EINVAL, "%s takes no value",
-					    o->name);
-			*(bool *)o->dst = true;
-			continue;
-		}
-		if (eq)
-			val = eq + 1;
-		else if (i + 1 < argc)
-			val = argv[++i];
-		else
-			return fail(c, -EINVAL, "%s needs a value (%s)",
-				    o->name, o->arg ? o->arg : "VALUE");
-		err = set_value(c, o, val);
+		err = take_arg(c, common, nc, argc, argv, &i);
 		if (err)
 			return err;
 	}
-
-	c->shards = (unsigned)v.shards;
-	c->idle_poll_ns = v.idle_poll_ns;
-	c->batch_wait_ns = v.batch_wait_ns;
-	c->metrics = v.metrics;
-	if (v.sched) {
-		if (!strcmp(v.sched, "shard"))
-			c->sched = PW_CLI_SCHED_SHARD;
-		else if (!strcmp(v.sched, "steal"))
-			c->sched = PW_CLI_SCHED_STEAL;
-		else
-			return fail(c, -EINVAL,
-				    "--sched: '%s' is not shard or steal",
-				    v.sched);
-	}
-	if (v.metrics_format) {
-		if (!strcmp(v.metrics_format, "json"))
-			c->metrics_format = PW_CLI_METRICS_JSON;
-		else if (!strcmp(v.metrics_format, "prometheus"))
-			c->metrics_format = PW_CLI_METRICS_PROMETHEUS;
-		else
-			return fail(c, -EINVAL,
-				    "--metrics-format: '%s' is not json or "
-				    "prometheus",
-				    v.metrics_format);
-	}
-	if (v.cpus)
-		return take_cpus(c, v.cpus);
-	return 0;
+	return take_common(c, &v);
 }
 
 int pw_cli_status(int rc)
@@ -544,11 +552,12 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 	if (c->ncpus) {
 		shards = c->shards ? c->shards : c->ncpus;
 		if (shards > c->ncpus)
-			return fail(c, -EINVAL,
-				    "--shards %u is more than the %u CPU%s of "
-				    "--cpus %s",
-				    shards, c->ncpus, c->ncpus == 1 ? "" : "s",
-				    c->cpus_arg);
+			return pw_cli_fail(
+				c, -EINVAL,
+				"--shards %u is more than the %u CPU%s of "
+				"--cpus %s",
+				shards, c->ncpus, c->ncpus == 1 ? "" : "s",
+				c->cpus_arg);
 		for (unsigned i = 0; i < shards; i++)
 			c->shard_cpu[i] = c->cpus[i];
 		cfg->shards = shards;
@@ -557,7 +566,21 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 	cfg->idle_poll_ns = c->idle_poll_ns;
 	cfg->batch_wait_ns = c->batch_wait_ns;
 	if (pw_cli_sched_apply(cfg, c->sched))
-		return fail(c, -EINVAL, "--sched: unknown scheduler");
+		return pw_cli_fail(c, -EINVAL, "--sched: unknown scheduler");
+	return 0;
+}
+
+int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
+		struct pw_net_addr *out)
+{
+	if (!s)
+		return pw_cli_fail(c, -EINVAL,
+				   "%s ADDR is required (see --help)", flag);
+	if (pw_net_addr_parse(out, s))
+		return pw_cli_fail(c, -EINVAL,
+				   "%s: '%s' is not an address (A.B.C.D:PORT, "
+				   "[IPv6]:PORT or unix:PATH)",
+				   flag, s);
 	return 0;
 }
 

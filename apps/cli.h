@@ -6,12 +6,18 @@
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
  * and picks the common ones it takes (--shards, --idle-poll,
- * --batch-wait, --sched, --cpus, --metrics; --help always).
- * pw_cli_parse() checks every value (numbers,
- * durations such as 10s or 500ms, sizes such as 64k or 1M, ranges) and
- * on a bad flag prints one line naming it, so the command exits with
- * status 2. pw_cli_config() turns the common flags into a struct
+ * --batch-wait, --sched, --cpus, --metrics, --metrics-format; --help
+ * always). pw_cli_parse() checks every value (numbers, durations such as
+ * 10s or 500ms, sizes such as 64k or 1M, ranges) and on a bad flag
+ * prints one line naming it, so the command exits with status 2.
+ * pw_cli_addr() is the one address parser, with the one message for a
+ * bad address. pw_cli_config() turns the common flags into a struct
  * pw_config.
+ *
+ * The scheduler: the library's pw_config_init() reads no environment, so
+ * the pinwheel command chooses it here: --sched, else the environment
+ * variable PW_SCHED (shard or steal), else shard. The test suite's
+ * second pass relies on it to run the commands under stealing.
  *
  * Signals: pw_cli_signals_init(), called by the main thread before any
  * other thread starts, blocks SIGINT, SIGTERM and SIGUSR1 (every thread
@@ -39,7 +45,7 @@ enum pw_cli_sched {
 #define PW_CLI_SHARDS  0x1u /* --shards, --idle-poll, --batch-wait */
 #define PW_CLI_SCHED   0x2u /* --sched shard|steal */
 #define PW_CLI_CPUS    0x4u /* --cpus LIST */
-#define PW_CLI_METRICS 0x8u /* --metrics */
+#define PW_CLI_METRICS 0x8u /* --metrics, --metrics-format */
 #define PW_CLI_RUNTIME 0xfu /* all four: a command that runs a runtime */
 
 /* What a flag's value is. */
@@ -83,7 +89,7 @@ struct pw_cli {
 	unsigned shards;	 /* --shards, or 0 */
 	uint64_t idle_poll_ns;	 /* --idle-poll, or 0 */
 	uint64_t batch_wait_ns;	 /* --batch-wait, or 0 */
-	enum pw_cli_sched sched; /* --sched, PW_CLI_SCHED_SHARD by default */
+	enum pw_cli_sched sched; /* --sched, else PW_SCHED, else shard */
 	const char *cpus_arg;	 /* --cpus as given, or NULL */
 	unsigned ncpus;		 /* CPUs in --cpus */
 	bool metrics;		 /* --metrics */
@@ -98,7 +104,10 @@ struct pw_cli {
 
 /**
  * pw_cli_parse - parse a subcommand's argv (argv[0] is its name).
- * Flags are "--name value" or "--name=value"; "-h" is "--help".
+ * Flags are "--name value" or "--name=value"; "-h" is "--help". For a
+ * command that takes --sched, the scheduler defaults to the environment
+ * variable PW_SCHED (shard or steal; unset or empty: shard); another
+ * value is refused like a bad flag.
  * Return: 0 to go on; PW_CLI_HELP when the usage was printed on stdout
  * (exit 0); -EINVAL when a one-line message naming the bad flag was
  * printed on stderr and kept in @c->error (exit 2).
@@ -131,6 +140,29 @@ void pw_cli_usage(const struct pw_cli_cmd *cmd, FILE *f);
  * Context: any thread.
  */
 int pw_cli_config(struct pw_cli *c, struct pw_config *cfg);
+
+/**
+ * pw_cli_fail - print "NAME: message" (NAME from @c->cmd, message from
+ * @fmt) as one line on stderr and keep it in @c->error: how every usage
+ * error of a command is told.
+ * Return: @err, for `return pw_cli_fail(c, -EINVAL, ...)`.
+ * Context: any thread; typically main.
+ */
+int pw_cli_fail(struct pw_cli *c, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/**
+ * pw_cli_addr - parse the address @s given to flag @flag (e.g. "--listen")
+ * into @out, with pw_net_addr_parse(): A.B.C.D:PORT, [IPv6]:PORT,
+ * unix:PATH or unix:@NAME; port 0 is taken as given (a listener then
+ * gets a port of the kernel's choosing).
+ * Return: 0; -EINVAL when @s is NULL ("FLAG ADDR is required") or not an
+ * address ("FLAG: 'S' is not an address (...)"): the one message for a
+ * bad address, printed through pw_cli_fail() (exit 2).
+ * Context: any thread; typically main.
+ */
+int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
+		struct pw_net_addr *out);
 
 /**
  * pw_cli_sched_apply - select scheduler @s in @cfg.

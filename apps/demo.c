@@ -6,7 +6,7 @@
  * through a pipe with io_uring reads and writes and join each other, then
  * prints the results and the shard's counters (with --metrics, every
  * shard's). The common runtime flags (--shards, --cpus, --sched) shape
- * the runtime.
+ * the runtime, which the driver (driver.h) sets up and tears down.
  */
 #include <errno.h>
 #include <liburing.h>
@@ -19,6 +19,7 @@
 #include "pinwheel.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/driver.h"
 
 struct rw_arg {
 	int fd;
@@ -114,80 +115,82 @@ static enum pw_poll root_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, r->err ? r->err : r->sum);
 }
 
-int pw_app_demo(int argc, char **argv)
+/* ---- the command ------------------------------------------------------ */
+
+static uint64_t demo_tasks;
+
+static const struct pw_cli_opt demo_opts[] = {
+	{ "--tasks", PW_CLI_UINT, &demo_tasks, 1, DEMO_MAX, "N",
+	  "tasks to spawn, 1..4096 (default 1000)" },
+};
+
+static const struct pw_cli_cmd demo_cmd = {
+	.name = "pinwheel demo",
+	.about = "Spawns N tasks on shard 0; each writes a number into "
+		 "a pipe and reads it back\nthrough io_uring, and the "
+		 "root task joins them all and checks the sum of\n"
+		 "squares.",
+	.opts = demo_opts,
+	.nopts = sizeof(demo_opts) / sizeof(demo_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+/* What the run did: its result against the expected sum, shard 0's
+ * counters. Returns whether the sum is right. */
+static bool demo_print(unsigned n, int64_t sum, double ms,
+		       const struct pw_shard_stats *st)
 {
-	static struct pw_cli cli;
-	uint64_t tasks = 1000;
-	const struct pw_cli_opt opts[] = {
-		{ "--tasks", PW_CLI_UINT, &tasks, 1, DEMO_MAX, "N",
-		  "tasks to spawn, 1..4096 (default 1000)" },
-	};
-	const struct pw_cli_cmd cmd = {
-		.name = "pinwheel demo",
-		.about = "Spawns N tasks on shard 0; each writes a number into "
-			 "a pipe and reads it back\nthrough io_uring, and the "
-			 "root task joins them all and checks the sum of\n"
-			 "squares.",
-		.opts = opts,
-		.nopts = sizeof(opts) / sizeof(opts[0]),
-		.common = PW_CLI_RUNTIME,
-	};
-	struct pw_config cfg;
-	unsigned n;
-
-	int err = pw_cli_parse(&cli, &cmd, argc, argv);
-	if (err)
-		return pw_cli_status(err);
-	n = (unsigned)tasks;
-	pw_config_init(&cfg);
-	err = pw_cli_config(&cli, &cfg);
-	if (err)
-		return pw_cli_status(err);
-
-	struct pw_runtime *rt;
-	err = pw_runtime_create(&rt, &cfg);
-	if (err) {
-		fprintf(stderr, "pinwheel: cannot start the runtime: %s\n",
-			pw_strerror_setup(err));
-		return 1;
-	}
-	struct root *r = calloc(1, sizeof(*r));
-	if (!r) {
-		pw_runtime_destroy(rt);
-		return 1;
-	}
-	r->n = n;
-	struct timespec a, b;
-	int64_t sum;
-	clock_gettime(CLOCK_MONOTONIC, &a);
-	err = pw_block_on(rt, root_poll, r, &sum);
-	clock_gettime(CLOCK_MONOTONIC, &b);
-	struct pw_shard_stats st;
-	pw_runtime_stats(rt, 0, &st);
-	free(r);
-	if (err || sum < 0) {
-		fprintf(stderr, "pinwheel demo: failed: %s\n",
-			strerror(err ? -err : (int)-sum));
-		pw_runtime_destroy(rt);
-		return 1;
-	}
 	int64_t want = (int64_t)n * (n + 1) * (2 * n + 1) / 6;
-	double ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
-		    (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+
 	printf("pinwheel %s demo: %u tasks, pipe write+read each, joined\n",
 	       pw_version(), n);
 	printf("  sum of squares: %lld (expected %lld) %s\n", (long long)sum,
 	       (long long)want, sum == want ? "ok" : "WRONG");
-	printf("  wall time: %.3f ms on shard 0 (cpu %d, %s)\n", ms, st.cpu,
-	       st.defer_taskrun ? "DEFER_TASKRUN" : "COOP_TASKRUN");
+	printf("  wall time: %.3f ms on shard 0 (cpu %d, %s)\n", ms, st->cpu,
+	       st->defer_taskrun ? "DEFER_TASKRUN" : "COOP_TASKRUN");
 	printf("  spawned %llu, polls %llu, SQEs %llu, CQEs %llu, kernel "
 	       "waits %llu\n",
-	       (unsigned long long)st.spawned, (unsigned long long)st.polls,
-	       (unsigned long long)st.sqes_submitted,
-	       (unsigned long long)st.cqes_reaped,
-	       (unsigned long long)st.kernel_waits);
-	if (cli.metrics)
-		pw_cli_metrics_write(stdout, rt, cli.metrics_format);
-	pw_runtime_destroy(rt);
-	return sum == want ? 0 : 1;
+	       (unsigned long long)st->spawned, (unsigned long long)st->polls,
+	       (unsigned long long)st->sqes_submitted,
+	       (unsigned long long)st->cqes_reaped,
+	       (unsigned long long)st->kernel_waits);
+	return sum == want;
+}
+
+/* The root task and its workers, timed; 0 when the sum is right. */
+static int demo_run(struct pw_drv *d)
+{
+	unsigned n = (unsigned)demo_tasks;
+	struct root *r = calloc(1, sizeof(*r));
+	struct pw_shard_stats st;
+	struct timespec a, b;
+	int64_t sum;
+	double ms;
+	int err;
+
+	if (!r)
+		return pw_cli_fail(&d->cli, 1, "%s", strerror(ENOMEM));
+	r->n = n;
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	err = pw_block_on(d->rt, root_poll, r, &sum);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	pw_runtime_stats(d->rt, 0, &st);
+	free(r);
+	if (err || sum < 0)
+		return pw_cli_fail(&d->cli, 1, "failed: %s",
+				   strerror(err ? -err : (int)-sum));
+	ms = (double)(b.tv_sec - a.tv_sec) * 1e3 +
+	     (double)(b.tv_nsec - a.tv_nsec) / 1e6;
+	return demo_print(n, sum, ms, &st) ? 0 : 1;
+}
+
+static const struct pw_drv_ops demo_ops = {
+	.run = demo_run,
+	.no_signals = true,
+};
+
+int pw_app_demo(int argc, char **argv)
+{
+	demo_tasks = 1000;
+	return pw_drv_main(&demo_cmd, &demo_ops, argc, argv);
 }

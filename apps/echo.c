@@ -6,14 +6,12 @@
  * shard's own SO_REUSEPORT socket, or the shared one) and spawns one task
  * per connection: multishot recv into the shard's buffer ring, each
  * buffer sent back as is and returned to the ring, end of stream
- * answered with a half-close, then cancel-then-close. SIGINT or SIGTERM
- * stops the runtime (dropping every task, which cancels its requests and
- * closes its socket) and prints the listener's counters.
- *
- * Flags are parsed here, locally, so that a shared parser can replace it.
+ * answered with a half-close, then cancel-then-close. The command runs
+ * on the driver (driver.h): SIGINT or SIGTERM stops the runtime
+ * (dropping every task, which cancels its requests and closes its
+ * socket) and prints the listener's counters.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +21,7 @@
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/driver.h"
 #include "apps/echo.h"
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
@@ -140,144 +139,90 @@ int pw_echo_serve(struct pw_runtime *rt, unsigned shard,
 				acceptor_drop);
 }
 
-static void usage(FILE *f)
+/* ---- the command ------------------------------------------------------ */
+
+/* The flags of `pinwheel echo` and the listener they open. */
+static struct echo_cmd {
+	const char *listen;
+	bool shared;
+	struct pw_net_addr addr;
+	struct pw_net_listener *l;
+} E;
+
+static const struct pw_cli_opt echo_opts[] = {
+	{ "--listen", PW_CLI_STRING, &E.listen, 0, 0, "ADDR",
+	  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
+	{ "--shared", PW_CLI_BOOL, &E.shared, 0, 0, NULL,
+	  "one listening socket for all shards instead of one "
+	  "SO_REUSEPORT socket per shard" },
+};
+
+static const struct pw_cli_cmd echo_cmd = {
+	.name = "pinwheel echo",
+	.about = "Echo every byte received back to its sender until SIGINT "
+		 "or SIGTERM.",
+	.opts = echo_opts,
+	.nopts = sizeof(echo_opts) / sizeof(echo_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+static int echo_setup(struct pw_drv *d)
 {
-	fprintf(f,
-		"usage: pinwheel echo --listen ADDR [--shards N] [--shared]\n"
-		"\n"
-		"Echo every byte received back to its sender until SIGINT or "
-		"SIGTERM.\n"
-		"\n"
-		"  --listen ADDR  127.0.0.1:PORT, [::1]:PORT or unix:/path\n"
-		"  --shards N     shards (default: one per physical core)\n"
-		"  --shared       one listening socket for all shards instead "
-		"of one\n"
-		"                 SO_REUSEPORT socket per shard\n"
-		"  --help         this text\n");
+	return pw_cli_addr(&d->cli, "--listen", E.listen, &E.addr) ? 2 : 0;
 }
 
-/* Value of flag argv[*i] ("--f V" or "--f=V"), or NULL if missing. */
-static const char *flag_value(int argc, char **argv, int *i, const char *name)
+/* The listener, then one acceptor per shard. */
+static int echo_start(struct pw_drv *d)
 {
-	size_t n = strlen(name);
+	struct pw_net_listen_opts o = { 0,
+					E.shared ? PW_NET_LISTEN_SHARED : 0 };
+	int err = pw_net_listener_create(&E.l, d->rt, &E.addr, &o);
 
-	if (!strncmp(argv[*i], name, n) && argv[*i][n] == '=')
-		return argv[*i] + n + 1;
-	if (*i + 1 < argc)
-		return argv[++*i];
-	return NULL;
+	if (err) {
+		E.l = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot listen on %s: %s",
+				   E.listen, strerror(-err));
+	}
+	for (unsigned i = 0; i < d->cfg.shards && !err; i++)
+		err = pw_echo_serve(d->rt, i, E.l);
+	if (err)
+		return pw_cli_fail(&d->cli, 1, "%s", strerror(-err));
+	pw_net_listener_addr(E.l, &d->addr);
+	return 0;
 }
 
-static bool is_flag(const char *arg, const char *name)
+static void echo_banner(struct pw_drv *d, FILE *f)
 {
-	size_t n = strlen(name);
-	return !strncmp(arg, name, n) && (arg[n] == '\0' || arg[n] == '=');
+	fprintf(f, " with %u shard%s", d->cfg.shards,
+		d->cfg.shards == 1 ? "" : "s");
 }
+
+/* The runtime is gone: the listener's counters, then the listener. */
+static int echo_stop(struct pw_drv *d, int status)
+{
+	struct pw_net_listener_stats st;
+
+	if (!E.l)
+		return status;
+	if (!pw_net_listener_stats(E.l, &st))
+		printf("pinwheel echo: stopped; %llu connections accepted, "
+		       "%llu accept errors\n",
+		       (unsigned long long)st.accepted,
+		       (unsigned long long)st.accept_errors);
+	pw_net_listener_destroy(E.l);
+	(void)d;
+	return status;
+}
+
+static const struct pw_drv_ops echo_ops = {
+	.setup = echo_setup,
+	.start = echo_start,
+	.banner = echo_banner,
+	.stop = echo_stop,
+};
 
 int pw_app_echo(int argc, char **argv)
 {
-	const char *listen_at = NULL;
-	unsigned shards = 0;
-	bool shared = false;
-
-	for (int i = 1; i < argc; i++) {
-		const char *v;
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			usage(stdout);
-			return 0;
-		} else if (is_flag(argv[i], "--listen")) {
-			v = flag_value(argc, argv, &i, "--listen");
-			if (!v) {
-				fprintf(stderr, "pinwheel echo: --listen "
-						"needs an address\n");
-				return 2;
-			}
-			listen_at = v;
-		} else if (is_flag(argv[i], "--shards")) {
-			v = flag_value(argc, argv, &i, "--shards");
-			char *end = NULL;
-			unsigned long n = v ? strtoul(v, &end, 10) : 0;
-			if (!v || !*v || *end || n < 1 || n > PW_MAX_SHARDS) {
-				fprintf(stderr,
-					"pinwheel echo: --shards needs a "
-					"number from 1 to %u\n",
-					(unsigned)PW_MAX_SHARDS);
-				return 2;
-			}
-			shards = (unsigned)n;
-		} else if (!strcmp(argv[i], "--shared")) {
-			shared = true;
-		} else {
-			fprintf(stderr,
-				"pinwheel echo: unknown argument '%s'\n",
-				argv[i]);
-			usage(stderr);
-			return 2;
-		}
-	}
-	if (!listen_at) {
-		fprintf(stderr, "pinwheel echo: --listen ADDR is required\n");
-		usage(stderr);
-		return 2;
-	}
-	struct pw_net_addr addr;
-	if (pw_net_addr_parse(&addr, listen_at)) {
-		fprintf(stderr,
-			"pinwheel echo: bad address '%s' (expected "
-			"A.B.C.D:PORT, [IPv6]:PORT or unix:/path)\n",
-			listen_at);
-		return 2;
-	}
-
-	/* Shard threads inherit this mask: only sigwait() sees the
-	 * signals. */
-	sigset_t set;
-	sigemptyset(&set);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	signal(SIGPIPE, SIG_IGN);
-
-	struct pw_config cfg;
-	pw_config_init(&cfg);
-	if (shards)
-		cfg.shards = shards;
-	struct pw_runtime *rt;
-	int err = pw_runtime_create(&rt, &cfg);
-	if (err) {
-		fprintf(stderr, "pinwheel echo: %s\n", pw_strerror_setup(err));
-		return 1;
-	}
-	struct pw_net_listener *l;
-	struct pw_net_listen_opts o = { 0, shared ? PW_NET_LISTEN_SHARED : 0 };
-	err = pw_net_listener_create(&l, rt, &addr, &o);
-	if (err) {
-		fprintf(stderr, "pinwheel echo: cannot listen on %s: %s\n",
-			listen_at, strerror(-err));
-		pw_runtime_destroy(rt);
-		return 1;
-	}
-	for (unsigned i = 0; i < cfg.shards && !err; i++)
-		err = pw_echo_serve(rt, i, l);
-	char text[PW_NET_ADDR_STRLEN];
-	pw_net_listener_addr(l, &addr);
-	pw_net_addr_format(&addr, text, sizeof(text));
-	if (!err) {
-		printf("pinwheel echo: listening on %s with %u shard%s\n", text,
-		       cfg.shards, cfg.shards == 1 ? "" : "s");
-		fflush(stdout);
-		int sig = 0;
-		sigwait(&set, &sig);
-	} else {
-		fprintf(stderr, "pinwheel echo: %s\n", strerror(-err));
-	}
-	pw_runtime_destroy(rt);
-	struct pw_net_listener_stats st;
-	pw_net_listener_stats(l, &st);
-	printf("pinwheel echo: stopped; %llu connections accepted, %llu "
-	       "accept errors\n",
-	       (unsigned long long)st.accepted,
-	       (unsigned long long)st.accept_errors);
-	pw_net_listener_destroy(l);
-	return err ? 1 : 0;
+	E = (struct echo_cmd){ 0 };
+	return pw_drv_main(&echo_cmd, &echo_ops, argc, argv);
 }

@@ -41,7 +41,6 @@
  */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,6 +52,7 @@
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/driver.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
 
@@ -812,216 +812,199 @@ int pw_http_server_destroy(struct pw_http_server *s)
 
 /* ---- the command ---------------------------------------------------------- */
 
-static void print_stats(FILE *f, struct pw_http_server *s)
-{
-	for (unsigned i = 0; i < s->nshards; i++) {
-		struct pw_http_stats st;
-
-		pw_http_server_stats(s, i, &st);
-		fprintf(f,
-			"shard %u http: accepted=%llu requests=%llu "
-			"errors=%llu closed=%llu work=%llu calls=%llu "
-			"timeouts=%llu\n",
-			i, (unsigned long long)st.accepted,
-			(unsigned long long)st.requests,
-			(unsigned long long)st.errors,
-			(unsigned long long)st.closed,
-			(unsigned long long)st.work,
-			(unsigned long long)st.calls,
-			(unsigned long long)st.timeouts);
-	}
-	fflush(f);
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
-int pw_app_http(int argc, char **argv)
-{
-	static struct pw_cli cli;
-	const char *listen_at = NULL, *body = NULL;
-	uint64_t head_max = PW_HTTP_HEAD_MAX_DEFAULT;
-	uint64_t drain_ns = 5 * PW_NSEC_PER_SEC;
-	uint64_t work = 0, timeout_ns = 0, accept_shards = 0;
-	bool shared = false, fanout = false;
-	const struct pw_cli_opt opts[] = {
-		{ "--listen", PW_CLI_STRING, &listen_at, 0, 0, "ADDR",
-		  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
-		{ "--body", PW_CLI_STRING, &body, 0, 0, "TEXT",
-		  "the response body, up to 256 bytes (default "
-		  "\"" PW_HTTP_BODY_DEFAULT "\")" },
-		{ "--head-max", PW_CLI_SIZE, &head_max, 64, 1u << 20, "SIZE",
-		  "cap on a request head; larger gets 431 (default 8k)" },
-		{ "--drain", PW_CLI_DURATION, &drain_ns, 0,
-		  3600 * PW_NSEC_PER_SEC, "DURATION",
-		  "on SIGINT/SIGTERM, time open connections get to "
-		  "finish (default 5s)" },
-		{ "--shared", PW_CLI_BOOL, &shared, 0, 0, NULL,
-		  "one listening socket for all shards instead of one "
-		  "SO_REUSEPORT socket per shard" },
-		{ "--work", PW_CLI_UINT, &work, 0, 1000000000, "K",
-		  "per request, a child task spins K iterations; joined "
-		  "before the response (default 0)" },
-		{ "--fanout", PW_CLI_BOOL, &fanout, 0, 0, NULL,
-		  "per request, call every shard and gather the answers "
-		  "before the response" },
-		{ "--timeout", PW_CLI_DURATION, &timeout_ns, PW_NSEC_PER_MSEC,
-		  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
-		  "close a connection idle this long; each request resets "
-		  "it (default none)" },
-		{ "--accept-shards", PW_CLI_UINT, &accept_shards, 1,
-		  PW_MAX_SHARDS, "N",
-		  "only shards 0..N-1 accept connections (default all)" },
-	};
-	const struct pw_cli_cmd cmd = {
-		.name = "pinwheel http",
-		.about = "Answers every HTTP/1.1 request with 200 and a fixed "
-			 "body, keeping connections\nalive; pipelined requests "
-			 "are answered in one send. Malformed requests get\n"
-			 "400 and oversized heads 431, then the connection "
-			 "closes. SIGINT or SIGTERM\nstops accepting and "
-			 "drains; SIGUSR1 prints the counters with --metrics.\n"
-			 "--work, --fanout, --timeout and --accept-shards "
-			 "shape the load for comparing\nthe schedulers: CPU "
-			 "work in a stealable child task, a call to every "
-			 "shard,\na timer reset per request, connections "
-			 "all landing on a few shards.",
-		.opts = opts,
-		.nopts = sizeof(opts) / sizeof(opts[0]),
-		.common = PW_CLI_RUNTIME,
-	};
-	struct pw_http_opts ho = { 0 };
-	struct pw_http_server *srv = NULL;
-	struct pw_runtime *rt;
-	struct pw_config cfg;
+/* The flags of `pinwheel http` and the server they start. */
+static struct http_cmd {
+	const char *listen, *body;
+	uint64_t head_max, drain_ns, work, timeout_ns, accept_shards;
+	bool shared, fanout;
+	struct pw_http_opts ho;
 	struct pw_net_addr addr;
-	char text[PW_NET_ADDR_STRLEN];
-	int err, rc;
+	struct pw_http_server *srv;
+} H;
 
-	err = pw_cli_parse(&cli, &cmd, argc, argv);
-	if (err)
-		return pw_cli_status(err);
-	if (!listen_at) {
-		fprintf(stderr, "pinwheel http: --listen ADDR is required "
-				"(see --help)\n");
+static const struct http_cmd http_defaults = {
+	.head_max = PW_HTTP_HEAD_MAX_DEFAULT,
+	.drain_ns = 5 * PW_NSEC_PER_SEC,
+};
+
+static const struct pw_cli_opt http_opts[] = {
+	{ "--listen", PW_CLI_STRING, &H.listen, 0, 0, "ADDR",
+	  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
+	{ "--body", PW_CLI_STRING, &H.body, 0, 0, "TEXT",
+	  "the response body, up to 256 bytes (default "
+	  "\"" PW_HTTP_BODY_DEFAULT "\")" },
+	{ "--head-max", PW_CLI_SIZE, &H.head_max, 64, 1u << 20, "SIZE",
+	  "cap on a request head; larger gets 431 (default 8k)" },
+	{ "--drain", PW_CLI_DURATION, &H.drain_ns, 0, 3600 * PW_NSEC_PER_SEC,
+	  "DURATION",
+	  "on SIGINT/SIGTERM, time open connections get to "
+	  "finish (default 5s)" },
+	{ "--shared", PW_CLI_BOOL, &H.shared, 0, 0, NULL,
+	  "one listening socket for all shards instead of one "
+	  "SO_REUSEPORT socket per shard" },
+	{ "--work", PW_CLI_UINT, &H.work, 0, 1000000000, "K",
+	  "per request, a child task spins K iterations; joined "
+	  "before the response (default 0)" },
+	{ "--fanout", PW_CLI_BOOL, &H.fanout, 0, 0, NULL,
+	  "per request, call every shard and gather the answers "
+	  "before the response" },
+	{ "--timeout", PW_CLI_DURATION, &H.timeout_ns, PW_NSEC_PER_MSEC,
+	  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "close a connection idle this long; each request resets "
+	  "it (default none)" },
+	{ "--accept-shards", PW_CLI_UINT, &H.accept_shards, 1, PW_MAX_SHARDS,
+	  "N", "only shards 0..N-1 accept connections (default all)" },
+};
+
+static const struct pw_cli_cmd http_cmd = {
+	.name = "pinwheel http",
+	.about = "Answers every HTTP/1.1 request with 200 and a fixed "
+		 "body, keeping connections\nalive; pipelined requests "
+		 "are answered in one send. Malformed requests get\n"
+		 "400 and oversized heads 431, then the connection "
+		 "closes. SIGINT or SIGTERM\nstops accepting and "
+		 "drains; SIGUSR1 prints the counters with --metrics.\n"
+		 "--work, --fanout, --timeout and --accept-shards "
+		 "shape the load for comparing\nthe schedulers: CPU "
+		 "work in a stealable child task, a call to every "
+		 "shard,\na timer reset per request, connections "
+		 "all landing on a few shards.",
+	.opts = http_opts,
+	.nopts = sizeof(http_opts) / sizeof(http_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+/* Check the flags and turn them into the server's options. */
+static int http_setup(struct pw_drv *d)
+{
+	size_t body_len = H.body ? strlen(H.body) : 0;
+
+	if (pw_cli_addr(&d->cli, "--listen", H.listen, &H.addr))
 		return 2;
-	}
-	if (pw_net_addr_parse(&addr, listen_at)) {
-		fprintf(stderr,
-			"pinwheel http: --listen: bad address '%s' (expected "
-			"A.B.C.D:PORT, [IPv6]:PORT or unix:/path)\n",
-			listen_at);
-		return 2;
-	}
-	if (body && strlen(body) > PW_HTTP_BODY_MAX) {
-		fprintf(stderr,
-			"pinwheel http: --body: %zu bytes is more than %d\n",
-			strlen(body), PW_HTTP_BODY_MAX);
-		return 2;
-	}
-	pw_config_init(&cfg);
-	err = pw_cli_config(&cli, &cfg);
-	if (err)
-		return pw_cli_status(err);
-	ho.body = body;
-	ho.body_len = body ? strlen(body) : 0;
-	ho.head_max = (size_t)head_max;
-	ho.listen_flags = shared ? PW_NET_LISTEN_SHARED : 0;
-	ho.work = work;
-	ho.fanout = fanout;
-	ho.timeout_ns = timeout_ns;
-	ho.accept_shards = (unsigned)accept_shards;
-	if (accept_shards > cfg.shards) {
-		fprintf(stderr,
-			"pinwheel http: --accept-shards: %llu is more than the "
-			"%u shard%s\n",
-			(unsigned long long)accept_shards, cfg.shards,
-			cfg.shards == 1 ? "" : "s");
-		return 2;
-	}
+	if (body_len > PW_HTTP_BODY_MAX)
+		return pw_cli_fail(&d->cli, 2,
+				   "--body: %zu bytes is more than %d",
+				   body_len, PW_HTTP_BODY_MAX);
+	if (H.accept_shards > d->cfg.shards)
+		return pw_cli_fail(&d->cli, 2,
+				   "--accept-shards: %llu is more than the "
+				   "%u shard%s",
+				   (unsigned long long)H.accept_shards,
+				   d->cfg.shards,
+				   d->cfg.shards == 1 ? "" : "s");
+	H.ho = (struct pw_http_opts){
+		.body = H.body,
+		.body_len = body_len,
+		.head_max = (size_t)H.head_max,
+		.listen_flags = H.shared ? PW_NET_LISTEN_SHARED : 0,
+		.work = H.work,
+		.fanout = H.fanout,
+		.timeout_ns = H.timeout_ns,
+		.accept_shards = (unsigned)H.accept_shards,
+	};
 	/* Under stealing an acceptor may run on any worker: accept from one
 	 * socket so that no worker's socket is left without an acceptor. */
-	if (cfg.sched == PW_SCHED_STEAL)
-		ho.listen_flags |= PW_NET_LISTEN_SHARED;
+	if (d->cfg.sched == PW_SCHED_STEAL)
+		H.ho.listen_flags |= PW_NET_LISTEN_SHARED;
+	d->drain_ns = H.drain_ns;
+	return 0;
+}
 
-	err = pw_cli_signals_init();
-	if (err) {
-		fprintf(stderr, "pinwheel http: signals: %s\n", strerror(-err));
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	err = pw_runtime_create(&rt, &cfg);
-	if (err) {
-		fprintf(stderr, "pinwheel http: %s\n", pw_strerror_setup(err));
-		return 1;
-	}
-	err = pw_http_server_start(&srv, rt, &addr, &ho);
-	if (err) {
-		fprintf(stderr, "pinwheel http: cannot serve on %s: %s\n",
-			listen_at, strerror(-err));
-		pw_runtime_destroy(rt);
-		if (srv)
-			pw_http_server_destroy(srv);
-		return 1;
-	}
-	pw_http_server_addr(srv, &addr);
-	pw_net_addr_format(&addr, text, sizeof(text));
-	printf("pinwheel http: listening on %s with %u shard%s (%s)\n", text,
-	       cfg.shards, cfg.shards == 1 ? "" : "s",
-	       cfg.sched == PW_SCHED_STEAL ? "steal" : "shard");
-	fflush(stdout);
+static int http_start(struct pw_drv *d)
+{
+	int err = pw_http_server_start(&H.srv, d->rt, &H.addr, &H.ho);
 
-	while ((rc = pw_cli_wait_stop(-1)) != PW_CLI_STOP) {
-		if (rc == PW_CLI_DUMP && cli.metrics) {
-			pw_cli_metrics_dump(stdout, rt);
-			print_stats(stdout, srv);
-		} else if (rc < 0) {
-			fprintf(stderr, "pinwheel http: signals: %s\n",
-				strerror(-rc));
-			break;
-		}
-	}
+	if (err)
+		return pw_cli_fail(&d->cli, 1, "cannot serve on %s: %s",
+				   H.listen, strerror(-err));
+	pw_http_server_addr(H.srv, &d->addr);
+	return 0;
+}
 
-	/* Stop accepting; give open connections up to --drain. */
-	uint64_t until = mono_ns() + drain_ns;
-	int open;
+static void http_banner(struct pw_drv *d, FILE *f)
+{
+	fprintf(f, " with %u shard%s (%s)", d->cfg.shards,
+		d->cfg.shards == 1 ? "" : "s",
+		d->cfg.sched == PW_SCHED_STEAL ? "steal" : "shard");
+}
 
-	pw_http_server_drain(srv);
-	while ((open = pw_http_server_open(srv)) > 0 && mono_ns() < until) {
-		struct timespec nap = { 0, 5 * 1000 * 1000 };
-		nanosleep(&nap, NULL);
-	}
-	if (open > 0)
-		printf("pinwheel http: drain deadline passed with %d "
-		       "connection%s open; closing them\n",
-		       open, open == 1 ? "" : "s");
-	if (cli.metrics) {
-		pw_cli_metrics_dump(stdout, rt);
-		print_stats(stdout, srv);
-	}
-	pw_runtime_destroy(rt);
-	uint64_t acc = 0, req = 0, bad = 0;
-	for (unsigned i = 0; i < srv->nshards; i++) {
+/* With --metrics: the runtime's metrics, then each shard's counters. */
+static void http_report(struct pw_drv *d, bool final)
+{
+	(void) final;
+	if (!d->cli.metrics)
+		return;
+	pw_drv_metrics(d, stdout);
+	for (unsigned i = 0; i < H.srv->nshards; i++) {
 		struct pw_http_stats st;
 
-		pw_http_server_stats(srv, i, &st);
+		pw_http_server_stats(H.srv, i, &st);
+		printf("shard %u http: accepted=%llu requests=%llu "
+		       "errors=%llu closed=%llu work=%llu calls=%llu "
+		       "timeouts=%llu\n",
+		       i, (unsigned long long)st.accepted,
+		       (unsigned long long)st.requests,
+		       (unsigned long long)st.errors,
+		       (unsigned long long)st.closed,
+		       (unsigned long long)st.work,
+		       (unsigned long long)st.calls,
+		       (unsigned long long)st.timeouts);
+	}
+	fflush(stdout);
+}
+
+static void http_drain(struct pw_drv *d)
+{
+	(void)d;
+	pw_http_server_drain(H.srv);
+}
+
+static int http_open(struct pw_drv *d)
+{
+	(void)d;
+	return pw_http_server_open(H.srv);
+}
+
+/* The runtime is gone: the totals, then the server. */
+static int http_stop(struct pw_drv *d, int status)
+{
+	uint64_t acc = 0, req = 0, bad = 0;
+	struct pw_net_listener_stats ls;
+
+	if (!H.srv)
+		return status;
+	for (unsigned i = 0; d->served && i < H.srv->nshards; i++) {
+		struct pw_http_stats st;
+
+		pw_http_server_stats(H.srv, i, &st);
 		acc += st.accepted;
 		req += st.requests;
 		bad += st.errors;
 	}
-	struct pw_net_listener_stats ls;
-	pw_net_listener_stats(srv->l, &ls);
-	printf("pinwheel http: stopped; %llu connections, %llu requests, "
-	       "%llu refused, %llu accept errors, %llu dropped unread\n",
-	       (unsigned long long)acc, (unsigned long long)req,
-	       (unsigned long long)bad, (unsigned long long)ls.accept_errors,
-	       (unsigned long long)ls.dropped);
-	pw_http_server_destroy(srv);
-	pw_cli_signals_close();
-	return rc < 0 ? 1 : 0;
+	if (d->served && !pw_net_listener_stats(H.srv->l, &ls))
+		printf("pinwheel http: stopped; %llu connections, %llu "
+		       "requests, %llu refused, %llu accept errors, %llu "
+		       "dropped unread\n",
+		       (unsigned long long)acc, (unsigned long long)req,
+		       (unsigned long long)bad,
+		       (unsigned long long)ls.accept_errors,
+		       (unsigned long long)ls.dropped);
+	pw_http_server_destroy(H.srv);
+	return status;
+}
+
+static const struct pw_drv_ops http_ops = {
+	.setup = http_setup,
+	.start = http_start,
+	.banner = http_banner,
+	.report = http_report,
+	.drain = http_drain,
+	.open = http_open,
+	.stop = http_stop,
+};
+
+int pw_app_http(int argc, char **argv)
+{
+	H = http_defaults;
+	return pw_drv_main(&http_cmd, &http_ops, argc, argv);
 }

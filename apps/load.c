@@ -23,7 +23,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,6 +35,7 @@
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/driver.h"
 #include "apps/http_parse.h"
 #include "apps/load.h"
 
@@ -1037,17 +1037,71 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 
 /* ---- pinwheel load ----------------------------------------------------- */
 
-static bool cli_wait(void *arg, uint64_t ns)
-{
-	struct pw_runtime *rt = arg;
-	int rc = pw_cli_wait_stop((int64_t)ns);
+/* The flags of `pinwheel load` and the run's results. */
+static struct load_cmd {
+	const char *proto, *target, *path, *host, *json;
+	uint64_t size, conns, rate, duration, requests, warmup, timeout;
+	bool quiet, have_res;
+	struct pw_load_config lc;
+	struct pw_load_result res;
+} L;
 
-	if (rc == PW_CLI_DUMP)
-		pw_cli_metrics_dump(stderr, rt);
-	return rc == PW_CLI_STOP;
+static const struct load_cmd load_defaults = {
+	.proto = "http",
+	.path = "/",
+	.size = 64,
+	.conns = 1,
+	.warmup = PW_NSEC_PER_SEC,
+	.timeout = 2 * PW_NSEC_PER_SEC,
+};
+
+static const struct pw_cli_opt load_opts[] = {
+	{ "--target", PW_CLI_STRING, &L.target, 0, 0, "ADDR",
+	  "server: A.B.C.D:PORT, [IPv6]:PORT or unix:/path (required)" },
+	{ "--proto", PW_CLI_STRING, &L.proto, 0, 0, "P",
+	  "http (keep-alive GET, the default) or echo" },
+	{ "--path", PW_CLI_STRING, &L.path, 0, 0, "PATH",
+	  "HTTP request target (default /)" },
+	{ "--host", PW_CLI_STRING, &L.host, 0, 0, "HOST",
+	  "HTTP Host header (default: the target)" },
+	{ "--size", PW_CLI_SIZE, &L.size, 1, LOAD_SIZE_MAX, "N",
+	  "echo payload, 1..16M (default 64)" },
+	{ "--conns", PW_CLI_UINT, &L.conns, 1, LOAD_CONNS_MAX, "N",
+	  "connections, one request outstanding on each (default 1)" },
+	{ "--rate", PW_CLI_UINT, &L.rate, 0, 1000000000ull, "R",
+	  "open loop: R requests/s in total; 0: closed loop (default)" },
+	{ "--duration", PW_CLI_DURATION, &L.duration, 0, 0, "D",
+	  "measured time (default 10s, or until --requests)" },
+	{ "--requests", PW_CLI_UINT, &L.requests, 0, 0, "N",
+	  "measured requests (default: until --duration)" },
+	{ "--warmup", PW_CLI_DURATION, &L.warmup, 0, 0, "D",
+	  "warm-up whose samples are discarded (default 1s)" },
+	{ "--timeout", PW_CLI_DURATION, &L.timeout, PW_NSEC_PER_MSEC, 0, "D",
+	  "per connect and per request (default 2s)" },
+	{ "--json", PW_CLI_STRING, &L.json, 0, 0, "FILE",
+	  "also write the results as JSON to FILE (- for stdout)" },
+	{ "--quiet", PW_CLI_BOOL, &L.quiet, 0, 0, NULL,
+	  "no progress line each second" },
+};
+
+static const struct pw_cli_cmd load_cmd = {
+	.name = "pinwheel load",
+	.about = "Loads an HTTP/1.1 or echo server from the shards and "
+		 "reports latency percentiles\n(from the due time in "
+		 "open loop: coordinated omission corrected), errors "
+		 "and\nthroughput. SIGINT stops early and still "
+		 "reports.",
+	.opts = load_opts,
+	.nopts = sizeof(load_opts) / sizeof(load_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+static bool load_wait(void *arg, uint64_t ns)
+{
+	return pw_drv_wait(arg, ns);
 }
 
-static void cli_progress(void *arg, const struct pw_load_progress *p)
+static void load_progress(void *arg, const struct pw_load_progress *p)
 {
 	(void)arg;
 	fprintf(stderr,
@@ -1058,142 +1112,95 @@ static void cli_progress(void *arg, const struct pw_load_progress *p)
 		(double)p->p99_ns / 1e3);
 }
 
-int pw_app_load(int argc, char **argv)
+/* Check the flags and turn them into the run's config. */
+static int load_setup(struct pw_drv *d)
 {
-	static struct pw_cli cli;
-	const char *proto = "http", *target = NULL, *path = "/", *host = NULL,
-		   *json = NULL;
-	uint64_t size = 64, conns = 1, rate = 0, duration = 0, requests = 0,
-		 warmup = PW_NSEC_PER_SEC, timeout = 2 * PW_NSEC_PER_SEC;
-	bool quiet = false;
-	const struct pw_cli_opt opts[] = {
-		{ "--target", PW_CLI_STRING, &target, 0, 0, "ADDR",
-		  "server: A.B.C.D:PORT, [IPv6]:PORT or unix:/path (required)" },
-		{ "--proto", PW_CLI_STRING, &proto, 0, 0, "P",
-		  "http (keep-alive GET, the default) or echo" },
-		{ "--path", PW_CLI_STRING, &path, 0, 0, "PATH",
-		  "HTTP request target (default /)" },
-		{ "--host", PW_CLI_STRING, &host, 0, 0, "HOST",
-		  "HTTP Host header (default: the target)" },
-		{ "--size", PW_CLI_SIZE, &size, 1, LOAD_SIZE_MAX, "N",
-		  "echo payload, 1..16M (default 64)" },
-		{ "--conns", PW_CLI_UINT, &conns, 1, LOAD_CONNS_MAX, "N",
-		  "connections, one request outstanding on each (default 1)" },
-		{ "--rate", PW_CLI_UINT, &rate, 0, 1000000000ull, "R",
-		  "open loop: R requests/s in total; 0: closed loop (default)" },
-		{ "--duration", PW_CLI_DURATION, &duration, 0, 0, "D",
-		  "measured time (default 10s, or until --requests)" },
-		{ "--requests", PW_CLI_UINT, &requests, 0, 0, "N",
-		  "measured requests (default: until --duration)" },
-		{ "--warmup", PW_CLI_DURATION, &warmup, 0, 0, "D",
-		  "warm-up whose samples are discarded (default 1s)" },
-		{ "--timeout", PW_CLI_DURATION, &timeout, PW_NSEC_PER_MSEC, 0,
-		  "D", "per connect and per request (default 2s)" },
-		{ "--json", PW_CLI_STRING, &json, 0, 0, "FILE",
-		  "also write the results as JSON to FILE (- for stdout)" },
-		{ "--quiet", PW_CLI_BOOL, &quiet, 0, 0, NULL,
-		  "no progress line each second" },
-	};
-	const struct pw_cli_cmd cmd = {
-		.name = "pinwheel load",
-		.about = "Loads an HTTP/1.1 or echo server from the shards and "
-			 "reports latency percentiles\n(from the due time in "
-			 "open loop: coordinated omission corrected), errors "
-			 "and\nthroughput. SIGINT stops early and still "
-			 "reports.",
-		.opts = opts,
-		.nopts = sizeof(opts) / sizeof(opts[0]),
-		.common = PW_CLI_RUNTIME,
-	};
-	struct pw_load_config lc;
-	struct pw_config cfg;
+	struct pw_load_config *lc = &L.lc;
 
-	int err = pw_cli_parse(&cli, &cmd, argc, argv);
-	if (err)
-		return pw_cli_status(err);
-	pw_load_config_init(&lc);
-	if (!target) {
-		fprintf(stderr, "pinwheel load: --target ADDR is required\n");
+	pw_load_config_init(lc);
+	if (pw_cli_addr(&d->cli, "--target", L.target, &lc->target))
 		return 2;
-	}
-	if (pw_net_addr_parse(&lc.target, target)) {
-		fprintf(stderr,
-			"pinwheel load: --target: bad address '%s' (expected "
-			"A.B.C.D:PORT, [IPv6]:PORT or unix:/path)\n",
-			target);
-		return 2;
-	}
-	if (!strcmp(proto, "http")) {
-		lc.proto = PW_LOAD_HTTP;
-	} else if (!strcmp(proto, "echo")) {
-		lc.proto = PW_LOAD_ECHO;
-	} else {
-		fprintf(stderr,
-			"pinwheel load: --proto: '%s' is not http or echo\n",
-			proto);
-		return 2;
-	}
-	lc.path = path;
-	lc.host = host;
-	lc.size = (size_t)size;
-	lc.conns = (unsigned)conns;
-	lc.rate = rate;
-	lc.duration_ns = duration;
-	lc.requests = requests;
-	lc.warmup_ns = warmup;
-	lc.timeout_ns = timeout;
-	if (check_config(&lc)) {
-		fprintf(stderr, "pinwheel load: --path or --host: must be "
-				"non-empty, without blanks or control "
-				"characters (a path starts with /)\n");
-		return 2;
-	}
-	pw_config_init(&cfg);
-	if ((err = pw_cli_config(&cli, &cfg)))
-		return pw_cli_status(err);
-	cfg.tick_ns = 10 * PW_NSEC_PER_USEC; /* due times to within 10 us */
-
-	if ((err = pw_cli_signals_init())) {
-		fprintf(stderr, "pinwheel load: signals: %s\n", strerror(-err));
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(L.proto, "http") && strcmp(L.proto, "echo"))
+		return pw_cli_fail(&d->cli, 2,
+				   "--proto: '%s' is not http or echo",
+				   L.proto);
+	lc->proto = strcmp(L.proto, "http") ? PW_LOAD_ECHO : PW_LOAD_HTTP;
+	lc->path = L.path;
+	lc->host = L.host;
+	lc->size = (size_t)L.size;
+	lc->conns = (unsigned)L.conns;
+	lc->rate = L.rate;
+	lc->duration_ns = L.duration;
+	lc->requests = L.requests;
+	lc->warmup_ns = L.warmup;
+	lc->timeout_ns = L.timeout;
+	if (check_config(lc))
+		return pw_cli_fail(&d->cli, 2,
+				   "--path or --host: must be non-empty, "
+				   "without blanks or control characters (a "
+				   "path starts with /)");
+	d->cfg.tick_ns = 10 * PW_NSEC_PER_USEC; /* due times to within 10 us */
 	/* The shard threads inherit it: timers end within 1 us, not the
 	 * default 50 us slack. */
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
-	struct pw_runtime *rt;
-	err = pw_runtime_create(&rt, &cfg);
-	if (err) {
-		fprintf(stderr, "pinwheel load: cannot start the runtime: %s\n",
-			pw_strerror_setup(err));
-		pw_cli_signals_close();
-		return 1;
+	return 0;
+}
+
+static int load_run(struct pw_drv *d)
+{
+	int err;
+
+	L.lc.wait = load_wait;
+	L.lc.progress = L.quiet ? NULL : load_progress;
+	L.lc.arg = d;
+	err = pw_load_run(d->rt, &L.lc, &L.res);
+	if (err)
+		return pw_cli_fail(&d->cli, 1, "%s", strerror(-err));
+	L.have_res = true;
+	return 0;
+}
+
+/* SIGUSR1: the metrics on stderr (stdout may be the JSON); at exit,
+ * with --metrics, on stdout before the report. */
+static void load_report(struct pw_drv *d, bool final)
+{
+	if (final)
+		pw_drv_metrics(d, stdout);
+	else
+		pw_cli_metrics_write(stderr, d->rt, d->cli.metrics_format);
+}
+
+/* The report, and the JSON with --json. */
+static int load_stop(struct pw_drv *d, int status)
+{
+	bool bad;
+	FILE *f;
+
+	if (!L.have_res)
+		return status;
+	status = pw_load_print(&L.lc, &L.res, stdout) ? 1 : 0;
+	if (L.json) {
+		f = strcmp(L.json, "-") ? fopen(L.json, "w") : stdout;
+		bad = !f || pw_load_write_json(&L.lc, &L.res, f);
+		if (f && f != stdout && fclose(f))
+			bad = true;
+		if (bad)
+			status = pw_cli_fail(&d->cli, 1, "cannot write %s",
+					     L.json);
 	}
-	lc.wait = cli_wait;
-	lc.progress = quiet ? NULL : cli_progress;
-	lc.arg = rt;
-	struct pw_load_result res;
-	err = pw_load_run(rt, &lc, &res);
-	if (err) {
-		fprintf(stderr, "pinwheel load: %s\n", strerror(-err));
-		pw_runtime_destroy(rt);
-		pw_cli_signals_close();
-		return 1;
-	}
-	if (cli.metrics)
-		pw_cli_metrics_dump(stdout, rt);
-	pw_runtime_destroy(rt);
-	pw_cli_signals_close();
-	int status = pw_load_print(&lc, &res, stdout) ? 1 : 0;
-	if (json) {
-		FILE *f = strcmp(json, "-") ? fopen(json, "w") : stdout;
-		if (!f || pw_load_write_json(&lc, &res, f) ||
-		    (f != stdout && fclose(f))) {
-			fprintf(stderr, "pinwheel load: cannot write %s\n",
-				json);
-			status = 1;
-		}
-	}
-	pw_load_result_destroy(&res);
+	pw_load_result_destroy(&L.res);
 	return status;
+}
+
+static const struct pw_drv_ops load_ops = {
+	.setup = load_setup,
+	.run = load_run,
+	.report = load_report,
+	.stop = load_stop,
+};
+
+int pw_app_load(int argc, char **argv)
+{
+	L = load_defaults;
+	return pw_drv_main(&load_cmd, &load_ops, argc, argv);
 }

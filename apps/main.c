@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * main.c - the pinwheel command: subcommand dispatch, --help, --version.
+ * The environment variable PW_SCHED is read where the commands build
+ * their runtime's config, in pw_cli_parse() (cli.c).
  */
 #include <stdio.h>
 #include <string.h>
@@ -31,7 +33,12 @@ static void usage(FILE *f)
 		   "commands:\n");
 	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++)
 		fprintf(f, "  %-8s %s\n", cmds[i].name, cmds[i].what);
-	fprintf(f, "\n'pinwheel COMMAND --help' describes a command.\n");
+	fprintf(f, "\n'pinwheel COMMAND --help' describes a command.\n\n"
+		   "environment:\n"
+		   "  PW_SCHED=shard|steal  the default scheduler of the "
+		   "commands that run a\n"
+		   "                        runtime (--sched overrides it; "
+		   "unset: shard)\n");
 }
 
 int main(int argc, char **argv)

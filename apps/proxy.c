@@ -29,18 +29,17 @@
  * (stealing mode), is the one read-modify-write.
  */
 #include <errno.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
+#include "apps/driver.h"
 #include "apps/proxy.h"
 
 /* Buffers one direction holds, whatever their sizes. */
@@ -756,14 +755,6 @@ int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
 			(unsigned long long)s->accept_errors);
 }
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
-}
-
 static bool acceptors_done(struct pw_proxy *p)
 {
 	for (unsigned i = 0; i < p->nshards; i++)
@@ -777,14 +768,14 @@ static bool acceptors_done(struct pw_proxy *p)
 int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns)
 {
 	struct pw_proxy_stats st;
-	uint64_t t0 = mono_ns();
+	uint64_t t0 = pw_cli_mono_ns();
 
 	if (!p)
 		return -EINVAL;
 	/* Relaxed: pairs with the loads in acceptor_poll(). */
 	atomic_store_explicit(&p->draining, true, memory_order_relaxed);
 	while (!p->drained && !acceptors_done(p) &&
-	       mono_ns() - t0 < 10 * PX_TICK_NS)
+	       pw_cli_mono_ns() - t0 < 10 * PX_TICK_NS)
 		usleep(1000);
 	if (!p->drained && acceptors_done(p)) {
 		pw_net_listener_stats(p->l, &p->lstats);
@@ -794,7 +785,7 @@ int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns)
 	}
 	for (;;) {
 		pw_proxy_stats(p, &st);
-		if (!st.conns_open || mono_ns() - t0 >= drain_ns)
+		if (!st.conns_open || pw_cli_mono_ns() - t0 >= drain_ns)
 			break;
 		usleep(2000);
 	}
@@ -828,153 +819,210 @@ int pw_proxy_stop(struct pw_proxy *p, uint64_t drain_ns,
 
 /* ---- the command ---------------------------------------------------- */
 
-int pw_app_proxy(int argc, char **argv)
-{
-	const char *listen_at = NULL, *upstreams = NULL;
-	uint64_t hw = 256 * 1024, idle = 60 * PW_NSEC_PER_SEC,
-		 cto = 5 * PW_NSEC_PER_SEC, maxc = 0,
-		 drain = 5 * PW_NSEC_PER_SEC, nbufs = 1024, bufsz = 16 * 1024;
-	bool stats = false;
-	const struct pw_cli_opt opts[] = {
-		{ "--listen", PW_CLI_STRING, &listen_at, 0, 0, "ADDR",
-		  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
-		{ "--upstream", PW_CLI_STRING, &upstreams, 0, 0,
-		  "ADDR[,ADDR...]",
-		  "upstreams, used round robin with failover (required)" },
-		{ "--high-water", PW_CLI_SIZE, &hw, 1, 1ull << 30, "SIZE",
-		  "unsent bytes that pause reading a side (256k)" },
-		{ "--idle-timeout", PW_CLI_DURATION, &idle, 0, 0, "DURATION",
-		  "close connections idle this long; 0: never (60s)" },
-		{ "--connect-timeout", PW_CLI_DURATION, &cto, 1,
-		  3600 * PW_NSEC_PER_SEC, "DURATION",
-		  "per upstream connect attempt (5s)" },
-		{ "--max-conns", PW_CLI_UINT, &maxc, 0, 0, "N",
-		  "open connections per shard; 0: no limit (0)" },
-		{ "--drain", PW_CLI_DURATION, &drain, 0, 0, "DURATION",
-		  "on SIGINT/SIGTERM, wait this long for connections (5s)" },
-		{ "--buffers", PW_CLI_UINT, &nbufs, 1, 32768, "N",
-		  "receive buffers per shard, a power of two (1024)" },
-		{ "--buffer-size", PW_CLI_SIZE, &bufsz, 64, 1 << 20, "SIZE",
-		  "bytes per receive buffer (16k)" },
-		{ "--stats", PW_CLI_BOOL, &stats, 0, 0, NULL,
-		  "print connections, bytes and errors every second" },
-	};
-	const struct pw_cli_cmd cmd = {
-		"pinwheel proxy",
-		"Forward TCP connections from --listen to the --upstream "
-		"servers until SIGINT or SIGTERM.",
-		opts,
-		sizeof(opts) / sizeof(opts[0]),
-		PW_CLI_RUNTIME,
-	};
+/* The flags of `pinwheel proxy` and the proxy they start. */
+static struct px_cmd {
+	const char *listen, *upstreams;
+	uint64_t hw, idle, cto, maxc, drain, nbufs, bufsz;
+	bool stats;
 	struct pw_proxy_config cfg;
-	struct pw_cli cli;
 	struct pw_proxy *p;
-	int rc, err;
+} P;
 
-	pw_proxy_config_init(&cfg);
-	rc = pw_cli_parse(&cli, &cmd, argc, argv);
-	if (rc)
-		return pw_cli_status(rc);
-	if (!listen_at || !upstreams) {
-		fprintf(stderr, "pinwheel proxy: --listen and --upstream are "
-				"required (see --help)\n");
-		return 2;
-	}
-	if (pw_net_addr_parse(&cfg.listen, listen_at)) {
-		fprintf(stderr,
-			"pinwheel proxy: --listen: '%s' is not A.B.C.D:PORT, "
-			"[IPv6]:PORT or unix:/path\n",
-			listen_at);
-		return 2;
-	}
-	err = pw_proxy_upstreams_parse(&cfg, upstreams);
-	if (err) {
-		fprintf(stderr,
-			"pinwheel proxy: --upstream: '%s' is not a list of "
-			"at most %d addresses\n",
-			upstreams, PW_PROXY_MAX_UPSTREAMS);
-		return 2;
-	}
-	if (nbufs & (nbufs - 1)) {
-		fprintf(stderr,
-			"pinwheel proxy: --buffers: %llu is not a power of "
-			"two\n",
-			(unsigned long long)nbufs);
-		return 2;
-	}
-	if (pw_cli_config(&cli, &cfg.rt))
-		return 2;
-	cfg.high_water = hw;
-	cfg.idle_timeout_ns = idle;
-	cfg.connect_timeout_ns = cto;
-	cfg.max_conns = maxc;
-	cfg.net.buf_count = (uint32_t)nbufs;
-	cfg.net.buf_size = (uint32_t)bufsz;
+static const struct px_cmd px_defaults = {
+	.hw = 256 * 1024,
+	.idle = 60 * PW_NSEC_PER_SEC,
+	.cto = 5 * PW_NSEC_PER_SEC,
+	.drain = 5 * PW_NSEC_PER_SEC,
+	.nbufs = 1024,
+	.bufsz = 16 * 1024,
+};
 
-	/* Before any thread starts, so every thread inherits the mask. */
-	err = pw_cli_signals_init();
-	if (err) {
-		fprintf(stderr, "pinwheel proxy: signals: %s\n",
-			strerror(-err));
-		return 1;
-	}
-	signal(SIGPIPE, SIG_IGN);
-	err = pw_proxy_start(&p, &cfg);
-	if (err) {
-		fprintf(stderr, "pinwheel proxy: cannot start: %s\n",
-			err == -EADDRINUSE || err == -EACCES ||
-					err == -EADDRNOTAVAIL ?
-				strerror(-err) :
-				pw_strerror_setup(err));
-		pw_cli_signals_close();
-		return 1;
-	}
-	char text[PW_NET_ADDR_STRLEN], line[512];
+static const struct pw_cli_opt px_opts[] = {
+	{ "--listen", PW_CLI_STRING, &P.listen, 0, 0, "ADDR",
+	  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
+	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0, "ADDR[,ADDR...]",
+	  "upstreams, used round robin with failover (required)" },
+	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
+	  "unsent bytes that pause reading a side (256k)" },
+	{ "--idle-timeout", PW_CLI_DURATION, &P.idle, 0, 0, "DURATION",
+	  "close connections idle this long; 0: never (60s)" },
+	{ "--connect-timeout", PW_CLI_DURATION, &P.cto, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "per upstream connect attempt (5s)" },
+	{ "--max-conns", PW_CLI_UINT, &P.maxc, 0, 0, "N",
+	  "open connections per shard; 0: no limit (0)" },
+	{ "--drain", PW_CLI_DURATION, &P.drain, 0, 0, "DURATION",
+	  "on SIGINT/SIGTERM, wait this long for connections (5s)" },
+	{ "--buffers", PW_CLI_UINT, &P.nbufs, 1, 32768, "N",
+	  "receive buffers per shard, a power of two (1024)" },
+	{ "--buffer-size", PW_CLI_SIZE, &P.bufsz, 64, 1 << 20, "SIZE",
+	  "bytes per receive buffer (16k)" },
+	{ "--stats", PW_CLI_BOOL, &P.stats, 0, 0, NULL,
+	  "print connections, bytes and errors every second" },
+};
+
+static const struct pw_cli_cmd px_cmd = {
+	.name = "pinwheel proxy",
+	.about = "Forward TCP connections from --listen to the --upstream "
+		 "servers until SIGINT or SIGTERM.",
+	.opts = px_opts,
+	.nopts = sizeof(px_opts) / sizeof(px_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+/* --upstream into P.cfg, or the message naming what is wrong in it. */
+static int px_upstreams(struct pw_drv *d)
+{
+	const char *p = P.upstreams;
 	struct pw_net_addr a;
-	struct pw_proxy_stats st;
-	pw_proxy_addr(p, &a);
-	pw_net_addr_format(&a, text, sizeof(text));
-	printf("pinwheel proxy: listening on %s, %u upstream%s, %d shard%s\n",
-	       text, cfg.nupstreams, cfg.nupstreams == 1 ? "" : "s",
-	       pw_runtime_shards(pw_proxy_runtime(p)),
-	       pw_runtime_shards(pw_proxy_runtime(p)) == 1 ? "" : "s");
-	fflush(stdout);
-	uint64_t next = mono_ns() + PW_NSEC_PER_SEC;
-	for (;;) {
-		uint64_t now = mono_ns();
-		int64_t wait = stats ? (int64_t)(next > now ? next - now : 0) :
-				       -1;
-		rc = pw_cli_wait_stop(wait);
-		if (rc == PW_CLI_STOP || rc < 0)
+	char item[256];
+	int err;
+
+	if (!p)
+		return pw_cli_fail(&d->cli, 2,
+				   "--upstream ADDR[,ADDR...] is required "
+				   "(see --help)");
+	err = pw_proxy_upstreams_parse(&P.cfg, p);
+	if (err == -E2BIG)
+		return pw_cli_fail(&d->cli, 2,
+				   "--upstream: more than %d addresses",
+				   PW_PROXY_MAX_UPSTREAMS);
+	/* The first item that is not an address (a longer one than item
+	 * holds is none either). */
+	for (; err; p += strcspn(p, ",") + 1) {
+		size_t len = strcspn(p, ",");
+
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		if (pw_cli_addr(&d->cli, "--upstream", item, &a))
+			return 2;
+		if (!p[len])
 			break;
-		if (rc == PW_CLI_DUMP) {
-			pw_proxy_stats(p, &st);
-			pw_proxy_stats_line(&st, line, sizeof(line));
-			printf("pinwheel proxy: %s\n", line);
-			if (cli.metrics)
-				pw_cli_metrics_dump(stdout,
-						    pw_proxy_runtime(p));
-			fflush(stdout);
-			continue;
-		}
-		if (stats && mono_ns() >= next) {
-			pw_proxy_stats(p, &st);
-			pw_proxy_stats_line(&st, line, sizeof(line));
-			printf("pinwheel proxy: %s\n", line);
-			fflush(stdout);
-			next += PW_NSEC_PER_SEC;
-		}
 	}
-	int left = pw_proxy_drain(p, drain);
-	if (cli.metrics)
-		pw_cli_metrics_dump(stdout, pw_proxy_runtime(p));
-	pw_proxy_destroy(p, &st);
+	return 0;
+}
+
+static int px_setup(struct pw_drv *d)
+{
+	if (pw_cli_addr(&d->cli, "--listen", P.listen, &P.cfg.listen))
+		return 2;
+	if (px_upstreams(d))
+		return 2;
+	if (P.nbufs & (P.nbufs - 1))
+		return pw_cli_fail(&d->cli, 2,
+				   "--buffers: %llu is not a power of two",
+				   (unsigned long long)P.nbufs);
+	P.cfg.high_water = P.hw;
+	P.cfg.idle_timeout_ns = P.idle;
+	P.cfg.connect_timeout_ns = P.cto;
+	P.cfg.max_conns = P.maxc;
+	P.cfg.net.buf_count = (uint32_t)P.nbufs;
+	P.cfg.net.buf_size = (uint32_t)P.bufsz;
+	d->drain_ns = P.drain;
+	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
+	return 0;
+}
+
+/* The proxy, with the runtime it creates. */
+static int px_start(struct pw_drv *d)
+{
+	int err;
+
+	P.cfg.rt = d->cfg;
+	err = pw_proxy_start(&P.p, &P.cfg);
+	if (err) {
+		P.p = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot start: %s",
+				   err == -EADDRINUSE || err == -EACCES ||
+						   err == -EADDRNOTAVAIL ?
+					   strerror(-err) :
+					   pw_strerror_setup(err));
+	}
+	d->rt = pw_proxy_runtime(P.p);
+	pw_proxy_addr(P.p, &d->addr);
+	return 0;
+}
+
+static void px_banner(struct pw_drv *d, FILE *f)
+{
+	int n = pw_runtime_shards(d->rt);
+
+	fprintf(f, ", %u upstream%s, %d shard%s", P.cfg.nupstreams,
+		P.cfg.nupstreams == 1 ? "" : "s", n, n == 1 ? "" : "s");
+}
+
+/* The counters as one line, "pinwheel proxy: open=...". */
+static void px_line(void)
+{
+	struct pw_proxy_stats st;
+	char line[512];
+
+	pw_proxy_stats(P.p, &st);
+	pw_proxy_stats_line(&st, line, sizeof(line));
+	printf("pinwheel proxy: %s\n", line);
+	fflush(stdout);
+}
+
+static void px_tick(struct pw_drv *d)
+{
+	(void)d;
+	px_line();
+}
+
+/* On SIGUSR1 the counters, then (and at exit) the metrics. */
+static void px_report(struct pw_drv *d, bool final)
+{
+	if (!final)
+		px_line();
+	pw_drv_metrics(d, stdout);
+}
+
+static void px_drain(struct pw_drv *d)
+{
+	(void)d;
+	pw_proxy_drain(P.p, 0);
+}
+
+static int px_open(struct pw_drv *d)
+{
+	struct pw_proxy_stats st;
+
+	(void)d;
+	pw_proxy_stats(P.p, &st);
+	return (int)st.conns_open;
+}
+
+/* Destroy the proxy and its runtime; the final counters. */
+static int px_stop(struct pw_drv *d, int status)
+{
+	struct pw_proxy_stats st;
+	char line[512];
+
+	if (!P.p)
+		return status;
+	pw_proxy_destroy(P.p, &st);
 	pw_proxy_stats_line(&st, line, sizeof(line));
 	printf("pinwheel proxy: stopped (%d connection%s closed at the drain "
 	       "deadline); %s\n",
-	       left, left == 1 ? "" : "s", line);
+	       d->left, d->left == 1 ? "" : "s", line);
 	fflush(stdout);
-	pw_cli_signals_close();
-	return 0;
+	return status;
+}
+
+static const struct pw_drv_ops px_ops = {
+	.setup = px_setup,
+	.start = px_start,
+	.banner = px_banner,
+	.tick = px_tick,
+	.report = px_report,
+	.drain = px_drain,
+	.open = px_open,
+	.stop = px_stop,
+	.own_runtime = true,
+};
+
+int pw_app_proxy(int argc, char **argv)
+{
+	P = px_defaults;
+	pw_proxy_config_init(&P.cfg);
+	return pw_drv_main(&px_cmd, &px_ops, argc, argv);
 }

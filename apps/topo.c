@@ -160,89 +160,111 @@ static void print_table(const struct pw_topo *t, const char *synthetic,
 			   "-");
 }
 
-int pw_app_topo(int argc, char **argv)
+/* ---- the command ------------------------------------------------------ */
+
+/* The flags of `pinwheel topo`. */
+static struct topo_cmd {
+	struct pw_placement_opts o;
+	const char *synthetic;
+	bool json, pus, spread;
+	uint64_t shards;
+} T;
+
+static const struct pw_cli_opt topo_opts[] = {
+	{ "--json", PW_CLI_BOOL, &T.json, 0, 0, NULL,
+	  "print JSON instead of tables" },
+	{ "--cpus", PW_CLI_STRING, &T.o.cpus, 0, 0, "LIST",
+	  "place on exactly these CPUs, e.g. 0-3,8" },
+	{ "--nodes", PW_CLI_STRING, &T.o.nodes, 0, 0, "LIST",
+	  "only CPUs of these NUMA nodes, e.g. 0,2" },
+	{ "--pus", PW_CLI_BOOL, &T.pus, 0, 0, NULL,
+	  "one shard per PU (SMT siblings too); default: per core" },
+	{ "--spread", PW_CLI_BOOL, &T.spread, 0, 0, NULL,
+	  "round-robin over nodes and L3 groups; default: compact" },
+	{ "--shards", PW_CLI_UINT, &T.shards, 1, PW_PLACE_MAX, "N",
+	  "this many shards; default: one per CPU chosen" },
+	{ "--oversubscribe", PW_CLI_BOOL, &T.o.allow_oversubscribe, 0, 0, NULL,
+	  "allow more shards than CPUs" },
+	{ "--synthetic", PW_CLI_STRING, &T.synthetic, 0, 0, "DESC",
+	  "an hwloc synthetic machine, e.g. "
+	  "\"pack:2 numa:2 l3:1 core:8 pu:2\"" },
+};
+
+/* --cpus and --shards stay this command's own (no common flags): they
+ * describe a placement, possibly of a synthetic machine, not a runtime. */
+static const struct pw_cli_cmd topo_cmd = {
+	.name = "pinwheel topo",
+	.about = "Prints the packages, NUMA nodes, L3 groups, cores "
+		 "and PUs of this machine\n(the CPUs this process may "
+		 "use) and the planned shard placement.",
+	.opts = topo_opts,
+	.nopts = sizeof(topo_opts) / sizeof(topo_opts[0]),
+};
+
+/* The machine, real or --synthetic; NULL after a message (*@status). */
+static struct pw_topo *topo_load(int *status)
 {
-	struct pw_placement_opts o = { 0 };
-	static struct pw_placement p;
-	static struct pw_cli cli;
-	const char *synthetic = NULL;
 	struct pw_topo *t = NULL;
-	bool json = false, pus = false, spread = false, numa;
-	uint64_t shards = 0;
-	const struct pw_cli_opt opts[] = {
-		{ "--json", PW_CLI_BOOL, &json, 0, 0, NULL,
-		  "print JSON instead of tables" },
-		{ "--cpus", PW_CLI_STRING, &o.cpus, 0, 0, "LIST",
-		  "place on exactly these CPUs, e.g. 0-3,8" },
-		{ "--nodes", PW_CLI_STRING, &o.nodes, 0, 0, "LIST",
-		  "only CPUs of these NUMA nodes, e.g. 0,2" },
-		{ "--pus", PW_CLI_BOOL, &pus, 0, 0, NULL,
-		  "one shard per PU (SMT siblings too); default: per core" },
-		{ "--spread", PW_CLI_BOOL, &spread, 0, 0, NULL,
-		  "round-robin over nodes and L3 groups; default: compact" },
-		{ "--shards", PW_CLI_UINT, &shards, 1, PW_PLACE_MAX, "N",
-		  "this many shards; default: one per CPU chosen" },
-		{ "--oversubscribe", PW_CLI_BOOL, &o.allow_oversubscribe, 0, 0,
-		  NULL, "allow more shards than CPUs" },
-		{ "--synthetic", PW_CLI_STRING, &synthetic, 0, 0, "DESC",
-		  "an hwloc synthetic machine, e.g. "
-		  "\"pack:2 numa:2 l3:1 core:8 pu:2\"" },
-	};
-	const struct pw_cli_cmd cmd = {
-		.name = "pinwheel topo",
-		.about = "Prints the packages, NUMA nodes, L3 groups, cores "
-			 "and PUs of this machine\n(the CPUs this process may "
-			 "use) and the planned shard placement.",
-		.opts = opts,
-		.nopts = sizeof(opts) / sizeof(opts[0]),
-	};
 	int err;
 
-	/* --cpus and --shards stay this command's own: they describe a
-	 * placement (possibly of a synthetic machine), not this runtime. */
-	err = pw_cli_parse(&cli, &cmd, argc, argv);
-	if (err)
-		return pw_cli_status(err);
-	if (pus)
-		o.unit = PW_PLACE_PUS;
-	if (spread)
-		o.order = PW_PLACE_SPREAD;
-	o.shards = (unsigned)shards;
-
-	if (synthetic)
-		err = pw_topo_load_synthetic(&t, synthetic);
+	if (T.synthetic)
+		err = pw_topo_load_synthetic(&t, T.synthetic);
 	else
 		err = pw_topo_load(&t);
-	if (err) {
-		fprintf(stderr, "pinwheel topo: %s: %s\n",
-			synthetic ? "bad --synthetic description" :
-				    "cannot read the topology (hwloc)",
-			strerror(-err));
-		return synthetic && err == -EINVAL ? 2 : 1;
-	}
-	numa = numa_available() >= 0;
+	if (!err)
+		return t;
+	fprintf(stderr, "pinwheel topo: %s: %s\n",
+		T.synthetic ? "bad --synthetic description" :
+			      "cannot read the topology (hwloc)",
+		strerror(-err));
+	*status = T.synthetic && err == -EINVAL ? 2 : 1;
+	return NULL;
+}
 
-	err = pw_topo_place(t, &o, &p);
+/* Why pw_topo_place() failed with @err, in the flags' words. */
+static const char *place_error(int err)
+{
+	if (err == -ENODEV)
+		return "a CPU or node in --cpus/--nodes is not on this "
+		       "machine or not allowed";
+	if (err == -EINVAL)
+		return "malformed --cpus/--nodes list, or no CPU left";
+	if (err == -E2BIG)
+		return "more shards than CPUs (see --oversubscribe) "
+		       "or too many";
+	return strerror(-err);
+}
+
+int pw_app_topo(int argc, char **argv)
+{
+	static struct pw_placement p;
+	static struct pw_cli cli;
+	struct pw_topo *t;
+	int err, status = 0;
+
+	T = (struct topo_cmd){ 0 };
+	err = pw_cli_parse(&cli, &topo_cmd, argc, argv);
+	if (err)
+		return pw_cli_status(err);
+	if (T.pus)
+		T.o.unit = PW_PLACE_PUS;
+	if (T.spread)
+		T.o.order = PW_PLACE_SPREAD;
+	T.o.shards = (unsigned)T.shards;
+	t = topo_load(&status);
+	if (!t)
+		return status;
+	err = pw_topo_place(t, &T.o, &p);
 	if (err < 0) {
-		const char *why = strerror(-err);
-
-		if (err == -ENODEV)
-			why = "a CPU or node in --cpus/--nodes is not on this "
-			      "machine or not allowed";
-		else if (err == -EINVAL)
-			why = "malformed --cpus/--nodes list, or no CPU left";
-		else if (err == -E2BIG)
-			why = "more shards than CPUs (see --oversubscribe) "
-			      "or too many";
-		fprintf(stderr, "pinwheel topo: placement: %s\n", why);
+		fprintf(stderr, "pinwheel topo: placement: %s\n",
+			place_error(err));
 		pw_topo_free(t);
 		return err == -ENOMEM ? 1 : 2;
 	}
-
-	if (json)
-		print_json(t, synthetic, numa, &o, &p);
+	if (T.json)
+		print_json(t, T.synthetic, numa_available() >= 0, &T.o, &p);
 	else
-		print_table(t, synthetic, numa, &o, &p);
+		print_table(t, T.synthetic, numa_available() >= 0, &T.o, &p);
 	pw_topo_free(t);
 	return 0;
 }

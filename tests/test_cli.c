@@ -2,7 +2,8 @@
 /*
  * test_cli.c - the subcommands' shared flag parser: numbers, durations
  * and sizes; flag tables and the common flags; the configuration they
- * make; signals; and the pinwheel command's exit statuses and messages.
+ * make; signals; addresses; the scheduler from PW_SCHED; and the pinwheel
+ * command's exit statuses and messages and its metrics in Prometheus text.
  */
 #include <errno.h>
 #include <signal.h>
@@ -214,6 +215,8 @@ Test(cli, help)
 		"--sched shard|steal",
 		"--cpus LIST",
 		"--metrics",
+		"--metrics-format json|prometheus",
+		"$PW_SCHED",
 		"--help",
 		"Durations take",
 	};
@@ -272,6 +275,107 @@ Test(cli, config)
 	cr_expect_eq(pw_cli_sched_apply(NULL, PW_CLI_SCHED_SHARD), -EINVAL);
 }
 
+/* The scheduler: --sched, else PW_SCHED, else shard. */
+Test(cli, sched_from_environment)
+{
+	struct pw_config cfg;
+
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_assert_eq(setenv("PW_SCHED", "steal", 1), 0);
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_STEAL);
+	pw_config_init(&cfg);
+	cr_assert_eq(pw_cli_config(&cli, &cfg), 0);
+	cr_expect_eq(cfg.sched, PW_SCHED_STEAL);
+	cr_assert_eq(PARSE("--sched", "shard"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_SHARD, "--sched overrides it");
+
+	cr_assert_eq(setenv("PW_SCHED", "shard", 1), 0);
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_SHARD);
+	cr_assert_eq(PARSE("--sched=steal"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_STEAL);
+	cr_assert_eq(setenv("PW_SCHED", "", 1), 0);
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_SHARD, "empty: the default");
+
+	cr_assert_eq(setenv("PW_SCHED", "fifo", 1), 0);
+	expect_error(PARSE("--verbose"),
+		     "PW_SCHED: 'fifo' is not shard or steal");
+	cr_assert_eq(PARSE("--sched", "steal"), 0, "a flag needs no PW_SCHED");
+	struct pw_cli_cmd bare = cmd;
+	bare.common = 0;
+	cr_expect_eq(pw_cli_parse(&cli, &bare, ARGC("--verbose"),
+				  ARGV("--verbose")),
+		     0, "a command without --sched does not read it");
+
+	cr_assert_eq(unsetenv("PW_SCHED"), 0);
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(cli.sched, PW_CLI_SCHED_SHARD);
+}
+
+/* The pinwheel command picks its scheduler from PW_SCHED too. The suite
+ * cli_run starts runtimes; the suite cli starts none. */
+Test(cli_run, command_sched_from_environment)
+{
+	static const struct pw_test_cmd_case steal[] = {
+		{ { "pinwheel", "demo", "--tasks", "3", "--metrics",
+		    "--metrics-format", "prometheus" },
+		  0,
+		  "pinwheel_info{sched=\"steal\"} 1" },
+		{ { "pinwheel", "demo", "--tasks", "3", "--sched", "shard",
+		    "--metrics" },
+		  0,
+		  "\"sched\":\"shard\"" },
+	};
+	static const struct pw_test_cmd_case shard[] = {
+		{ { "pinwheel", "demo", "--tasks", "3", "--metrics" },
+		  0,
+		  "\"sched\":\"shard\"" },
+		{ { "pinwheel", "demo", "--tasks", "3", "--sched", "steal",
+		    "--metrics" },
+		  0,
+		  "\"sched\":\"steal\"" },
+	};
+	static const struct pw_test_cmd_case bad[] = {
+		{ { "pinwheel", "echo", "--listen", "127.0.0.1:0" },
+		  2,
+		  "pinwheel echo: PW_SCHED: 'fifo' is not shard or steal" },
+	};
+
+	cr_assert_eq(setenv("PW_SCHED", "steal", 1), 0);
+	pw_test_cmd_cases(steal, sizeof(steal) / sizeof(steal[0]));
+	cr_assert_eq(setenv("PW_SCHED", "shard", 1), 0);
+	pw_test_cmd_cases(shard, sizeof(shard) / sizeof(shard[0]));
+	cr_assert_eq(setenv("PW_SCHED", "fifo", 1), 0);
+	pw_test_cmd_cases(bad, 1);
+}
+
+/* One address parser, one message. */
+Test(cli, addresses)
+{
+	struct pw_net_addr a;
+
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(pw_cli_addr(&cli, "--listen", "127.0.0.1:0", &a), 0,
+		     "port 0 is taken as given");
+	cr_expect_eq(a.u.sa.sa_family, AF_INET);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "[::1]:80", &a), 0);
+	cr_expect_eq(a.u.sa.sa_family, AF_INET6);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "unix:/tmp/x", &a), 0);
+	cr_expect_eq(a.u.sa.sa_family, AF_UNIX);
+	expect_error(pw_cli_addr(&cli, "--listen", "nowhere", &a),
+		     "pinwheel t: --listen: 'nowhere' is not an address "
+		     "(A.B.C.D:PORT, [IPv6]:PORT or unix:PATH)");
+	expect_error(pw_cli_addr(&cli, "--to", "1.2.3.4:99999", &a),
+		     "--to: '1.2.3.4:99999' is not an address");
+	expect_error(pw_cli_addr(&cli, "--to", NULL, &a),
+		     "pinwheel t: --to ADDR is required (see --help)");
+	cr_expect_eq(pw_cli_fail(&cli, 7, "x %d", 1), 7);
+	cr_expect_str_eq(cli.error, "pinwheel t: x 1");
+}
+
 Test(cli, signals)
 {
 	cr_expect_eq(pw_cli_wait_stop(0), -EBADF);
@@ -310,7 +414,139 @@ Test(cli, command_exit_statuses)
 		    "pack:2 numa:2 l3:1 core:8 pu:2", "--json" },
 		  0,
 		  "\"cores\": 32" },
+		/* echo takes the common flags through the one parser. */
+		{ { "pinwheel", "echo", "--help" }, 0, "--metrics-format" },
+		{ { "pinwheel", "echo", "--bogus" },
+		  2,
+		  "pinwheel echo: unknown flag '--bogus' (see --help)" },
+		{ { "pinwheel", "echo", "--listen", "127.0.0.1:0", "--sched",
+		    "fifo" },
+		  2,
+		  "--sched: 'fifo' is not shard or steal" },
+		{ { "pinwheel", "echo", "--listen", "127.0.0.1:0", "--cpus",
+		    "1-0" },
+		  2,
+		  "--cpus" },
+		{ { "pinwheel", "echo", "--listen", "127.0.0.1:0",
+		    "--metrics-format", "xml" },
+		  2,
+		  "--metrics-format: 'xml' is not json or prometheus" },
+		{ { "pinwheel", "echo" },
+		  2,
+		  "pinwheel echo: --listen ADDR is required" },
+		/* One message for a bad address, in every command. */
+		{ { "pinwheel", "echo", "--listen", "nowhere" },
+		  2,
+		  "pinwheel echo: --listen: 'nowhere' is not an address "
+		  "(A.B.C.D:PORT, [IPv6]:PORT or unix:PATH)" },
+		{ { "pinwheel", "http", "--listen", "nowhere" },
+		  2,
+		  "pinwheel http: --listen: 'nowhere' is not an address (" },
+		{ { "pinwheel", "load", "--target", "nowhere" },
+		  2,
+		  "pinwheel load: --target: 'nowhere' is not an address (" },
+		{ { "pinwheel", "proxy", "--listen", "nowhere", "--upstream",
+		    "127.0.0.1:1" },
+		  2,
+		  "pinwheel proxy: --listen: 'nowhere' is not an address (" },
+		{ { "pinwheel", "proxy", "--listen", "127.0.0.1:0",
+		    "--upstream", "127.0.0.1:1,x" },
+		  2,
+		  "pinwheel proxy: --upstream: 'x' is not an address (" },
 	};
 
 	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* ---- --metrics-format prometheus at exit, in every server ------------- */
+
+/* A server command started on 127.0.0.1:0, and what it said so far. */
+struct server {
+	pid_t pid;
+	int fd;
+	struct pw_net_addr a;
+	char addr[PW_NET_ADDR_STRLEN];
+	size_t len;
+	char out[65536];
+};
+
+static void server_start(struct server *s, char *const argv[])
+{
+	static const char key[] = "listening on ";
+	const char *at;
+	size_t n;
+
+	s->len = 0;
+	s->pid = pw_test_cmd_start(argv, &s->fd);
+	at = pw_test_read_until(s->fd, s->out, sizeof(s->out), &s->len, key);
+	/* The address ends at a blank or, in the proxy's banner, a comma. */
+	at += sizeof(key) - 1;
+	n = strcspn(at, " ,\n");
+	cr_assert_lt(n, sizeof(s->addr), "%s", s->out);
+	memcpy(s->addr, at, n);
+	s->addr[n] = '\0';
+	cr_assert_eq(pw_net_addr_parse(&s->a, s->addr), 0, "%s", s->out);
+	cr_assert_neq(s->a.u.in4.sin_port, 0, "%s", s->out);
+}
+
+/* SIGTERM; it exits 0 with the metrics of this pass's scheduler in
+ * Prometheus text after its other output. */
+static void server_stop(struct server *s, const char *name)
+{
+	char want[64];
+
+	cr_assert_eq(kill(s->pid, SIGTERM), 0);
+	int st = pw_test_cmd_wait(s->pid, s->fd, s->out + s->len,
+				  sizeof(s->out) - s->len);
+	cr_expect_eq(st, 0, "%s: status %d: %s", name, st, s->out);
+	snprintf(want, sizeof(want), "\npinwheel_info{sched=\"%s\"} 1\n",
+		 pw_test_steal() ? "steal" : "shard");
+	cr_expect(strstr(s->out, want), "%s: no %s in %s", name, want, s->out);
+	cr_expect(strstr(s->out, "\n# TYPE pinwheel_num_workers gauge\n"),
+		  "%s: %s", name, s->out);
+	cr_expect(!strstr(s->out, "{\"sched\""), "%s: JSON: %s", name, s->out);
+}
+
+Test(cli_run, metrics_prometheus_at_exit)
+{
+	static struct server echo, proxy, http;
+	static char out[65536];
+
+	char *echo_argv[] = { "pinwheel",   "echo",
+			      "--listen",   "127.0.0.1:0",
+			      "--shards",   "1",
+			      "--metrics",  "--metrics-format",
+			      "prometheus", NULL };
+	server_start(&echo, echo_argv);
+	char *proxy_argv[] = { "pinwheel",	   "proxy",	 "--listen",
+			       "127.0.0.1:0",	   "--shards",	 "1",
+			       "--upstream",	   echo.addr,	 "--metrics",
+			       "--metrics-format", "prometheus", NULL };
+	server_start(&proxy, proxy_argv);
+	char *http_argv[] = { "pinwheel",   "http",
+			      "--listen",   "127.0.0.1:0",
+			      "--shards",   "1",
+			      "--metrics",  "--metrics-format",
+			      "prometheus", NULL };
+	server_start(&http, http_argv);
+
+	/* Load through the proxy to the echo server. */
+	char *load_argv[] = { "pinwheel",   "load",	 "--proto",
+			      "echo",	    "--target",	 proxy.addr,
+			      "--requests", "20",	 "--warmup",
+			      "0",	    "--shards",	 "1",
+			      "--quiet",    "--metrics", "--metrics-format",
+			      "prometheus", NULL };
+	int st = pw_test_run_cmd(out, sizeof(out), load_argv);
+	cr_expect_eq(st, 0, "load: %s", out);
+	cr_expect(strstr(out, "requests 20, errors 0"), "load: %s", out);
+	cr_expect(strstr(out, "\n# TYPE pinwheel_num_workers gauge\n"),
+		  "load: %s", out);
+	cr_expect(strstr(out, pw_test_steal() ? "{sched=\"steal\"}" :
+						"{sched=\"shard\"}"),
+		  "load: %s", out);
+
+	server_stop(&http, "http");
+	server_stop(&proxy, "proxy");
+	server_stop(&echo, "echo");
 }

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * driver.c - the one life of a command that runs a runtime (see
+ * driver.h): flags, signals, runtime, banner, the wait with its tick and
+ * SIGUSR1 report, the drain deadline, the final metrics and the exit
+ * status. The commands supply only their hooks.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <time.h>
+
+#include "apps/driver.h"
+
+void pw_drv_metrics(struct pw_drv *d, FILE *f)
+{
+	if (d->cli.metrics && d->rt)
+		pw_cli_metrics_write(f, d->rt, d->cli.metrics_format);
+}
+
+/* The report hook, or the metrics when there is none. */
+static void report(struct pw_drv *d, bool final)
+{
+	if (d->ops->report)
+		d->ops->report(d, final);
+	else
+		pw_drv_metrics(d, stdout);
+}
+
+bool pw_drv_wait(struct pw_drv *d, uint64_t ns)
+{
+	int rc = pw_cli_wait_stop((int64_t)ns);
+
+	if (rc == PW_CLI_DUMP)
+		report(d, false);
+	return rc == PW_CLI_STOP;
+}
+
+/* d->cfg as the runtime would take it: "NAME: cannot start the runtime:
+ * FIELD: WHY" (pw_config_check) when a field is wrong. */
+static int check_config(struct pw_drv *d)
+{
+	char msg[256] = "";
+	int err = pw_config_check(&d->cfg, msg, sizeof(msg));
+
+	if (!err)
+		return 0;
+	return pw_cli_fail(&d->cli, 1, "cannot start the runtime: %s",
+			   *msg ? msg : pw_strerror_setup(err));
+}
+
+/* The runtime from d->cfg; what went wrong is told as above. */
+static int create_runtime(struct pw_drv *d)
+{
+	int err = pw_runtime_create(&d->rt, &d->cfg);
+
+	if (err) {
+		d->rt = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot start the runtime: %s",
+				   pw_strerror_setup(err));
+	}
+	return 0;
+}
+
+/* "NAME: listening on ADDR" and the command's rest of the line. */
+static void banner(struct pw_drv *d)
+{
+	char text[PW_NET_ADDR_STRLEN];
+
+	if (!d->addr.len)
+		return;
+	pw_net_addr_format(&d->addr, text, sizeof(text));
+	printf("%s: listening on %s", d->cmd->name, text);
+	if (d->ops->banner)
+		d->ops->banner(d, stdout);
+	printf("\n");
+	fflush(stdout);
+}
+
+/* Signals, the runtime, the service and its banner. */
+static int start(struct pw_drv *d)
+{
+	const struct pw_drv_ops *o = d->ops;
+	int err;
+
+	if (!o->no_signals) {
+		/* Before any thread starts: every thread inherits the mask. */
+		err = pw_cli_signals_init();
+		if (err)
+			return pw_cli_fail(&d->cli, 1, "signals: %s",
+					   strerror(-err));
+		signal(SIGPIPE, SIG_IGN);
+	}
+	if ((err = check_config(d)))
+		return err;
+	if (!o->own_runtime && (err = create_runtime(d)))
+		return err;
+	if (o->start && (err = o->start(d)))
+		return err;
+	d->served = true;
+	banner(d);
+	return 0;
+}
+
+/* Stop accepting; give the open connections up to d->drain_ns. */
+static void drain(struct pw_drv *d)
+{
+	uint64_t t0 = pw_cli_mono_ns(); /* an elapsed time cannot overflow */
+	int open = 0;
+
+	if (!d->ops->drain)
+		return;
+	d->ops->drain(d);
+	while (d->ops->open && (open = d->ops->open(d)) > 0 &&
+	       pw_cli_mono_ns() - t0 < d->drain_ns) {
+		struct timespec nap = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&nap, NULL);
+	}
+	if (open <= 0)
+		return;
+	d->left = open;
+	printf("%s: drain deadline passed with %d connection%s open; closing "
+	       "them\n",
+	       d->cmd->name, open, open == 1 ? "" : "s");
+	fflush(stdout);
+}
+
+/* Serve until SIGINT or SIGTERM: tick, report on SIGUSR1; then drain. */
+static int serve(struct pw_drv *d)
+{
+	uint64_t next = pw_cli_mono_ns() + d->tick_ns;
+	int rc;
+
+	for (;;) {
+		uint64_t now = pw_cli_mono_ns();
+		int64_t wait = -1;
+
+		if (d->tick_ns && now >= next) {
+			d->ops->tick(d);
+			next += d->tick_ns;
+			continue;
+		}
+		if (d->tick_ns)
+			wait = (int64_t)(next - now);
+		rc = pw_cli_wait_stop(wait);
+		if (rc == PW_CLI_STOP)
+			break;
+		if (rc < 0) {
+			pw_cli_fail(&d->cli, 1, "signals: %s", strerror(-rc));
+			break;
+		}
+		if (rc == PW_CLI_DUMP)
+			report(d, false);
+	}
+	drain(d);
+	return rc < 0 ? 1 : 0;
+}
+
+int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
+		int argc, char **argv)
+{
+	struct pw_drv d = { .cmd = cmd, .ops = ops };
+	int rc;
+
+	rc = pw_cli_parse(&d.cli, cmd, argc, argv);
+	if (rc)
+		return pw_cli_status(rc);
+	pw_config_init(&d.cfg);
+	rc = pw_cli_config(&d.cli, &d.cfg);
+	if (rc)
+		return pw_cli_status(rc);
+	if (ops->setup && (rc = ops->setup(&d)))
+		return rc;
+	rc = start(&d);
+	if (!rc)
+		rc = ops->run ? ops->run(&d) : serve(&d);
+	if (d.served && d.cli.metrics)
+		report(&d, true);
+	if (!ops->own_runtime && d.rt)
+		pw_runtime_destroy(d.rt);
+	if (ops->stop)
+		rc = ops->stop(&d, rc);
+	if (!ops->no_signals)
+		pw_cli_signals_close();
+	return rc;
+}
