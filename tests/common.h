@@ -8,6 +8,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -246,6 +247,29 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 	int err = pw_block_on(rt, fn, state, &res);
 	cr_assert_eq(err, 0, "pw_block_on: %d", err);
 	return res;
+}
+
+/*
+ * Restrict every thread of this process to @set (the mask of a process is
+ * the union of its threads', and a sanitizer may run threads of its own).
+ * Returns 0, or -1 when a thread could not be restricted. For a child made
+ * with pw_test_fork(), before it makes a runtime.
+ */
+static inline int pw_test_restrict_threads(const cpu_set_t *set)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	int rc = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (e->d_name[0] != '.' &&
+		    sched_setaffinity((pid_t)atoi(e->d_name), sizeof(*set),
+				      set) != 0)
+			rc = -1;
+	closedir(d);
+	return rc;
 }
 
 /*

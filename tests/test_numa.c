@@ -379,16 +379,8 @@ Test(numa, cpu_outside_the_affinity_mask_is_refused)
 		struct pw_config cfg;
 		struct pw_runtime *rt;
 		int cpus[1] = { last };
-		DIR *d = opendir("/proc/self/task");
-		struct dirent *e;
-		if (!d)
+		if (pw_test_restrict_threads(&set))
 			_exit(2);
-		while ((e = readdir(d)))
-			if (e->d_name[0] != '.' &&
-			    sched_setaffinity((pid_t)atoi(e->d_name),
-					      sizeof(set), &set) != 0)
-				_exit(2);
-		closedir(d);
 		pw_test_config_init(&cfg);
 		cfg.shards = 1;
 		cfg.cpus = cpus;
