@@ -9,6 +9,7 @@
  * Signals go through one signalfd owned by the main thread; the stop and
  * dump flags are atomics so that any thread may read them.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -147,6 +148,44 @@ int pw_cli_parse_size(const char *s, uint64_t *bytes)
 	return 0;
 }
 
+int pw_cli_parse_fraction(const char *s, uint64_t *ppm)
+{
+	size_t len = s ? strlen(s) : 0;
+	bool pct = len && s[len - 1] == '%';
+	int maxdec = pct ? 4 : 6, n;
+	uint64_t whole, v, scale = PW_CLI_PPM;
+
+	if (!s || !ppm)
+		return -EINVAL;
+	n = digits(&s, &whole);
+	if (n < 0)
+		return n;
+	if (!n)
+		return -EINVAL;
+	if (whole > 100) /* beyond 1 either way; keeps v below from wrapping */
+		whole = 101;
+	v = whole * scale;
+	if (*s == '.') {
+		s++;
+		for (n = 0; *s >= '0' && *s <= '9'; s++, n++) {
+			if (n >= maxdec)
+				return -EINVAL;
+			scale /= 10;
+			v += (uint64_t)(*s - '0') * scale;
+		}
+		if (!n)
+			return -EINVAL;
+	}
+	if (strcmp(s, pct ? "%" : ""))
+		return -EINVAL;
+	if (pct)
+		v /= 100; /* exact: at most 4 decimals */
+	if (v > PW_CLI_PPM)
+		return -ERANGE;
+	*ppm = v;
+	return 0;
+}
+
 int pw_cli_fail(struct pw_cli *c, int err, const char *fmt, ...)
 {
 	va_list ap;
@@ -199,12 +238,28 @@ static void show_size(uint64_t b, char *buf, size_t len)
 		snprintf(buf, len, "%llu%c", (unsigned long long)b, units[i]);
 }
 
+/* A fraction in millionths as a percentage, e.g. 5% or 0.25%. */
+static void show_fraction(uint64_t ppm, char *buf, size_t len)
+{
+	unsigned long long whole = ppm / 10000, frac = ppm % 10000;
+	int dec = 4;
+
+	for (; frac && frac % 10 == 0; frac /= 10)
+		dec--;
+	if (frac)
+		snprintf(buf, len, "%llu.%0*llu%%", whole, dec, frac);
+	else
+		snprintf(buf, len, "%llu%%", whole);
+}
+
 static void show(enum pw_cli_type t, uint64_t v, char *buf, size_t len)
 {
 	if (t == PW_CLI_DURATION)
 		show_duration(v, buf, len);
 	else if (t == PW_CLI_SIZE)
 		show_size(v, buf, len);
+	else if (t == PW_CLI_FRACTION)
+		show_fraction(v, buf, len);
 	else
 		snprintf(buf, len, "%llu", (unsigned long long)v);
 }
@@ -216,19 +271,39 @@ static const char *type_what(enum pw_cli_type t)
 		return "a duration such as 10s, 500ms or 2m";
 	case PW_CLI_SIZE:
 		return "a size such as 512, 64k or 1M";
+	case PW_CLI_FRACTION:
+		return "a fraction such as 0.05 or 5%";
 	default:
 		return "a whole number";
 	}
 }
 
+/* The message for value @v of @o outside @lo..@hi (UINT64_MAX: no upper
+ * bound); @below: it is under @lo (else above @hi or beyond 64 bits). */
+static int out_of_range(struct pw_cli *c, const struct pw_cli_opt *o,
+			const char *v, uint64_t lo, uint64_t hi, bool below)
+{
+	char a[32], b[32];
+
+	show(o->type, lo, a, sizeof(a));
+	if (hi == UINT64_MAX && below)
+		return pw_cli_fail(c, -EINVAL,
+				   "%s: '%s' is out of range (at least %s)",
+				   o->name, v, a);
+	if (hi == UINT64_MAX)
+		return pw_cli_fail(c, -EINVAL, "%s: '%s' is too large", o->name,
+				   v);
+	show(o->type, hi, b, sizeof(b));
+	return pw_cli_fail(c, -EINVAL, "%s: '%s' is out of range %s..%s",
+			   o->name, v, a, b);
+}
+
 static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 		     const char *v)
 {
-	uint64_t x, lo = o->min, hi = o->max;
+	uint64_t x, lo = o->min, hi = o->max ? o->max : UINT64_MAX;
 	int err;
 
-	if (!lo && !hi)
-		hi = UINT64_MAX;
 	switch (o->type) {
 	case PW_CLI_STRING:
 		*(const char **)o->dst = v;
@@ -242,21 +317,17 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 	case PW_CLI_SIZE:
 		err = pw_cli_parse_size(v, &x);
 		break;
+	case PW_CLI_FRACTION:
+		err = pw_cli_parse_fraction(v, &x);
+		break;
 	default:
 		return pw_cli_fail(c, -EINVAL, "%s takes no value", o->name);
 	}
 	if (err == -EINVAL)
 		return pw_cli_fail(c, -EINVAL, "%s: '%s' is not %s", o->name, v,
 				   type_what(o->type));
-	if (err || x < lo || x > hi) {
-		char a[32], b[32];
-
-		show(o->type, lo, a, sizeof(a));
-		show(o->type, hi, b, sizeof(b));
-		return pw_cli_fail(c, -EINVAL,
-				   "%s: '%s' is out of range %s..%s", o->name,
-				   v, a, b);
-	}
+	if (err || x < lo || x > hi)
+		return out_of_range(c, o, v, lo, hi, !err && x < lo);
 	*(uint64_t *)o->dst = x;
 	return 0;
 }
@@ -570,17 +641,36 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg)
 	return 0;
 }
 
-int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
-		struct pw_net_addr *out)
+/* The port of IP address @a, or -1 for a unix address. */
+static int addr_port(const struct pw_net_addr *a)
 {
+	if (a->u.sa.sa_family == AF_INET)
+		return ntohs(a->u.in4.sin_port);
+	if (a->u.sa.sa_family == AF_INET6)
+		return ntohs(a->u.in6.sin6_port);
+	return -1;
+}
+
+int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
+		enum pw_cli_addr_use use, struct pw_net_addr *out)
+{
+	struct pw_net_addr a;
+
 	if (!s)
 		return pw_cli_fail(c, -EINVAL,
 				   "%s ADDR is required (see --help)", flag);
-	if (pw_net_addr_parse(out, s))
+	if (pw_net_addr_parse(&a, s))
 		return pw_cli_fail(c, -EINVAL,
 				   "%s: '%s' is not an address (A.B.C.D:PORT, "
 				   "[IPv6]:PORT or unix:PATH)",
 				   flag, s);
+	if (use != PW_CLI_ADDR_LISTEN && addr_port(&a) == 0)
+		return pw_cli_fail(c, -EINVAL,
+				   "%s: '%s' has port 0, which no server "
+				   "listens on (0 means any port only to "
+				   "a listener)",
+				   flag, s);
+	*out = a;
 	return 0;
 }
 

@@ -55,15 +55,21 @@ enum pw_cli_type {
 	PW_CLI_DURATION, /* e.g. 10s, 500ms, 2m, 1.5s; dst: uint64_t * ns */
 	PW_CLI_SIZE,	 /* e.g. 512, 64k, 1M; dst: uint64_t * bytes */
 	PW_CLI_STRING,	 /* as is (addresses, lists); dst: const char ** */
+	PW_CLI_FRACTION, /* e.g. 0.05 or 5%, 0..1; dst: uint64_t * in
+			    millionths (PW_CLI_PPM is 1) */
 };
+
+/* A PW_CLI_FRACTION of 1 (100%), in millionths. */
+#define PW_CLI_PPM 1000000u
 
 /* One subcommand flag. */
 struct pw_cli_opt {
 	const char *name; /* with its dashes: "--tasks" */
 	enum pw_cli_type type;
 	void *dst;	   /* where the value goes */
-	uint64_t min, max; /* accepted range of a number, duration (ns) or
-			      size (bytes); both 0: any */
+	uint64_t min, max; /* accepted range of a number, duration (ns),
+			      size (bytes) or fraction (millionths); max
+			      0: no upper bound (both 0: any) */
 	const char *arg;   /* the value's name in the usage, e.g. "N" */
 	const char *help;  /* one line */
 };
@@ -151,18 +157,27 @@ int pw_cli_config(struct pw_cli *c, struct pw_config *cfg);
 int pw_cli_fail(struct pw_cli *c, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* What an address given to pw_cli_addr() is for. */
+enum pw_cli_addr_use {
+	PW_CLI_ADDR_LISTEN,  /* to listen on: port 0 is any free port */
+	PW_CLI_ADDR_CONNECT, /* to connect to: port 0 is refused, as no
+				server listens there */
+};
+
 /**
  * pw_cli_addr - parse the address @s given to flag @flag (e.g. "--listen")
  * into @out, with pw_net_addr_parse(): A.B.C.D:PORT, [IPv6]:PORT,
- * unix:PATH or unix:@NAME; port 0 is taken as given (a listener then
- * gets a port of the kernel's choosing).
- * Return: 0; -EINVAL when @s is NULL ("FLAG ADDR is required") or not an
- * address ("FLAG: 'S' is not an address (...)"): the one message for a
- * bad address, printed through pw_cli_fail() (exit 2).
+ * unix:PATH or unix:@NAME. With @use PW_CLI_ADDR_LISTEN port 0 is taken
+ * as given (the listener then gets a port of the kernel's choosing); with
+ * PW_CLI_ADDR_CONNECT it is refused.
+ * Return: 0; -EINVAL when @s is NULL ("FLAG ADDR is required"), not an
+ * address ("FLAG: 'S' is not an address (...)") or an IP address with
+ * port 0 to connect to ("FLAG: 'S' has port 0, ..."): the one message for
+ * each, printed through pw_cli_fail() (exit 2).
  * Context: any thread; typically main.
  */
 int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
-		struct pw_net_addr *out);
+		enum pw_cli_addr_use use, struct pw_net_addr *out);
 
 /**
  * pw_cli_sched_apply - select scheduler @s in @cfg.
@@ -199,6 +214,16 @@ int pw_cli_parse_duration(const char *s, uint64_t *ns);
  * Context: any thread.
  */
 int pw_cli_parse_size(const char *s, uint64_t *bytes);
+
+/**
+ * pw_cli_parse_fraction - parse @s as a fraction of 0 to 1: a decimal
+ * number with up to 6 decimals (0, 0.05, 1), or a percentage with up to
+ * 4 decimals and a '%' (5%, 0.5%, 100%).
+ * Return: 0 with *@ppm set in millionths (PW_CLI_PPM for 1); -EINVAL
+ * for malformed text (a blank, sign, more decimals); -ERANGE above 1.
+ * Context: any thread.
+ */
+int pw_cli_parse_fraction(const char *s, uint64_t *ppm);
 
 /* pw_cli_wait_stop() results. */
 #define PW_CLI_STOP 1 /* SIGINT or SIGTERM arrived */

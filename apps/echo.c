@@ -168,7 +168,10 @@ static const struct pw_cli_cmd echo_cmd = {
 
 static int echo_setup(struct pw_drv *d)
 {
-	return pw_cli_addr(&d->cli, "--listen", E.listen, &E.addr) ? 2 : 0;
+	return pw_cli_addr(&d->cli, "--listen", E.listen, PW_CLI_ADDR_LISTEN,
+			   &E.addr) ?
+		       2 :
+		       0;
 }
 
 /* The listener, then one acceptor per shard. */

@@ -879,7 +879,8 @@ static int http_setup(struct pw_drv *d)
 {
 	size_t body_len = H.body ? strlen(H.body) : 0;
 
-	if (pw_cli_addr(&d->cli, "--listen", H.listen, &H.addr))
+	if (pw_cli_addr(&d->cli, "--listen", H.listen, PW_CLI_ADDR_LISTEN,
+			&H.addr))
 		return 2;
 	if (body_len > PW_HTTP_BODY_MAX)
 		return pw_cli_fail(&d->cli, 2,

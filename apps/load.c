@@ -1037,11 +1037,17 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 
 /* ---- pinwheel load ----------------------------------------------------- */
 
+/* The longest --duration and --warmup: deadlines stay far from
+ * wrapping. */
+#define LOAD_TIME_MAX (1000 * 3600 * PW_NSEC_PER_SEC)
+
 /* The flags of `pinwheel load` and the run's results. */
 static struct load_cmd {
 	const char *proto, *target, *path, *host, *json;
 	uint64_t size, conns, rate, duration, requests, warmup, timeout;
+	uint64_t max_error_ppm; /* --max-error-rate, in millionths */
 	bool quiet, have_res;
+	FILE *json_f; /* --json FILE, opened before the run; NULL for - */
 	struct pw_load_config lc;
 	struct pw_load_result res;
 } L;
@@ -1053,6 +1059,7 @@ static const struct load_cmd load_defaults = {
 	.conns = 1,
 	.warmup = PW_NSEC_PER_SEC,
 	.timeout = 2 * PW_NSEC_PER_SEC,
+	.max_error_ppm = PW_CLI_PPM,
 };
 
 static const struct pw_cli_opt load_opts[] = {
@@ -1070,14 +1077,18 @@ static const struct pw_cli_opt load_opts[] = {
 	  "connections, one request outstanding on each (default 1)" },
 	{ "--rate", PW_CLI_UINT, &L.rate, 0, 1000000000ull, "R",
 	  "open loop: R requests/s in total; 0: closed loop (default)" },
-	{ "--duration", PW_CLI_DURATION, &L.duration, 0, 0, "D",
+	{ "--duration", PW_CLI_DURATION, &L.duration, PW_NSEC_PER_MSEC,
+	  LOAD_TIME_MAX, "D",
 	  "measured time (default 10s, or until --requests)" },
-	{ "--requests", PW_CLI_UINT, &L.requests, 0, 0, "N",
+	{ "--requests", PW_CLI_UINT, &L.requests, 1, 0, "N",
 	  "measured requests (default: until --duration)" },
-	{ "--warmup", PW_CLI_DURATION, &L.warmup, 0, 0, "D",
+	{ "--warmup", PW_CLI_DURATION, &L.warmup, 0, LOAD_TIME_MAX, "D",
 	  "warm-up whose samples are discarded (default 1s)" },
-	{ "--timeout", PW_CLI_DURATION, &L.timeout, PW_NSEC_PER_MSEC, 0, "D",
-	  "per connect and per request (default 2s)" },
+	{ "--timeout", PW_CLI_DURATION, &L.timeout, PW_NSEC_PER_MSEC,
+	  3600 * PW_NSEC_PER_SEC, "D",
+	  "per connect and per request, 1ms..1h (default 2s)" },
+	{ "--max-error-rate", PW_CLI_FRACTION, &L.max_error_ppm, 0, PW_CLI_PPM,
+	  "R", "exit 1 when more than R fail, e.g. 1% or 0.01 (100%)" },
 	{ "--json", PW_CLI_STRING, &L.json, 0, 0, "FILE",
 	  "also write the results as JSON to FILE (- for stdout)" },
 	{ "--quiet", PW_CLI_BOOL, &L.quiet, 0, 0, NULL,
@@ -1090,7 +1101,11 @@ static const struct pw_cli_cmd load_cmd = {
 		 "reports latency percentiles\n(from the due time in "
 		 "open loop: coordinated omission corrected), errors "
 		 "and\nthroughput. SIGINT stops early and still "
-		 "reports.",
+		 "reports.\n\nExit status: 0; 1 when no request "
+		 "succeeded, when more than --max-error-rate\nfailed, "
+		 "or when the run failed; 2 for a bad flag or a --json "
+		 "FILE that cannot\nbe opened (it is opened before the "
+		 "run).",
 	.opts = load_opts,
 	.nopts = sizeof(load_opts) / sizeof(load_opts[0]),
 	.common = PW_CLI_RUNTIME,
@@ -1112,13 +1127,27 @@ static void load_progress(void *arg, const struct pw_load_progress *p)
 		(double)p->p99_ns / 1e3);
 }
 
+/* --json FILE opened (created, truncated) now, so that a path that
+ * cannot be written fails before the run rather than after it. */
+static int load_open_json(struct pw_drv *d)
+{
+	if (!L.json || !strcmp(L.json, "-"))
+		return 0;
+	L.json_f = fopen(L.json, "we");
+	if (!L.json_f)
+		return pw_cli_fail(&d->cli, 2, "--json: cannot open '%s': %s",
+				   L.json, strerror(errno));
+	return 0;
+}
+
 /* Check the flags and turn them into the run's config. */
 static int load_setup(struct pw_drv *d)
 {
 	struct pw_load_config *lc = &L.lc;
 
 	pw_load_config_init(lc);
-	if (pw_cli_addr(&d->cli, "--target", L.target, &lc->target))
+	if (pw_cli_addr(&d->cli, "--target", L.target, PW_CLI_ADDR_CONNECT,
+			&lc->target))
 		return 2;
 	if (strcmp(L.proto, "http") && strcmp(L.proto, "echo"))
 		return pw_cli_fail(&d->cli, 2,
@@ -1139,6 +1168,8 @@ static int load_setup(struct pw_drv *d)
 				   "--path or --host: must be non-empty, "
 				   "without blanks or control characters (a "
 				   "path starts with /)");
+	if (load_open_json(d))
+		return 2;
 	d->cfg.tick_ns = 10 * PW_NSEC_PER_USEC; /* due times to within 10 us */
 	/* The shard threads inherit it: timers end within 1 us, not the
 	 * default 50 us slack. */
@@ -1170,24 +1201,60 @@ static void load_report(struct pw_drv *d, bool final)
 		pw_cli_metrics_write(stderr, d->rt, d->cli.metrics_format);
 }
 
-/* The report, and the JSON with --json. */
+/* The JSON with --json, to the file opened in load_open_json() or to
+ * stdout; 0, or 1 when it could not be written. */
+static int load_write_json(struct pw_drv *d)
+{
+	FILE *f = L.json_f ? L.json_f : stdout;
+	bool bad = pw_load_write_json(&L.lc, &L.res, f) != 0;
+
+	if (L.json_f && fclose(L.json_f))
+		bad = true;
+	L.json_f = NULL;
+	return bad ? pw_cli_fail(&d->cli, 1, "cannot write %s", L.json) : 0;
+}
+
+/*
+ * The run's verdict: 1, with a line saying why, when no request
+ * succeeded, or when the failed ones are more than --max-error-rate of
+ * all that ended; else 0.
+ */
+static int load_verdict(struct pw_drv *d)
+{
+	const struct pw_load_result *r = &L.res;
+	uint64_t all = r->requests + r->errors;
+
+	if (!all)
+		return pw_cli_fail(&d->cli, 1, "no request was answered");
+	if (!r->requests)
+		return pw_cli_fail(&d->cli, 1,
+				   "every request failed (%" PRIu64 " errors)",
+				   r->errors);
+	/* errors / all > ppm / 1e6, in integers (128 bits: no overflow). */
+	if ((unsigned __int128)r->errors * PW_CLI_PPM <=
+	    (unsigned __int128)L.max_error_ppm * all)
+		return 0;
+	return pw_cli_fail(&d->cli, 1,
+			   "%.2f%% of requests failed (%" PRIu64 " of %" PRIu64
+			   "), more than --max-error-rate %g%%",
+			   (double)r->errors * 100.0 / (double)all, r->errors,
+			   all, (double)L.max_error_ppm / 1e4);
+}
+
+/* The report, the JSON with --json, and the verdict. */
 static int load_stop(struct pw_drv *d, int status)
 {
-	bool bad;
-	FILE *f;
-
-	if (!L.have_res)
+	if (!L.have_res) {
+		if (L.json_f)
+			fclose(L.json_f);
+		L.json_f = NULL;
 		return status;
-	status = pw_load_print(&L.lc, &L.res, stdout) ? 1 : 0;
-	if (L.json) {
-		f = strcmp(L.json, "-") ? fopen(L.json, "w") : stdout;
-		bad = !f || pw_load_write_json(&L.lc, &L.res, f);
-		if (f && f != stdout && fclose(f))
-			bad = true;
-		if (bad)
-			status = pw_cli_fail(&d->cli, 1, "cannot write %s",
-					     L.json);
 	}
+	status = pw_load_print(&L.lc, &L.res, stdout) ? 1 : 0;
+	if (L.json && load_write_json(d))
+		status = 1;
+	if (load_verdict(d))
+		status = 1;
 	pw_load_result_destroy(&L.res);
 	return status;
 }

@@ -870,7 +870,9 @@ static const struct pw_cli_cmd px_cmd = {
 	.common = PW_CLI_RUNTIME,
 };
 
-/* --upstream into P.cfg, or the message naming what is wrong in it. */
+/* --upstream into P.cfg, or the message naming what is wrong in it:
+ * each item goes through pw_cli_addr() (port 0 refused), then the list
+ * into P.cfg. */
 static int px_upstreams(struct pw_drv *d)
 {
 	const char *p = P.upstreams;
@@ -887,23 +889,29 @@ static int px_upstreams(struct pw_drv *d)
 		return pw_cli_fail(&d->cli, 2,
 				   "--upstream: more than %d addresses",
 				   PW_PROXY_MAX_UPSTREAMS);
-	/* The first item that is not an address (a longer one than item
-	 * holds is none either). */
-	for (; err; p += strcspn(p, ",") + 1) {
+	/* Every item (a longer one than item holds is no address either). */
+	for (;; p += strcspn(p, ",") + 1) {
 		size_t len = strcspn(p, ",");
 
 		snprintf(item, sizeof(item), "%.*s", (int)len, p);
-		if (pw_cli_addr(&d->cli, "--upstream", item, &a))
+		if (pw_cli_addr(&d->cli, "--upstream", item,
+				PW_CLI_ADDR_CONNECT, &a))
 			return 2;
 		if (!p[len])
 			break;
 	}
+	if (err)
+		return pw_cli_fail(
+			&d->cli, 2,
+			"--upstream: '%s' is not a list of addresses",
+			P.upstreams);
 	return 0;
 }
 
 static int px_setup(struct pw_drv *d)
 {
-	if (pw_cli_addr(&d->cli, "--listen", P.listen, &P.cfg.listen))
+	if (pw_cli_addr(&d->cli, "--listen", P.listen, PW_CLI_ADDR_LISTEN,
+			&P.cfg.listen))
 		return 2;
 	if (px_upstreams(d))
 		return 2;
