@@ -358,19 +358,26 @@ Test(cli, addresses)
 
 	cr_assert(freopen("/dev/null", "w", stderr));
 	cr_assert_eq(PARSE("--verbose"), 0);
-	cr_expect_eq(pw_cli_addr(&cli, "--listen", "127.0.0.1:0", &a), 0,
-		     "port 0 is taken as given");
+	cr_expect_eq(pw_cli_addr(&cli, "--listen", "127.0.0.1:0",
+				 PW_CLI_ADDR_LISTEN, &a),
+		     0, "port 0 is taken as given");
 	cr_expect_eq(a.u.sa.sa_family, AF_INET);
-	cr_expect_eq(pw_cli_addr(&cli, "--to", "[::1]:80", &a), 0);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "[::1]:80", PW_CLI_ADDR_CONNECT,
+				 &a),
+		     0);
 	cr_expect_eq(a.u.sa.sa_family, AF_INET6);
-	cr_expect_eq(pw_cli_addr(&cli, "--to", "unix:/tmp/x", &a), 0);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "unix:/tmp/x",
+				 PW_CLI_ADDR_CONNECT, &a),
+		     0);
 	cr_expect_eq(a.u.sa.sa_family, AF_UNIX);
-	expect_error(pw_cli_addr(&cli, "--listen", "nowhere", &a),
+	expect_error(pw_cli_addr(&cli, "--listen", "nowhere",
+				 PW_CLI_ADDR_LISTEN, &a),
 		     "pinwheel t: --listen: 'nowhere' is not an address "
 		     "(A.B.C.D:PORT, [IPv6]:PORT or unix:PATH)");
-	expect_error(pw_cli_addr(&cli, "--to", "1.2.3.4:99999", &a),
+	expect_error(pw_cli_addr(&cli, "--to", "1.2.3.4:99999",
+				 PW_CLI_ADDR_CONNECT, &a),
 		     "--to: '1.2.3.4:99999' is not an address");
-	expect_error(pw_cli_addr(&cli, "--to", NULL, &a),
+	expect_error(pw_cli_addr(&cli, "--to", NULL, PW_CLI_ADDR_CONNECT, &a),
 		     "pinwheel t: --to ADDR is required (see --help)");
 	cr_expect_eq(pw_cli_fail(&cli, 7, "x %d", 1), 7);
 	cr_expect_str_eq(cli.error, "pinwheel t: x 1");
@@ -549,4 +556,211 @@ Test(cli_run, metrics_prometheus_at_exit)
 	server_stop(&http, "http");
 	server_stop(&proxy, "proxy");
 	server_stop(&echo, "echo");
+}
+
+/* ---- one number parser, fractions, unbounded ranges, port 0 ----------- */
+
+/* What no number parser takes: a blank before or after, a sign, a base
+ * prefix, nothing. */
+static const char *const not_numbers[] = { " 5", "+5", "5 ",  "0x5",
+					   "",	 "-5", "\t5", "5\n" };
+#define NNOT (sizeof(not_numbers) / sizeof(not_numbers[0]))
+
+Test(cli, numbers_refuse_blanks_signs_prefixes)
+{
+	uint64_t v = 7;
+
+	for (size_t i = 0; i < NNOT; i++) {
+		const char *s = not_numbers[i];
+
+		cr_expect_eq(pw_cli_parse_uint(s, 0, 100, &v), -EINVAL, "'%s'",
+			     s);
+		cr_expect_eq(pw_cli_parse_duration(s, &v), -EINVAL, "'%s'", s);
+		cr_expect_eq(pw_cli_parse_size(s, &v), -EINVAL, "'%s'", s);
+		cr_expect_eq(pw_cli_parse_fraction(s, &v), -EINVAL, "'%s'", s);
+	}
+	cr_expect_eq(v, 7, "untouched on error");
+	cr_expect_eq(pw_cli_parse_duration("+5s", &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_size("+5k", &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_fraction("+5%", &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_fraction(" 5%", &v), -EINVAL);
+}
+
+/* The same through the commands: echo (the common flags) and load (its
+ * own). */
+Test(cli, command_numbers_refuse_blanks_signs_prefixes)
+{
+	static char out[4096];
+
+	for (size_t i = 0; i < NNOT; i++) {
+		char *echo[] = { "pinwheel", "echo",
+				 "--listen", "127.0.0.1:0",
+				 "--shards", (char *)not_numbers[i],
+				 NULL };
+		char *load[] = { "pinwheel", "load",
+				 "--target", "127.0.0.1:1",
+				 "--conns",  (char *)not_numbers[i],
+				 NULL };
+		char want[64];
+
+		snprintf(want, sizeof(want), "'%s' is not a whole number",
+			 not_numbers[i]);
+		int st = pw_test_run_cmd(out, sizeof(out), echo);
+		cr_expect_eq(st, 2, "echo '%s': %s", not_numbers[i], out);
+		cr_expect(strstr(out, "pinwheel echo: --shards: ") &&
+				  strstr(out, want),
+			  "echo '%s': %s", not_numbers[i], out);
+		st = pw_test_run_cmd(out, sizeof(out), load);
+		cr_expect_eq(st, 2, "load '%s': %s", not_numbers[i], out);
+		cr_expect(strstr(out, "pinwheel load: --conns: ") &&
+				  strstr(out, want),
+			  "load '%s': %s", not_numbers[i], out);
+	}
+}
+
+Test(cli, fractions)
+{
+	static const struct {
+		const char *s;
+		uint64_t ppm;
+	} ok[] = {
+		{ "0", 0 },
+		{ "1", 1000000 },
+		{ "0.05", 50000 },
+		{ "0.000001", 1 },
+		{ "1.000000", 1000000 },
+		{ "5%", 50000 },
+		{ "0.5%", 5000 },
+		{ "100%", 1000000 },
+		{ "0.0001%", 1 },
+		{ "0%", 0 },
+		{ "25%", 250000 },
+		{ "99.9999%", 999999 },
+	};
+	static const char *bad[] = { "%",  "5%%",	"5 %",	    ".5",
+				     "5.", "0.0000001", "0.00001%", "1e-2",
+				     "5x", "0,5",	"5%x" };
+	uint64_t v;
+
+	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+		v = 7;
+		cr_expect_eq(pw_cli_parse_fraction(ok[i].s, &v), 0, "%s",
+			     ok[i].s);
+		cr_expect_eq(v, ok[i].ppm, "%s: %llu", ok[i].s,
+			     (unsigned long long)v);
+	}
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		cr_expect_eq(pw_cli_parse_fraction(bad[i], &v), -EINVAL, "'%s'",
+			     bad[i]);
+	cr_expect_eq(pw_cli_parse_fraction("1.000001", &v), -ERANGE);
+	cr_expect_eq(pw_cli_parse_fraction("2", &v), -ERANGE);
+	cr_expect_eq(pw_cli_parse_fraction("100.0001%", &v), -ERANGE);
+	cr_expect_eq(pw_cli_parse_fraction("99999999999999999999", &v),
+		     -ERANGE);
+	cr_expect_eq(pw_cli_parse_fraction(NULL, &v), -EINVAL);
+	cr_expect_eq(pw_cli_parse_fraction("1", NULL), -EINVAL);
+}
+
+/* A minimum with max 0 has no upper bound (load --timeout was refused
+ * whatever its value: "out of range 1ms..0ns"); a fraction flag. */
+static uint64_t wait_ns, count, share;
+static const struct pw_cli_opt open_opts[] = {
+	{ "--wait", PW_CLI_DURATION, &wait_ns, 1000000, 0, "D", "how long" },
+	{ "--count", PW_CLI_UINT, &count, 1, 0, "N", "how many" },
+	{ "--share", PW_CLI_FRACTION, &share, 0, PW_CLI_PPM, "R", "part" },
+};
+static const struct pw_cli_cmd open_cmd = {
+	.name = "pinwheel t",
+	.opts = open_opts,
+	.nopts = sizeof(open_opts) / sizeof(open_opts[0]),
+};
+#define OPEN_PARSE(...) \
+	pw_cli_parse(&cli, &open_cmd, ARGC(__VA_ARGS__), ARGV(__VA_ARGS__))
+
+Test(cli, min_without_max_and_fractions)
+{
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_expect_eq(OPEN_PARSE("--wait", "1ms", "--count", "1"), 0);
+	cr_expect_eq(wait_ns, 1000000);
+	cr_expect_eq(count, 1);
+	cr_expect_eq(OPEN_PARSE("--wait", "10000h", "--count",
+				"18446744073709551615"),
+		     0);
+	cr_expect_eq(wait_ns, 10000 * 3600000000000ull);
+	cr_expect_eq(count, UINT64_MAX);
+	expect_error(OPEN_PARSE("--wait", "0"),
+		     "--wait: '0' is out of range (at least 1ms)");
+	expect_error(OPEN_PARSE("--wait", "999us"),
+		     "--wait: '999us' is out of range (at least 1ms)");
+	expect_error(OPEN_PARSE("--count", "0"),
+		     "--count: '0' is out of range (at least 1)");
+	expect_error(OPEN_PARSE("--count", "18446744073709551616"),
+		     "--count: '18446744073709551616' is too large");
+	expect_error(OPEN_PARSE("--wait", "9999999999999h"),
+		     "--wait: '9999999999999h' is too large");
+
+	cr_expect_eq(OPEN_PARSE("--share", "2.5%"), 0);
+	cr_expect_eq(share, 25000);
+	cr_expect_eq(OPEN_PARSE("--share=0.75"), 0);
+	cr_expect_eq(share, 750000);
+	expect_error(OPEN_PARSE("--share", "1.5"),
+		     "--share: '1.5' is out of range 0%..100%");
+	expect_error(OPEN_PARSE("--share", "half"),
+		     "--share: 'half' is not a fraction such as 0.05 or 5%");
+}
+
+/* Port 0 means any port to a listener only; one message for it. */
+Test(cli, addresses_port_zero)
+{
+	struct pw_net_addr a;
+
+	cr_assert(freopen("/dev/null", "w", stderr));
+	cr_assert_eq(PARSE("--verbose"), 0);
+	cr_expect_eq(pw_cli_addr(&cli, "--listen", "[::1]:0",
+				 PW_CLI_ADDR_LISTEN, &a),
+		     0);
+	cr_expect_eq(a.u.in6.sin6_port, 0);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "127.0.0.1:1",
+				 PW_CLI_ADDR_CONNECT, &a),
+		     0);
+	cr_expect_eq(pw_cli_addr(&cli, "--to", "unix:@pw-t",
+				 PW_CLI_ADDR_CONNECT, &a),
+		     0, "a unix address has no port");
+	expect_error(pw_cli_addr(&cli, "--to", "127.0.0.1:0",
+				 PW_CLI_ADDR_CONNECT, &a),
+		     "pinwheel t: --to: '127.0.0.1:0' has port 0, which no "
+		     "server listens on (0 means any port only to a "
+		     "listener)");
+	expect_error(pw_cli_addr(&cli, "--to", "[::1]:0", PW_CLI_ADDR_CONNECT,
+				 &a),
+		     "--to: '[::1]:0' has port 0");
+	expect_error(pw_cli_addr(&cli, "--to", "127.0.0.1:00",
+				 PW_CLI_ADDR_CONNECT, &a),
+		     "--to: '127.0.0.1:00' has port 0");
+}
+
+Test(cli, command_port_zero)
+{
+	static const struct pw_test_cmd_case cases[] = {
+		{ { "pinwheel", "load", "--target", "127.0.0.1:0" },
+		  2,
+		  "pinwheel load: --target: '127.0.0.1:0' has port 0" },
+		{ { "pinwheel", "load", "--target", "[::1]:0" },
+		  2,
+		  "pinwheel load: --target: '[::1]:0' has port 0" },
+		{ { "pinwheel", "proxy", "--listen", "127.0.0.1:0",
+		    "--upstream", "127.0.0.1:0" },
+		  2,
+		  "pinwheel proxy: --upstream: '127.0.0.1:0' has port 0" },
+		{ { "pinwheel", "proxy", "--listen", "127.0.0.1:0",
+		    "--upstream", "127.0.0.1:1,[::1]:0" },
+		  2,
+		  "pinwheel proxy: --upstream: '[::1]:0' has port 0" },
+		{ { "pinwheel", "proxy", "--listen", "127.0.0.1:0",
+		    "--upstream", "127.0.0.1:1," },
+		  2,
+		  "pinwheel proxy: --upstream: '' is not an address (" },
+	};
+
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }

@@ -4,8 +4,9 @@
  * closed loop against echo and HTTP responders, error counting (500s,
  * closes, refused connects), the open-loop rate and the coordinated
  * omission correction against a server that stalls once, early stops,
- * and the `pinwheel load` command (the response parser it reads answers
- * with is tested in test_http_parse.c).
+ * timeouts against a server that never answers, and the `pinwheel load`
+ * command: its checks of flags before the run and its exit status (the
+ * response parser it reads answers with is tested in test_http_parse.c).
  *
  * The servers are plain threads with blocking sockets (one thread per
  * connection), so what is measured is pinwheel's client side alone.
@@ -36,6 +37,9 @@ enum srv_mode {
 	SRV_HTTP_200,  /* a fixed 200 per request */
 	SRV_HTTP_500,  /* a fixed 500 per request */
 	SRV_HTTP_SHUT, /* read a request, close without answering */
+	SRV_SILENT,    /* read every request, never answer */
+	SRV_HTTP_MIX,  /* a 500 for every 4th request of a connection, else
+			  a 200 */
 };
 
 struct srv {
@@ -76,6 +80,7 @@ static void *srv_conn_main(void *arg)
 	struct srv_conn c = *(struct srv_conn *)arg;
 	char buf[16384];
 	size_t have = 0;
+	unsigned long served = 0;
 	ssize_t r;
 
 	free(arg);
@@ -91,12 +96,15 @@ static void *srv_conn_main(void *arg)
 		}
 		if (c.s->mode == SRV_HTTP_SHUT)
 			break;
+		if (c.s->mode == SRV_SILENT)
+			continue;
 		have += (size_t)r;
 		char *end;
 		while ((end = memmem(buf, have, "\r\n\r\n", 4))) {
 			size_t used = (size_t)(end + 4 - buf);
-			const char *resp = c.s->mode == SRV_HTTP_200 ? ok_resp :
-								       err_resp;
+			bool ok = c.s->mode == SRV_HTTP_200 ||
+				  (c.s->mode == SRV_HTTP_MIX && ++served % 4);
+			const char *resp = ok ? ok_resp : err_resp;
 			if (!write_all(c.fd, resp, strlen(resp)))
 				goto out;
 			memmove(buf, buf + used, have - used);
@@ -631,4 +639,194 @@ Test(load, command_stops_on_sigint_and_reports)
 	cr_expect(strstr(out, "p99.9"), "%s", out);
 	cr_expect(strstr(out, "requests "), "%s", out);
 	srv_stop(&s);
+}
+
+/* ---- timeouts, the exit status, checks before the run ------------------ */
+
+/*
+ * A server that reads and never answers: each request ends as a timeout
+ * once the timeout has passed, with a connection of its own (the one that
+ * timed out is closed), and the run ends when its requests are used up.
+ */
+Test(load, timeout_counts_unanswered_requests)
+{
+	struct load_test t = { 0 };
+	struct pw_load_result res;
+
+	load_start(&t, SRV_SILENT, 1, 1);
+	t.lc.timeout_ns = 30 * PW_NSEC_PER_MSEC;
+	t.lc.requests = 3;
+	uint64_t t0 = pw_test_now_ns();
+	load_go(&t, &res);
+	cr_expect_eq(res.requests, 0);
+	cr_expect_eq(res.errors, 3);
+	cr_expect_eq(res.err.timeout, 3, "timeout %llu reset %llu other %llu",
+		     (unsigned long long)res.err.timeout,
+		     (unsigned long long)res.err.reset,
+		     (unsigned long long)res.err.other);
+	cr_expect_eq(res.connects, 3);
+	cr_expect_eq(pw_hist_count(&res.latency), 0);
+	/* Three requests, none ended before its timeout. */
+	cr_expect_geq(pw_test_now_ns() - t0, 3 * t.lc.timeout_ns);
+	load_end(&t, &res);
+}
+
+/* `pinwheel load --timeout` takes a value and counts the requests slower
+ * than it; as every request failed, it exits 1 and says so. */
+Test(load, command_timeout_and_all_failed)
+{
+	static char out[16384];
+	struct srv s = { 0 };
+	char at[64];
+
+	srv_start(&s, SRV_SILENT);
+	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
+	char *argv[] = { "pinwheel",  "load", "--target",   at,
+			 "--timeout", "50ms", "--requests", "2",
+			 "--warmup",  "0",    "--shards",   "1",
+			 "--quiet",   NULL };
+	int st = pw_test_run_cmd(out, sizeof(out), argv);
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "requests 0, errors 2 (connect 0, reset 0, "
+			      "timeout 2,"),
+		  "%s", out);
+	cr_expect(strstr(out, "pinwheel load: every request failed (2 "
+			      "errors)\n"),
+		  "%s", out);
+	srv_stop(&s);
+}
+
+/* Every connect refused: exit 1, and the JSON is still written. */
+Test(load, command_all_refused_exits_1)
+{
+	static char out[16384];
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	char at[64], path[64];
+
+	/* Bound and never listened on: connects to it are refused. */
+	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	snprintf(at, sizeof(at), "127.0.0.1:%d", ntohs(sin.sin_port));
+	snprintf(path, sizeof(path), "/tmp/pw-load-refused-%d.json", getpid());
+	char *argv[] = { "pinwheel",   "load", "--target", at,
+			 "--requests", "3",    "--warmup", "0",
+			 "--shards",   "1",    "--quiet",  "--json",
+			 path,	       NULL };
+	int st = pw_test_run_cmd(out, sizeof(out), argv);
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "requests 0, errors 3 (connect 3,"), "%s", out);
+	cr_expect(strstr(out, "every request failed (3 errors)"), "%s", out);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "%s", out);
+	static char json[8192];
+	size_t n = fread(json, 1, sizeof(json) - 1, f);
+	json[n] = '\0';
+	fclose(f);
+	unlink(path);
+	cr_expect(pw_test_json_valid(json), "invalid JSON: %s", json);
+	cr_expect(strstr(json, "\"errors\": 3"), "%s", json);
+	close(fd);
+}
+
+/* One `pinwheel load` of 100 requests on one connection to a server that
+ * fails every 4th: 25% failed. Return its exit status, its output in
+ * @out. */
+static int mixed_run(struct srv *s, const char *max, char *out, size_t len)
+{
+	char at[64];
+	char *argv[] = { "pinwheel",   "load",
+			 "--target",   at,
+			 "--requests", "100",
+			 "--warmup",   "0",
+			 "--shards",   "1",
+			 "--quiet",    max ? "--max-error-rate" : NULL,
+			 (char *)max,  NULL };
+
+	snprintf(at, sizeof(at), "127.0.0.1:%d", s->port);
+	return pw_test_run_cmd(out, len, argv);
+}
+
+Test(load, command_max_error_rate)
+{
+	static char out[16384];
+	struct srv s = { 0 };
+	int st;
+
+	srv_start(&s, SRV_HTTP_MIX);
+	/* The default fails a run only when no request succeeded. */
+	st = mixed_run(&s, NULL, out, sizeof(out));
+	cr_expect_eq(st, 0, "%s", out);
+	cr_expect(strstr(out, "requests 75, errors 25 ("), "%s", out);
+	cr_expect(!strstr(out, "failed"), "%s", out);
+	/* At or under the threshold: 0. */
+	st = mixed_run(&s, "30%", out, sizeof(out));
+	cr_expect_eq(st, 0, "%s", out);
+	st = mixed_run(&s, "0.25", out, sizeof(out));
+	cr_expect_eq(st, 0, "25%% is not above 0.25: %s", out);
+	/* Above it: 1, with a line saying so after the report. */
+	st = mixed_run(&s, "0.2", out, sizeof(out));
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "requests 75, errors 25 ("), "%s", out);
+	cr_expect(strstr(out, "pinwheel load: 25.00% of requests failed (25 "
+			      "of 100), more than --max-error-rate 20%\n"),
+		  "%s", out);
+	st = mixed_run(&s, "0%", out, sizeof(out));
+	cr_expect_eq(st, 1, "%s", out);
+	cr_expect(strstr(out, "more than --max-error-rate 0%"), "%s", out);
+	srv_stop(&s);
+}
+
+/*
+ * Flags refused before anything runs, each with one line and exit 2:
+ * --duration 0 and --requests 0 (0 used to mean forever and 10 s), a
+ * --json FILE that cannot be opened (checked before the run, not after
+ * it), a bad --max-error-rate or --timeout. The target refuses connects,
+ * so a run that did start would say more than one line.
+ */
+Test(load, command_refuses_before_the_run)
+{
+	static const struct pw_test_cmd_case cases[] = {
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--duration",
+		    "0" },
+		  2,
+		  "pinwheel load: --duration: '0' is out of range 1ms.." },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--requests",
+		    "0" },
+		  2,
+		  "pinwheel load: --requests: '0' is out of range (at least "
+		  "1)" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--json",
+		    "/nonexistent-pw-dir/out.json" },
+		  2,
+		  "pinwheel load: --json: cannot open "
+		  "'/nonexistent-pw-dir/out.json': No such file or "
+		  "directory" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--json",
+		    "/tmp" },
+		  2,
+		  "pinwheel load: --json: cannot open '/tmp': Is a "
+		  "directory" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1",
+		    "--max-error-rate", "150%" },
+		  2,
+		  "--max-error-rate: '150%' is out of range 0%..100%" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1",
+		    "--max-error-rate", "+1%" },
+		  2,
+		  "--max-error-rate: '+1%' is not a fraction" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--timeout",
+		    "0" },
+		  2,
+		  "--timeout: '0' is out of range 1ms..1h" },
+		{ { "pinwheel", "load", "--target", "127.0.0.1:1", "--timeout",
+		    "2h" },
+		  2,
+		  "--timeout: '2h' is out of range 1ms..1h" },
+	};
+
+	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
