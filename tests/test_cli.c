@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_cli.c - the subcommands' shared flag parser: numbers, durations
- * and sizes; flag tables and the common flags; the configuration they
- * make; signals; addresses; the scheduler from PW_SCHED; and the pinwheel
- * command's exit statuses and messages and its metrics in Prometheus text.
+ * test_cli.c - the subcommands' shared flag parser: numbers, durations,
+ * sizes and fractions (no blank, sign or prefix taken by any); flag
+ * tables, ranges and the common flags; the configuration they make;
+ * signals; addresses (port 0 only to listen); the scheduler from
+ * PW_SCHED; and the pinwheel command's exit statuses and messages and its
+ * metrics in Prometheus text.
  */
 #include <errno.h>
 #include <signal.h>
