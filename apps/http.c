@@ -11,7 +11,9 @@
  * pipelined over several buffers still go out in one send. A full output
  * buffer is sent and parsing resumes where it stopped. Nothing is
  * allocated per request: responses are copied from the shard's canned
- * pair, whose Date is rebuilt at most once a second.
+ * pair, whose Date is rebuilt at most once a second. A HEAD gets the
+ * canned response's headers alone (the same bytes up to the body), so a
+ * client pipelining HEAD and GET reads exactly what it expects.
  *
  * A response that closes the connection (HTTP/1.0 without keep-alive,
  * "Connection: close", a malformed or oversized request, or a drain) is
@@ -170,6 +172,7 @@ struct http_conn {
 	bool closing; /* close once out is sent */
 	bool eof;     /* the client closed its side */
 	bool keep;    /* the request whose job runs keeps the connection */
+	bool head;    /* the request whose job runs is a HEAD */
 	uint8_t job;  /* J_*: where the current request's job is */
 	uint32_t off; /* bytes of buf parsed */
 	uint32_t fan_pending;	  /* calls of the batch not yet answered */
@@ -291,15 +294,37 @@ static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
 	return PW_READY;
 }
 
-/* Append the canned 200 for a request that keeps the connection or not. */
-static void conn_respond(struct http_conn *c, struct http_shard *h, bool keep)
+/* Whether the request just parsed is a HEAD (methods are case-sensitive,
+ * RFC 9110 section 9.1). */
+static inline bool is_head(const struct pw_http_req *r)
+{
+	return r->method_len == 4 && !memcmp(r->method, "HEAD", 4);
+}
+
+/*
+ * Append the canned 200 for a request that keeps the connection or not;
+ * for a HEAD, the canned headers alone: the same status line and headers
+ * (Content-Length that of the body a GET gets), without the body. The
+ * headers are the canned response's first bytes, so the HEAD variant is
+ * the same canned text cut short, never formatted per request.
+ */
+static inline void conn_append(struct http_conn *c, struct http_shard *h,
+			       bool keep, bool head)
 {
 	size_t n;
 	const char *r = pw_http_canned_get(&h->canned, keep, &n);
 
+	if (head)
+		n -= h->canned.body_len;
 	memcpy(c->out + c->out_len, r, n);
 	c->out_len += n;
 	c->closing = !keep;
+}
+
+/* Answer the request whose job is done, and count it. */
+static void conn_respond(struct http_conn *c, struct http_shard *h)
+{
+	conn_append(c, h, c->keep, c->head);
 	bump(&h->requests, 1);
 }
 
@@ -319,7 +344,7 @@ static void conn_parse(struct http_conn *c)
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	pw_http_canned_tick(&h->canned, ts.tv_sec);
 	while (c->off < c->buf.len && !c->closing) {
-		size_t room = sizeof(c->out) - c->out_len, used, n;
+		size_t room = sizeof(c->out) - c->out_len, used;
 		const char *r;
 		int rc, status;
 
@@ -342,13 +367,11 @@ static void conn_parse(struct http_conn *c)
 			if (c->srv->work || c->srv->fanout) {
 				/* The response waits for the job. */
 				c->keep = keep;
+				c->head = is_head(&c->p.req);
 				c->job = J_SPAWN;
 				break;
 			}
-			r = pw_http_canned_get(&h->canned, keep, &n);
-			memcpy(c->out + c->out_len, r, n);
-			c->out_len += n;
-			c->closing = !keep;
+			conn_append(c, h, keep, is_head(&c->p.req));
 			ok++;
 			continue;
 		}
@@ -506,7 +529,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			wait = conn_job(cx, c) == PW_PENDING;
 			if (wait)
 				break;
-			conn_respond(c, here(c->srv), c->keep);
+			conn_respond(c, here(c->srv));
 			/* Parse on: the rest of the buffer, or a send. */
 			c->step = C_RECV;
 			break;
@@ -858,12 +881,13 @@ static const struct pw_cli_opt http_opts[] = {
 
 static const struct pw_cli_cmd http_cmd = {
 	.name = "pinwheel http",
-	.about = "Answers every HTTP/1.1 request with 200 and a fixed "
-		 "body, keeping connections\nalive; pipelined requests "
-		 "are answered in one send. Malformed requests get\n"
-		 "400 and oversized heads 431, then the connection "
-		 "closes. SIGINT or SIGTERM\nstops accepting and "
-		 "drains; SIGUSR1 prints the counters with --metrics.\n"
+	.about = "Answers every HTTP/1.1 request with 200 and a fixed body, "
+		 "keeping connections\nalive; pipelined requests are "
+		 "answered in one send; HEAD gets the same headers\n"
+		 "without the body. Malformed requests get 400 and "
+		 "oversized heads 431, then the\nconnection closes. "
+		 "SIGINT or SIGTERM stops accepting and drains; SIGUSR1\n"
+		 "prints the counters with --metrics.\n"
 		 "--work, --fanout, --timeout and --accept-shards "
 		 "shape the load for comparing\nthe schedulers: CPU "
 		 "work in a stealable child task, a call to every "

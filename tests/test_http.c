@@ -3,7 +3,8 @@
  * test_http.c - the `pinwheel http` server on loopback: the server runs
  * in-process (apps/http.c) under both schedulers and plain blocking
  * sockets talk to it. Pipelining, requests split byte by byte, oversized
- * and malformed requests, keep-alive, Connection: close, HTTP/1.0, many
+ * and malformed requests, keep-alive, Connection: close, HTTP/1.0, HEAD
+ * (headers alone, pipelined with GET), many
  * connections, the drain, descriptor leaks, wrk as a real client, the
  * scenario options (--work, --fanout, --timeout, --accept-shards) under
  * the scheduler of the pass, and the command's flags and signals.
@@ -530,6 +531,104 @@ Test(http, custom_body)
 	cr_assert_eq(pw_http_server_drain(NULL), -EINVAL);
 	cr_assert_eq(pw_http_server_open(NULL), -EINVAL);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- HEAD ------------------------------------------------------------------ */
+
+#define HEAD_REQ   "HEAD / HTTP/1.1\r\nHost: t\r\n\r\n"
+#define HEAD_CLOSE "HEAD /c HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n"
+
+/* Append to @buf at *@at the reply to a GET (@head false) or a HEAD:
+ * the same status line and headers, the body only for the GET. */
+static void want_reply(char *buf, size_t size, size_t *at, bool keep, bool head)
+{
+	int n = expected(buf + *at, size - *at, 200, keep,
+			 PW_HTTP_BODY_DEFAULT);
+
+	*at += (size_t)n - (head ? strlen(PW_HTTP_BODY_DEFAULT) : 0);
+}
+
+/* Read exactly @n bytes from @fd and compare them with @want, every Date
+ * only for its shape. */
+static void expect_stream(int fd, const char *want, size_t n)
+{
+	static char got[8192];
+	size_t have = 0;
+
+	cr_assert_leq(n, sizeof(got));
+	while (have < n) {
+		ssize_t k = recv(fd, got + have, n - have, 0);
+		cr_assert_gt(k, 0, "recv: %zd (%s) with %zu of %zu bytes read",
+			     k, k < 0 ? strerror(errno) : "end of stream", have,
+			     n);
+		have += (size_t)k;
+	}
+	for (const char *d = want;
+	     (d = memmem(d, n - (size_t)(d - want), "Date: ", 6)); d += 6)
+		memset(got + (d - want) + 6, 'D', PW_HTTP_DATE_LEN);
+	cr_assert_eq(memcmp(got, want, n), 0,
+		     "replies differ:\n%.*s\nwanted:\n%.*s", (int)n, got,
+		     (int)n, want);
+}
+
+/* HEAD, GET, HEAD, GET pipelined in one write, then a closing HEAD: the
+ * whole reply stream, byte for byte (HEADs without a body), then the
+ * end of the stream and nothing else. */
+static void head_pipelined(struct srv *v)
+{
+	static const char reqs[] = HEAD_REQ REQ HEAD_REQ REQ HEAD_CLOSE;
+	char want[4096];
+	size_t n = 0;
+	int fd = client(v);
+
+	send_all(fd, reqs, strlen(reqs));
+	want_reply(want, sizeof(want), &n, true, true);
+	want_reply(want, sizeof(want), &n, true, false);
+	want_reply(want, sizeof(want), &n, true, true);
+	want_reply(want, sizeof(want), &n, true, false);
+	want_reply(want, sizeof(want), &n, false, true);
+	cr_assert(strstr(want, "Content-Length: 13\r\n"), "%s", want);
+	expect_stream(fd, want, n);
+	expect_eof(fd);
+	close(fd);
+
+	/* A keep-alive HEAD leaves the connection in step: nothing more
+	 * arrives, and the next GET gets its whole answer. */
+	fd = client(v);
+	send_all(fd, HEAD_REQ, strlen(HEAD_REQ));
+	n = 0;
+	want_reply(want, sizeof(want), &n, true, true);
+	expect_stream(fd, want, n);
+	expect_quiet(fd, 50);
+	send_all(fd, REQ, strlen(REQ));
+	expect_ok(fd, true);
+	expect_quiet(fd, 50);
+	close(fd);
+}
+
+Test(http, head_has_headers_and_no_body)
+{
+	struct srv v;
+
+	srv_start_pass(&v, 1, NULL);
+	head_pipelined(&v);
+	cr_assert_eq(SUM(&v, requests), 7);
+	cr_assert_eq(SUM(&v, errors), 0);
+	srv_stop(&v);
+}
+
+Test(http, head_after_a_job_has_no_body)
+{
+	/* With --work the answer is appended once the child is joined, on
+	 * another path than the plain one: HEAD must hold there too. */
+	struct srv v;
+	struct pw_http_opts o = { .work = 100 };
+
+	srv_start_pass(&v, 2, &o);
+	head_pipelined(&v);
+	cr_assert_eq(SUM(&v, requests), 7);
+	cr_assert_eq(SUM(&v, work), 7);
+	srv_stop(&v);
 }
 
 /*
