@@ -6,8 +6,9 @@
  *
  * Numbers are parsed by hand rather than with strtoull(), which takes
  * blanks, signs and wraps "-1" around; every value is checked whole.
- * Signals go through one signalfd owned by the main thread; the stop and
- * dump flags are atomics so that any thread may read them.
+ * Signals go through one signalfd owned by the main thread; the count of
+ * stop signals and the dump flag are atomics so that any thread may read
+ * them.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -676,7 +677,12 @@ int pw_cli_addr(struct pw_cli *c, const char *flag, const char *s,
 
 static int sig_fd = -1;
 static sigset_t sig_old;
-static atomic_bool sig_stop, sig_dump;
+static atomic_bool sig_dump;
+/* SIGINT and SIGTERM taken so far; written only by the thread that owns
+ * sig_fd (relaxed load and store, no read-modify-write), read by any
+ * thread in pw_cli_stop_requested(). */
+static atomic_uint sig_stops;
+static int sig_force; /* the second stop signal, or 0; sig_fd's thread */
 
 static void sig_set(sigset_t *s)
 {
@@ -706,43 +712,53 @@ int pw_cli_signals_init(void)
 	return 0;
 }
 
-void pw_cli_signals_close(void)
+static unsigned stops(void)
 {
-	if (sig_fd < 0)
-		return;
-	close(sig_fd);
-	sig_fd = -1;
-	pthread_sigmask(SIG_SETMASK, &sig_old, NULL);
+	/* Relaxed: pairs with the store in take(); no data travels with
+	 * the count. */
+	return atomic_load_explicit(&sig_stops, memory_order_relaxed);
 }
 
-int pw_cli_wait_stop(int64_t timeout_ns)
+/* Note signal @signo. Return: PW_CLI_DUMP for SIGUSR1, PW_CLI_STOP for
+ * the first SIGINT or SIGTERM, PW_CLI_FORCE for a later one. */
+static int take(uint32_t signo)
 {
-	struct pollfd pfd;
+	unsigned n = stops();
+
+	if (signo == SIGUSR1) {
+		/* Relaxed: pairs with the exchange in
+		 * pw_cli_dump_requested(); the flag carries no data. */
+		atomic_store_explicit(&sig_dump, true, memory_order_relaxed);
+		return PW_CLI_DUMP;
+	}
+	if (n && !sig_force)
+		sig_force = (int)signo;
+	/* Relaxed: pairs with the load in stops(); only this thread
+	 * writes the count. */
+	atomic_store_explicit(&sig_stops, n + 1, memory_order_relaxed);
+	return n ? PW_CLI_FORCE : PW_CLI_STOP;
+}
+
+/* Read one signal from sig_fd, waiting up to @timeout_ns (< 0: without
+ * limit). Return: its number; 0 when the time ran out (or another reader
+ * took it); the -errno of poll or read. */
+static int read_signal(int64_t timeout_ns)
+{
+	struct pollfd pfd = { .fd = sig_fd, .events = POLLIN };
 	struct signalfd_siginfo si;
 	struct timespec ts, *tsp = NULL;
 	int n;
 
-	if (sig_fd < 0)
-		return -EBADF;
-	/* Relaxed: pairs with the store below; no data travels with it. */
-	if (atomic_load_explicit(&sig_stop, memory_order_relaxed))
-		return PW_CLI_STOP;
 	if (timeout_ns >= 0) {
 		ts.tv_sec = (time_t)(timeout_ns / 1000000000);
 		ts.tv_nsec = (long)(timeout_ns % 1000000000);
 		tsp = &ts;
 	}
-	pfd = (struct pollfd){ .fd = sig_fd, .events = POLLIN };
-	for (;;) {
+	do
 		n = ppoll(&pfd, 1, tsp, NULL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (!n)
-			return 0;
-		break;
-	}
+	while (n < 0 && errno == EINTR);
+	if (n <= 0)
+		return n < 0 ? -errno : 0;
 	for (;;) {
 		ssize_t r = read(sig_fd, &si, sizeof(si));
 
@@ -752,25 +768,68 @@ int pw_cli_wait_stop(int64_t timeout_ns)
 			return 0; /* taken by someone else: a spurious wake */
 		if (r < 0)
 			return -errno;
-		break;
+		return (int)si.ssi_signo;
 	}
-	if (si.ssi_signo == SIGUSR1) {
-		/* Relaxed: pairs with the exchange in
-		 * pw_cli_dump_requested(); the flag carries no data. */
-		atomic_store_explicit(&sig_dump, true, memory_order_relaxed);
-		return PW_CLI_DUMP;
-	}
-	/* Relaxed: pairs with the loads here and in
-	 * pw_cli_stop_requested(); the flag carries no data. */
-	atomic_store_explicit(&sig_stop, true, memory_order_relaxed);
-	return PW_CLI_STOP;
+}
+
+/*
+ * Take every signal still pending, then let go of the signals without
+ * being killed by one that comes meanwhile: ignoring a signal discards
+ * it while pending (POSIX sigaction), so it is ignored across the unblock
+ * and its former action restored after. One that comes between the last
+ * read and the ignore is dropped: the command is ending anyway.
+ */
+void pw_cli_signals_close(void)
+{
+	static const int sigs[] = { SIGINT, SIGTERM, SIGUSR1 };
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old[3];
+	int signo;
+
+	if (sig_fd < 0)
+		return;
+	while ((signo = read_signal(0)) > 0)
+		take((uint32_t)signo);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &ign, &old[i]);
+	close(sig_fd);
+	sig_fd = -1;
+	pthread_sigmask(SIG_SETMASK, &sig_old, NULL);
+	for (int i = 0; i < 3; i++)
+		sigaction(sigs[i], &old[i], NULL);
+}
+
+int pw_cli_wait_stop(int64_t timeout_ns)
+{
+	int signo;
+
+	if (sig_fd < 0)
+		return -EBADF;
+	if (stops())
+		return PW_CLI_STOP;
+	signo = read_signal(timeout_ns);
+	return signo > 0 ? take((uint32_t)signo) : signo;
+}
+
+int pw_cli_wait_force(int64_t timeout_ns)
+{
+	int signo;
+
+	if (sig_fd < 0)
+		return -EBADF;
+	if (sig_force)
+		return PW_CLI_FORCE;
+	signo = read_signal(timeout_ns);
+	return signo > 0 ? take((uint32_t)signo) : signo;
+}
+
+int pw_cli_force_status(void)
+{
+	return sig_force ? 128 + sig_force : 0;
 }
 
 bool pw_cli_stop_requested(void)
 {
-	/* Relaxed: pairs with the store in pw_cli_wait_stop(); no data
-	 * travels with the flag. */
-	return atomic_load_explicit(&sig_stop, memory_order_relaxed);
+	return stops() > 0;
 }
 
 bool pw_cli_dump_requested(void)

@@ -23,7 +23,12 @@
  * other thread starts, blocks SIGINT, SIGTERM and SIGUSR1 (every thread
  * started later inherits the mask) and reads them from a signalfd in
  * pw_cli_wait_stop(): SIGINT and SIGTERM ask for a graceful stop, SIGUSR1
- * for a metrics dump.
+ * for a metrics dump. A second SIGINT or SIGTERM, read by
+ * pw_cli_wait_force() during the stop (or by pw_cli_signals_close() at
+ * the end), asks to end at once: the command then exits with
+ * pw_cli_force_status(), 130 or 143, what a shell reports for a process
+ * killed by SIGINT or SIGTERM, but only after it has closed its sockets
+ * and printed its summary.
  */
 #ifndef PW_APPS_CLI_H
 #define PW_APPS_CLI_H
@@ -225,9 +230,10 @@ int pw_cli_parse_size(const char *s, uint64_t *bytes);
  */
 int pw_cli_parse_fraction(const char *s, uint64_t *ppm);
 
-/* pw_cli_wait_stop() results. */
-#define PW_CLI_STOP 1 /* SIGINT or SIGTERM arrived */
-#define PW_CLI_DUMP 2 /* SIGUSR1 arrived: dump the metrics */
+/* pw_cli_wait_stop() and pw_cli_wait_force() results. */
+#define PW_CLI_STOP  1 /* SIGINT or SIGTERM arrived */
+#define PW_CLI_DUMP  2 /* SIGUSR1 arrived: dump the metrics */
+#define PW_CLI_FORCE 3 /* a second SIGINT or SIGTERM: end at once */
 
 /**
  * pw_cli_signals_init - block SIGINT, SIGTERM and SIGUSR1 in the calling
@@ -240,8 +246,13 @@ int pw_cli_parse_fraction(const char *s, uint64_t *ppm);
 int pw_cli_signals_init(void);
 
 /**
- * pw_cli_signals_close - close the signalfd and unblock the signals.
- * Context: the thread that called pw_cli_signals_init().
+ * pw_cli_signals_close - take the signals still pending (a SIGINT or
+ * SIGTERM counts as for pw_cli_wait_force(), SIGUSR1 is dropped), close
+ * the signalfd and unblock the signals. A signal that comes while it
+ * unblocks them is discarded, never kills the process: call it after the
+ * last output, before returning the exit status.
+ * Context: the thread that called pw_cli_signals_init(), once no other
+ * thread of the process relies on the signal actions.
  */
 void pw_cli_signals_close(void);
 
@@ -256,8 +267,27 @@ void pw_cli_signals_close(void);
 int pw_cli_wait_stop(int64_t timeout_ns);
 
 /**
+ * pw_cli_wait_force - once stopping, wait up to @timeout_ns (< 0: without
+ * limit) for a second SIGINT or SIGTERM.
+ * Return: PW_CLI_FORCE once one has come (and on every later call);
+ * PW_CLI_STOP when the signal that came was the first stop; PW_CLI_DUMP
+ * on SIGUSR1; 0 when the time ran out; -EBADF before
+ * pw_cli_signals_init(); or the -errno of poll or read.
+ * Context: the thread that called pw_cli_signals_init().
+ */
+int pw_cli_wait_force(int64_t timeout_ns);
+
+/**
+ * pw_cli_force_status - the exit status a second SIGINT or SIGTERM asks
+ * for: 128 plus its number, 130 for SIGINT and 143 for SIGTERM; 0 when
+ * no second one came.
+ * Context: the thread that called pw_cli_signals_init().
+ */
+int pw_cli_force_status(void);
+
+/**
  * pw_cli_stop_requested - whether SIGINT or SIGTERM has been seen by
- * pw_cli_wait_stop(). Context: any thread.
+ * pw_cli_wait_stop() or pw_cli_wait_force(). Context: any thread.
  */
 bool pw_cli_stop_requested(void);
 

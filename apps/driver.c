@@ -2,8 +2,9 @@
 /*
  * driver.c - the one life of a command that runs a runtime (see
  * driver.h): flags, signals, runtime, banner, the wait with its tick and
- * SIGUSR1 report, the drain deadline, the final metrics and the exit
- * status. The commands supply only their hooks.
+ * SIGUSR1 report, the drain deadline (cut short by a second SIGINT or
+ * SIGTERM), the final metrics and the exit status. The commands supply
+ * only their hooks.
  */
 #include <errno.h>
 #include <signal.h>
@@ -102,27 +103,57 @@ static int start(struct pw_drv *d)
 	return 0;
 }
 
-/* Stop accepting; give the open connections up to d->drain_ns. */
+/* Wait up to @ns for a second SIGINT or SIGTERM, reporting on SIGUSR1.
+ * Return: whether one came. */
+static bool wait_force(struct pw_drv *d, uint64_t ns)
+{
+	int rc = pw_cli_wait_force((int64_t)ns);
+
+	if (rc == PW_CLI_DUMP)
+		report(d, false);
+	if (rc < 0) {
+		/* No signals to wait for (or a failed wait): just pause. */
+		struct timespec nap = { 0, (long)ns };
+
+		nanosleep(&nap, NULL);
+	}
+	return rc == PW_CLI_FORCE;
+}
+
+/*
+ * Stop accepting; give the open connections up to d->drain_ns, looking at
+ * open() every 5 ms. A second SIGINT or SIGTERM ends the wait at once;
+ * then, as at the deadline, the runtime's end closes what is left.
+ */
 static void drain(struct pw_drv *d)
 {
 	uint64_t t0 = pw_cli_mono_ns(); /* an elapsed time cannot overflow */
+	uint64_t step = 5 * PW_NSEC_PER_MSEC, spent;
+	bool forced = false;
 	int open = 0;
 
 	if (!d->ops->drain)
 		return;
 	d->ops->drain(d);
 	while (d->ops->open && (open = d->ops->open(d)) > 0 &&
-	       pw_cli_mono_ns() - t0 < d->drain_ns) {
-		struct timespec nap = { 0, 5 * 1000 * 1000 };
-
-		nanosleep(&nap, NULL);
+	       (spent = pw_cli_mono_ns() - t0) < d->drain_ns) {
+		if (d->drain_ns - spent < step)
+			step = d->drain_ns - spent;
+		if ((forced = wait_force(d, step))) {
+			open = d->ops->open(d);
+			break;
+		}
 	}
 	if (open <= 0)
 		return;
 	d->left = open;
-	printf("%s: drain deadline passed with %d connection%s open; closing "
-	       "them\n",
-	       d->cmd->name, open, open == 1 ? "" : "s");
+	if (forced)
+		printf("%s: second signal; closing %d connection%s now\n",
+		       d->cmd->name, open, open == 1 ? "" : "s");
+	else
+		printf("%s: drain deadline passed with %d connection%s open; "
+		       "closing them\n",
+		       d->cmd->name, open, open == 1 ? "" : "s");
 	fflush(stdout);
 }
 
@@ -181,7 +212,12 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 		pw_runtime_destroy(d.rt);
 	if (ops->stop)
 		rc = ops->stop(&d, rc);
-	if (!ops->no_signals)
+	/* The summary reaches a pipe whatever happens next. */
+	fflush(stdout);
+	if (!ops->no_signals) {
 		pw_cli_signals_close();
+		if (pw_cli_force_status())
+			rc = pw_cli_force_status();
+	}
 	return rc;
 }

@@ -7,6 +7,14 @@
  * with a deadline, print the final metrics in the chosen
  * --metrics-format, stop, and return the exit status.
  *
+ * A second SIGINT or SIGTERM ends the drain at once: the connections
+ * still open are closed as at the deadline, the final metrics and the
+ * summary are printed and flushed, and the command exits with 130
+ * (SIGINT) or 143 (SIGTERM), as a shell reports a process killed by that
+ * signal, whatever the hooks returned. One that comes after the drain,
+ * or during a run hook's own stop (load), sets the same status; it is
+ * taken when the signals are let go, so it never kills the process.
+ *
  * A command fills a struct pw_drv_ops with its hooks; every hook is
  * optional. Its entry point is then one call:
  *
@@ -26,10 +34,12 @@
  *   run           the command's work; without it, serve: wait for a
  *                 signal, calling tick every d->tick_ns and report on
  *                 SIGUSR1; then drain: ops->drain, and wait up to
- *                 d->drain_ns while ops->open() is above 0
+ *                 d->drain_ns (or until a second signal) while
+ *                 ops->open() is above 0
  *   report        with --metrics, the final report (default: metrics)
  *   the runtime   destroyed, unless ops->own_runtime
  *   stop          summary and cleanup; called whenever setup succeeded
+ *   signals       stdout flushed, the signals let go (pending ones taken)
  */
 #ifndef PW_APPS_DRIVER_H
 #define PW_APPS_DRIVER_H
@@ -88,7 +98,8 @@ struct pw_drv_ops {
  * pw_drv_main - run the command @cmd with hooks @ops on @argv (argv[0] is
  * its name), in the order given at the top of this file.
  * Return: the process exit status: 0, 1 (the runtime or the service
- * failed), 2 (bad usage), or what a hook returned.
+ * failed), 2 (bad usage), what a hook returned, or 130 or 143 after a
+ * second SIGINT or SIGTERM.
  * Context: the main thread, before any other thread starts.
  */
 int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,

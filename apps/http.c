@@ -886,7 +886,9 @@ static const struct pw_cli_cmd http_cmd = {
 		 "answered in one send; HEAD gets the same headers\n"
 		 "without the body. Malformed requests get 400 and "
 		 "oversized heads 431, then the\nconnection closes. "
-		 "SIGINT or SIGTERM stops accepting and drains; SIGUSR1\n"
+		 "SIGINT or SIGTERM stops accepting and drains; a second "
+		 "one\ncloses the open connections at once and exits 130 "
+		 "(SIGINT) or 143 (SIGTERM)\nafter the summary. SIGUSR1 "
 		 "prints the counters with --metrics.\n"
 		 "--work, --fanout, --timeout and --accept-shards "
 		 "shape the load for comparing\nthe schedulers: CPU "
@@ -1014,6 +1016,7 @@ static int http_stop(struct pw_drv *d, int status)
 		       (unsigned long long)bad,
 		       (unsigned long long)ls.accept_errors,
 		       (unsigned long long)ls.dropped);
+	fflush(stdout); /* the summary reaches a pipe before anything else */
 	pw_http_server_destroy(H.srv);
 	return status;
 }

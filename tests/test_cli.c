@@ -3,7 +3,8 @@
  * test_cli.c - the subcommands' shared flag parser: numbers, durations,
  * sizes and fractions (no blank, sign or prefix taken by any); flag
  * tables, ranges and the common flags; the configuration they make;
- * signals; addresses (port 0 only to listen); the scheduler from
+ * signals, and a second SIGINT or SIGTERM in every command that runs a
+ * runtime; addresses (port 0 only to listen); the scheduler from
  * PW_SCHED; and the pinwheel command's exit statuses and messages and its
  * metrics in Prometheus text.
  */
@@ -765,4 +766,107 @@ Test(cli, command_port_zero)
 	};
 
 	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+/* ---- a second SIGINT or SIGTERM ----------------------------------------- */
+
+Test(cli, second_signal)
+{
+	struct sigaction sa;
+
+	cr_expect_eq(pw_cli_wait_force(0), -EBADF);
+	cr_assert_eq(pw_cli_signals_init(), 0);
+	cr_expect_eq(pw_cli_wait_force(1000000), 0);
+	cr_expect_eq(pw_cli_force_status(), 0);
+
+	/* raise() targets this thread, which blocks the signals. */
+	cr_assert_eq(raise(SIGINT), 0);
+	cr_expect_eq(pw_cli_wait_force(-1), PW_CLI_STOP, "the first stop");
+	cr_expect(pw_cli_stop_requested());
+	cr_expect_eq(pw_cli_force_status(), 0);
+	cr_expect_eq(pw_cli_wait_stop(0), PW_CLI_STOP, "stop stays");
+	cr_assert_eq(raise(SIGUSR1), 0);
+	cr_expect_eq(pw_cli_wait_force(-1), PW_CLI_DUMP);
+	cr_expect(pw_cli_dump_requested());
+	cr_expect_eq(pw_cli_force_status(), 0);
+
+	cr_assert_eq(raise(SIGTERM), 0);
+	cr_expect_eq(pw_cli_wait_force(5000000000ll), PW_CLI_FORCE);
+	cr_expect_eq(pw_cli_force_status(), 128 + SIGTERM);
+	cr_expect_eq(pw_cli_wait_stop(0), PW_CLI_STOP, "stop stays");
+	/* Left pending: the status stays that of the second signal, and the
+	 * close takes them without dying of them. */
+	cr_assert_eq(raise(SIGINT), 0);
+	cr_assert_eq(raise(SIGUSR1), 0);
+	cr_expect_eq(pw_cli_wait_force(0), PW_CLI_FORCE, "force stays");
+	cr_expect_eq(pw_cli_force_status(), 143);
+	pw_cli_signals_close();
+	cr_expect_eq(pw_cli_force_status(), 143);
+	cr_expect_eq(pw_cli_wait_force(0), -EBADF);
+	cr_assert_eq(sigaction(SIGINT, NULL, &sa), 0);
+	cr_expect(sa.sa_handler == SIG_DFL, "the action is restored");
+}
+
+Test(cli, second_signal_taken_at_close)
+{
+	/* A second stop still pending when the signals are let go sets the
+	 * status; it does not kill the process. */
+	struct sigaction sa;
+
+	cr_assert_eq(pw_cli_signals_init(), 0);
+	cr_assert_eq(raise(SIGTERM), 0);
+	cr_expect_eq(pw_cli_wait_stop(-1), PW_CLI_STOP);
+	cr_assert_eq(raise(SIGINT), 0);
+	cr_expect_eq(pw_cli_force_status(), 0);
+	pw_cli_signals_close();
+	cr_expect_eq(pw_cli_force_status(), 128 + SIGINT);
+	cr_assert_eq(sigaction(SIGTERM, NULL, &sa), 0);
+	cr_expect(sa.sa_handler == SIG_DFL, "the action is restored");
+}
+
+/*
+ * Stop @s with SIGINT and SIGTERM together (held back by SIGSTOP until
+ * both are pending): whichever is read second asks the command to end at
+ * once, so it exits 130 or 143, never killed by the signal, with its
+ * summary line on the pipe.
+ */
+static void server_two_signals(struct server *s, const char *summary)
+{
+	cr_assert_eq(kill(s->pid, SIGSTOP), 0);
+	cr_assert_eq(kill(s->pid, SIGINT), 0);
+	cr_assert_eq(kill(s->pid, SIGTERM), 0);
+	cr_assert_eq(kill(s->pid, SIGCONT), 0);
+	int st = pw_test_cmd_wait(s->pid, s->fd, s->out + s->len,
+				  sizeof(s->out) - s->len);
+	cr_expect(st == 130 || st == 143, "%s: status %d: %s", summary, st,
+		  s->out);
+	cr_expect(strstr(s->out, summary), "no '%s' in %s", summary, s->out);
+}
+
+Test(cli_run, second_signal_every_command)
+{
+	static struct server echo, proxy, http, load;
+
+	char *echo_argv[] = { "pinwheel", "echo", "--listen", "127.0.0.1:0",
+			      "--shards", "1",	  NULL };
+	server_start(&echo, echo_argv);
+	char *proxy_argv[] = { "pinwheel",    "proxy",	  "--listen",
+			       "127.0.0.1:0", "--shards", "1",
+			       "--upstream",  echo.addr,  NULL };
+	server_start(&proxy, proxy_argv);
+	char *http_argv[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			      "--shards", "1",	  NULL };
+	server_start(&http, http_argv);
+	/* A load on http, stopped once its first progress line is out. */
+	char *load_argv[] = { "pinwheel", "load", "--target",	http.addr,
+			      "--shards", "1",	  "--duration", "1h",
+			      "--warmup", "0",	  NULL };
+	load.pid = pw_test_cmd_start(load_argv, &load.fd);
+	pw_test_read_until(load.fd, load.out, sizeof(load.out), &load.len,
+			   " rate ");
+
+	server_two_signals(&load, "http load of ");
+	server_two_signals(&http, "pinwheel http: stopped; ");
+	server_two_signals(&proxy, "pinwheel proxy: stopped ");
+	server_two_signals(&echo, "pinwheel echo: stopped; ");
 }
