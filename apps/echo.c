@@ -144,7 +144,7 @@ int pw_echo_serve(struct pw_runtime *rt, unsigned shard,
 /* The flags of `pinwheel echo` and the listener they open. */
 static struct echo_cmd {
 	const char *listen;
-	bool shared;
+	bool shared, reuse_port;
 	struct pw_net_addr addr;
 	struct pw_net_listener *l;
 } E;
@@ -155,6 +155,9 @@ static const struct pw_cli_opt echo_opts[] = {
 	{ "--shared", PW_CLI_BOOL, &E.shared, 0, 0, NULL,
 	  "one listening socket for all shards instead of one "
 	  "SO_REUSEPORT socket per shard" },
+	{ "--reuse-port", PW_CLI_BOOL, &E.reuse_port, 0, 0, NULL,
+	  "share a port other servers already listen on (SO_REUSEPORT); "
+	  "without it a port in use is refused" },
 };
 
 static const struct pw_cli_cmd echo_cmd = {
@@ -177,8 +180,10 @@ static int echo_setup(struct pw_drv *d)
 /* The listener, then one acceptor per shard. */
 static int echo_start(struct pw_drv *d)
 {
-	struct pw_net_listen_opts o = { 0,
-					E.shared ? PW_NET_LISTEN_SHARED : 0 };
+	struct pw_net_listen_opts o = {
+		0, (E.shared ? PW_NET_LISTEN_SHARED : 0) |
+			   (E.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0)
+	};
 	int err = pw_net_listener_create(&E.l, d->rt, &E.addr, &o);
 
 	if (err) {

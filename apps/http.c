@@ -839,7 +839,7 @@ int pw_http_server_destroy(struct pw_http_server *s)
 static struct http_cmd {
 	const char *listen, *body;
 	uint64_t head_max, drain_ns, work, timeout_ns, accept_shards;
-	bool shared, fanout;
+	bool shared, fanout, reuse_port;
 	struct pw_http_opts ho;
 	struct pw_net_addr addr;
 	struct pw_http_server *srv;
@@ -865,6 +865,9 @@ static const struct pw_cli_opt http_opts[] = {
 	{ "--shared", PW_CLI_BOOL, &H.shared, 0, 0, NULL,
 	  "one listening socket for all shards instead of one "
 	  "SO_REUSEPORT socket per shard" },
+	{ "--reuse-port", PW_CLI_BOOL, &H.reuse_port, 0, 0, NULL,
+	  "share a port other servers already listen on (SO_REUSEPORT); "
+	  "without it a port in use is refused" },
 	{ "--work", PW_CLI_UINT, &H.work, 0, 1000000000, "K",
 	  "per request, a child task spins K iterations; joined "
 	  "before the response (default 0)" },
@@ -923,7 +926,8 @@ static int http_setup(struct pw_drv *d)
 		.body = H.body,
 		.body_len = body_len,
 		.head_max = (size_t)H.head_max,
-		.listen_flags = H.shared ? PW_NET_LISTEN_SHARED : 0,
+		.listen_flags = (H.shared ? PW_NET_LISTEN_SHARED : 0) |
+				(H.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0),
 		.work = H.work,
 		.fanout = H.fanout,
 		.timeout_ns = H.timeout_ns,

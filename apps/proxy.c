@@ -626,6 +626,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	struct pw_net_listen_opts lo = { 0, cfg->rt.sched == PW_SCHED_STEAL ?
 						    PW_NET_LISTEN_SHARED :
 						    0 };
+	lo.flags |= cfg->listen_flags & PW_NET_LISTEN_SHARE_PORT;
 	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
 	if (err)
 		goto fail;
@@ -823,7 +824,7 @@ int pw_proxy_stop(struct pw_proxy *p, uint64_t drain_ns,
 static struct px_cmd {
 	const char *listen, *upstreams;
 	uint64_t hw, idle, cto, maxc, drain, nbufs, bufsz;
-	bool stats;
+	bool stats, reuse_port;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
 } P;
@@ -859,6 +860,9 @@ static const struct pw_cli_opt px_opts[] = {
 	  "bytes per receive buffer (16k)" },
 	{ "--stats", PW_CLI_BOOL, &P.stats, 0, 0, NULL,
 	  "print connections, bytes and errors every second" },
+	{ "--reuse-port", PW_CLI_BOOL, &P.reuse_port, 0, 0, NULL,
+	  "share a port other servers already listen on (SO_REUSEPORT); "
+	  "without it a port in use is refused" },
 };
 
 static const struct pw_cli_cmd px_cmd = {
@@ -923,6 +927,7 @@ static int px_setup(struct pw_drv *d)
 	P.cfg.idle_timeout_ns = P.idle;
 	P.cfg.connect_timeout_ns = P.cto;
 	P.cfg.max_conns = P.maxc;
+	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
 	P.cfg.net.buf_count = (uint32_t)P.nbufs;
 	P.cfg.net.buf_size = (uint32_t)P.bufsz;
 	d->drain_ns = P.drain;

@@ -35,6 +35,7 @@ struct pw_proxy_config {
 	uint64_t connect_timeout_ns; /* per upstream attempt (5 s) */
 	uint64_t max_conns;	     /* open connections per shard; 0: no
 					limit (the default) */
+	uint32_t listen_flags;	     /* PW_NET_LISTEN_SHARE_PORT or 0 */
 	struct pw_config rt;	     /* the runtime's settings */
 	struct pw_net_config net;    /* each shard's buffer ring (1024
 					buffers of 16 KiB) */

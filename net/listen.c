@@ -13,11 +13,18 @@
  * task was told of, or after a resource error (EMFILE, ENFILE, ENOMEM,
  * ENOBUFS), which is counted and followed by a short backoff on the wheel
  * so the shard does not spin while descriptors are exhausted.
+ *
+ * Before it binds, a listener makes sure it takes no port or path from
+ * a live server: a TCP port is probed with a socket bound without
+ * SO_REUSEPORT (another listener there makes it fail with EADDRINUSE),
+ * unless the caller asked to share the port; a Unix path that is taken
+ * is replaced only when it is a socket nobody listens on (docs/net.md).
  */
 #include <errno.h>
 #include <netinet/tcp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "core/fault.h"
@@ -28,6 +35,77 @@ static int sock_opt(int fd, int level, int name)
 	int one = 1;
 
 	return setsockopt(fd, level, name, &one, sizeof(one)) ? -errno : 0;
+}
+
+/*
+ * Whether a live socket holds @a's Unix path: 0 when the path is free
+ * now (it was a socket nobody listens on, removed here, or it vanished),
+ * -EADDRINUSE when a listener answers there, the name is abstract or
+ * the path is not a socket (never removed then).
+ */
+static int unix_reclaim(const struct pw_net_addr *a)
+{
+	size_t off = offsetof(struct sockaddr_un, sun_path);
+	char path[sizeof(a->u.un.sun_path) + 1];
+	size_t n = a->len - off;
+	struct stat st;
+
+	if (!a->u.un.sun_path[0])
+		return -EADDRINUSE; /* abstract: only a live socket holds it */
+	if (n > sizeof(a->u.un.sun_path))
+		n = sizeof(a->u.un.sun_path);
+	memcpy(path, a->u.un.sun_path, n);
+	path[n] = '\0';
+	if (lstat(path, &st))
+		return errno == ENOENT ? 0 : -EADDRINUSE;
+	if (!S_ISSOCK(st.st_mode))
+		return -EADDRINUSE;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0)
+		return -errno;
+	int err = connect(fd, &a->u.sa, a->len) ? -errno : 0;
+	close(fd);
+	if (err == -ENOENT)
+		return 0;
+	if (err != -ECONNREFUSED)
+		return -EADDRINUSE; /* a listener (EAGAIN: its backlog is full) */
+	if (unlink(path) && errno != ENOENT)
+		return -errno;
+	return 0;
+}
+
+/* Bind @fd to @a; a Unix path left by a dead server is replaced once. */
+static int bind_addr(int fd, const struct pw_net_addr *a)
+{
+	if (!bind(fd, &a->u.sa, a->len))
+		return 0;
+	int err = -errno;
+	if (err != -EADDRINUSE || a->u.sa.sa_family != AF_UNIX)
+		return err;
+	err = unix_reclaim(a);
+	if (!err && bind(fd, &a->u.sa, a->len))
+		err = -errno;
+	return err;
+}
+
+/*
+ * Whether @a's TCP port is free of listeners: a socket bound there with
+ * SO_REUSEADDR (TIME_WAIT leftovers do not count, as for the real
+ * sockets) but without SO_REUSEPORT fails with -EADDRINUSE when another
+ * socket listens on the port, SO_REUSEPORT or not. Return: 0 or -errno
+ * of socket/bind.
+ */
+static int port_probe(const struct pw_net_addr *a)
+{
+	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	int err = sock_opt(fd, SOL_SOCKET, SO_REUSEADDR);
+	if (!err && bind(fd, &a->u.sa, a->len))
+		err = -errno;
+	close(fd);
+	return err;
 }
 
 /* A listening socket on @a; the port actually bound goes back in @a. */
@@ -46,8 +124,8 @@ static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport)
 		if (!err) /* inherited by accepted sockets */
 			err = sock_opt(fd, IPPROTO_TCP, TCP_NODELAY);
 	}
-	if (!err && bind(fd, &a->u.sa, a->len))
-		err = -errno;
+	if (!err)
+		err = bind_addr(fd, a);
 	if (!err && listen(fd, backlog))
 		err = -errno;
 	if (!err && family != AF_UNIX) {
@@ -107,10 +185,62 @@ static int spill_pop(struct pw__lshard *ls)
 	return fd;
 }
 
+/* Whether @addr is a whole address of a family a listener takes. */
+static bool addr_ok(const struct pw_net_addr *addr)
+{
+	int family = addr->u.sa.sa_family;
+
+	if (family == AF_INET)
+		return addr->len == sizeof(addr->u.in4);
+	if (family == AF_INET6)
+		return addr->len == sizeof(addr->u.in6);
+	return family == AF_UNIX &&
+	       addr->len > offsetof(struct sockaddr_un, sun_path) &&
+	       addr->len <= sizeof(addr->u.un);
+}
+
+/* The port @a names; 0 (any) for a Unix address. */
+static unsigned addr_port(const struct pw_net_addr *a)
+{
+	if (a->u.sa.sa_family == AF_INET)
+		return ntohs(a->u.in4.sin_port);
+	if (a->u.sa.sa_family == AF_INET6)
+		return ntohs(a->u.in6.sin6_port);
+	return 0;
+}
+
+/*
+ * Open @l's sockets. Per-shard TCP sockets carry SO_REUSEPORT, so first
+ * a probe refuses a port another socket listens on (unless @share_port);
+ * with port 0 the first socket gets a fresh port, which no other socket
+ * can hold, and the others join it. Return: 0 or -errno (nothing open).
+ */
+static int open_all(struct pw_net_listener *l, int backlog, bool share_port)
+{
+	bool tcp = l->addr.u.sa.sa_family != AF_UNIX;
+	bool reuseport = tcp && (!l->shared || share_port);
+	int err = 0;
+
+	if (reuseport && !share_port && addr_port(&l->addr))
+		err = port_probe(&l->addr);
+	for (unsigned i = 0; i < l->n && !err; i++) {
+		int fd = l->shared && i > 0 ?
+				 l->per[0].fd :
+				 open_listener(&l->addr, backlog, reuseport);
+		if (fd < 0) {
+			close_all(l, i);
+			return fd;
+		}
+		l->per[i].fd = fd;
+	}
+	return err;
+}
+
 int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 			   const struct pw_net_addr *addr,
 			   const struct pw_net_listen_opts *opts)
 {
+	const uint32_t known = PW_NET_LISTEN_SHARED | PW_NET_LISTEN_SHARE_PORT;
 	struct pw_net_listen_opts o = { 0, 0 };
 
 	if (!lp)
@@ -118,14 +248,7 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 	*lp = NULL;
 	if (opts)
 		o = *opts;
-	if (!addr || o.backlog < 0 || (o.flags & ~PW_NET_LISTEN_SHARED))
-		return -EINVAL;
-	int family = addr->u.sa.sa_family;
-	if ((family == AF_INET && addr->len != sizeof(addr->u.in4)) ||
-	    (family == AF_INET6 && addr->len != sizeof(addr->u.in6)) ||
-	    (family == AF_UNIX &&
-	     addr->len <= offsetof(struct sockaddr_un, sun_path)) ||
-	    (family != AF_INET && family != AF_INET6 && family != AF_UNIX))
+	if (!addr || o.backlog < 0 || (o.flags & ~known) || !addr_ok(addr))
 		return -EINVAL;
 	int n = pw_runtime_shards(rt);
 	if (n < 1)
@@ -137,21 +260,16 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 		return -ENOMEM;
 	l->rt = rt;
 	l->n = (unsigned)n;
-	l->shared = (o.flags & PW_NET_LISTEN_SHARED) || family == AF_UNIX;
+	l->shared = (o.flags & PW_NET_LISTEN_SHARED) ||
+		    addr->u.sa.sa_family == AF_UNIX;
 	l->addr = *addr;
 	for (unsigned i = 0; i < l->n; i++)
 		l->per[i].fd = -1;
-	int backlog = o.backlog ? o.backlog : 1024;
-	for (unsigned i = 0; i < l->n; i++) {
-		int fd = l->shared && i > 0 ?
-				 l->per[0].fd :
-				 open_listener(&l->addr, backlog, !l->shared);
-		if (fd < 0) {
-			close_all(l, i);
-			free(l);
-			return fd;
-		}
-		l->per[i].fd = fd;
+	int err = open_all(l, o.backlog ? o.backlog : 1024,
+			   o.flags & PW_NET_LISTEN_SHARE_PORT);
+	if (err) {
+		free(l);
+		return err;
 	}
 	*lp = l;
 	return 0;

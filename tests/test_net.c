@@ -4,8 +4,9 @@
  * TCP (IPv4, IPv6) and Unix sockets with many connections, half-close,
  * peer reset, connect refused and timed out, accept under descriptor
  * exhaustion, buffer-ring starvation, SEND_ZC, deadlines, cancels (of a
- * connect, and by a close), settings and calls refused, bad input and
- * the `pinwheel echo` command.
+ * connect, and by a close), settings and calls refused, bad input, a
+ * port or Unix path another server holds, and the `pinwheel echo`
+ * command.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -956,6 +957,211 @@ Test(net, bad_arguments)
 	cr_assert_eq(pw_net_listener_create(&l, rt, &a, NULL), -EADDRINUSE);
 	close(fd);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- a port or path another server holds ------------------------------ */
+
+/* A listener on @text with @flags on @rt, or the error; *@l set on 0. */
+static int listen_on(struct pw_runtime *rt, const struct pw_net_addr *a,
+		     uint32_t flags, struct pw_net_listener **l)
+{
+	struct pw_net_listen_opts o = { 0, flags };
+
+	return pw_net_listener_create(l, rt, a, &o);
+}
+
+/*
+ * A second listener on a TCP port a first one serves (SO_REUSEPORT per
+ * shard, as a second server process would open it) is refused with
+ * -EADDRINUSE, leaving nothing open, unless it asks to share the port;
+ * sharing needs the first to have SO_REUSEPORT too (a shared socket
+ * without PW_NET_LISTEN_SHARE_PORT cannot be joined). The first keeps
+ * serving throughout.
+ */
+Test(net, port_in_use_is_refused_unless_shared)
+{
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_net_listener *l1, *l2 = (void *)1;
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(listen_on(rt, &a, 0, &l1), 0);
+	cr_assert_eq(pw_net_listener_addr(l1, &a), 0);
+	int fds1 = pw_test_open_fds();
+	cr_assert_eq(listen_on(rt, &a, 0, &l2), -EADDRINUSE);
+	cr_assert_null(l2);
+	cr_assert_eq(listen_on(rt, &a, PW_NET_LISTEN_SHARED, &l2), -EADDRINUSE);
+	cr_assert_eq(pw_test_open_fds(), fds1, "a refused listener left fds");
+	cr_assert_eq(listen_on(rt, &a, PW_NET_LISTEN_SHARE_PORT, &l2), 0);
+	cr_assert_eq(pw_net_listener_destroy(l2), 0);
+	cr_assert_eq(listen_on(rt, &a,
+			       PW_NET_LISTEN_SHARED | PW_NET_LISTEN_SHARE_PORT,
+			       &l2),
+		     0);
+	cr_assert_eq(pw_net_listener_destroy(l2), 0);
+	int fd = pw_test_dial(&a);
+	cr_assert_geq(fd, 0, "the first listener: %d", fd);
+	close(fd);
+	cr_assert_eq(pw_net_listener_destroy(l1), 0);
+
+	/* A shared socket (no SO_REUSEPORT) refuses to be joined. */
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(listen_on(rt, &a, PW_NET_LISTEN_SHARED, &l1), 0);
+	cr_assert_eq(pw_net_listener_addr(l1, &a), 0);
+	cr_assert_eq(listen_on(rt, &a, PW_NET_LISTEN_SHARE_PORT, &l2),
+		     -EADDRINUSE);
+	cr_assert_eq(pw_net_listener_destroy(l1), 0);
+	/* The port is free again: taken without sharing. */
+	cr_assert_eq(listen_on(rt, &a, 0, &l1), 0);
+	cr_assert_eq(pw_net_listener_destroy(l1), 0);
+	cr_assert_eq(listen_on(rt, &a, 7u << 4, &l1), -EINVAL);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/*
+ * A server restarted on its port while the connections the old one
+ * closed first linger in TIME_WAIT starts: only listeners count as a
+ * port in use.
+ */
+Test(net, port_with_time_wait_sockets_is_free)
+{
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_net_listener *l;
+	struct pw_net_addr a;
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	int lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int one = 1;
+	cr_assert_eq(setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one,
+				sizeof(one)),
+		     0);
+	cr_assert_eq(bind(lfd, &a.u.sa, a.len), 0);
+	socklen_t len = sizeof(a.u);
+	cr_assert_eq(getsockname(lfd, &a.u.sa, &len), 0);
+	cr_assert_eq(listen(lfd, 8), 0);
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0);
+	int sfd = accept(lfd, NULL, NULL);
+	cr_assert_geq(sfd, 0);
+	close(sfd); /* the server side closes first: TIME_WAIT on the port */
+	char c;
+	cr_assert_eq(recv(cfd, &c, 1, 0), 0);
+	close(cfd);
+	close(lfd);
+	cr_assert_eq(listen_on(rt, &a, 0, &l), 0);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * A Unix path in use: a socket file whose server died without removing
+ * it is replaced; a live listener's path is refused with -EADDRINUSE and
+ * left alone, and so is a path that is not a socket (a regular file is
+ * neither removed nor changed).
+ */
+Test(net, unix_path_in_use)
+{
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_net_listener *l, *l2 = (void *)1;
+	struct pw_net_addr a;
+	char at[64];
+	snprintf(at, sizeof(at), "unix:/tmp/pw-test-stale-%d.sock", getpid());
+	cr_assert_eq(pw_net_addr_parse(&a, at), 0);
+	const char *path = a.u.un.sun_path;
+	unlink(path);
+
+	/* Stale: bound and listened on, then closed without unlink. */
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(fd, &a.u.sa, a.len), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	close(fd);
+	cr_assert_eq(access(path, F_OK), 0);
+	cr_assert_eq(listen_on(rt, &a, 0, &l), 0, "the stale socket stays");
+	int cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0, "the new listener: %d", cfd);
+	close(cfd);
+
+	/* Live: ours, then another socket's. */
+	cr_assert_eq(listen_on(rt, &a, 0, &l2), -EADDRINUSE);
+	cr_assert_null(l2);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_neq(access(path, F_OK), 0, "destroy removes the path");
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_eq(bind(fd, &a.u.sa, a.len), 0);
+	cr_assert_eq(listen(fd, 1), 0);
+	cr_assert_eq(listen_on(rt, &a, 0, &l2), -EADDRINUSE);
+	cr_assert_eq(access(path, F_OK), 0, "a live socket's path removed");
+	cfd = pw_test_dial(&a);
+	cr_assert_geq(cfd, 0, "the live listener stopped serving: %d", cfd);
+	close(cfd);
+	close(fd);
+	unlink(path);
+
+	/* Not a socket: a regular file is refused and kept. */
+	int ffd = open(path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(ffd, 0);
+	cr_assert_eq(write(ffd, "keep", 4), 4);
+	close(ffd);
+	cr_assert_eq(listen_on(rt, &a, 0, &l2), -EADDRINUSE);
+	char b[8];
+	ffd = open(path, O_RDONLY | O_CLOEXEC);
+	cr_assert_geq(ffd, 0, "the regular file was removed");
+	cr_assert_eq(read(ffd, b, sizeof(b)), 4);
+	cr_assert_eq(memcmp(b, "keep", 4), 0);
+	close(ffd);
+	unlink(path);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
+/*
+ * `pinwheel echo` on a port another `pinwheel echo` serves exits with
+ * status 1 and says the address is in use; with --reuse-port it starts
+ * and serves beside the first.
+ */
+Test(net, echo_command_port_in_use)
+{
+	char bin[512];
+	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
+	if (access(bin, X_OK))
+		cr_skip_test("%s is not built", bin);
+	char *first[] = { bin,	      "echo", "--listen", "127.0.0.1:0",
+			  "--shards", "2",    NULL };
+	int out, out2;
+	pid_t pid = pw_test_cmd_start(first, &out);
+	char line[512], said[1024];
+	size_t got = 0;
+	struct pw_net_addr a;
+	pw_test_banner_addr(out, line, sizeof(line), &got, &a);
+	char addr[PW_NET_ADDR_STRLEN];
+	cr_assert_gt(pw_net_addr_format(&a, addr, sizeof(addr)), 0);
+
+	char *second[] = { bin, "echo", "--listen", addr, NULL };
+	cr_assert_eq(pw_test_run_cmd(said, sizeof(said), second), 1, "%s",
+		     said);
+	cr_assert(strstr(said, "Address already in use"), "%s", said);
+	cr_assert(strstr(said, addr), "%s", said);
+
+	char *shared[] = { bin, "echo", "--listen", addr, "--reuse-port", NULL };
+	pid_t pid2 = pw_test_cmd_start(shared, &out2);
+	char line2[512];
+	size_t got2 = 0;
+	struct pw_net_addr a2;
+	pw_test_banner_addr(out2, line2, sizeof(line2), &got2, &a2);
+	cr_assert_eq(memcmp(&a, &a2, sizeof(a)), 0, "%s", line2);
+	int fd = pw_test_dial(&a);
+	cr_assert_geq(fd, 0);
+	char b[4];
+	cr_assert_eq(send(fd, "pwpw", 4, 0), 4);
+	cr_assert_eq(recv(fd, b, 4, MSG_WAITALL), 4);
+	close(fd);
+	kill(pid2, SIGTERM);
+	cr_assert_eq(pw_test_cmd_wait(pid2, out2, line2, sizeof(line2)), 0,
+		     "%s", line2);
+	kill(pid, SIGTERM);
+	cr_assert_eq(pw_test_cmd_wait(pid, out, line, sizeof(line)), 0, "%s",
+		     line);
 }
 
 /* ---- the pinwheel echo command ---------------------------------------- */

@@ -135,6 +135,12 @@ struct pw_net_op {
 
 /* Listener options. */
 #define PW_NET_LISTEN_SHARED 0x1u /* one socket accepted from by all shards */
+/* Share a TCP port another SO_REUSEPORT socket (another process, another
+ * listener) already listens on, the kernel spreading the connections
+ * over all of them; without it such a port is refused with -EADDRINUSE.
+ * With PW_NET_LISTEN_SHARED the one socket gets SO_REUSEPORT too. No
+ * effect on Unix sockets: a path has one listener. */
+#define PW_NET_LISTEN_SHARE_PORT 0x2u
 
 struct pw_net_listen_opts {
 	int backlog;	/* listen(2) backlog; 0 means 1024 */
@@ -152,8 +158,13 @@ struct pw_net_listener;
  * every shard (pw_net_listener_addr() tells which). Unix sockets always
  * use one shared socket. TCP_NODELAY is set on the listening sockets and
  * inherited by accepted ones. @opts may be NULL.
- * Return: 0 with *@lp set; -EINVAL for bad arguments; -errno from
- * socket/bind/listen (e.g. -EADDRINUSE); nothing is left open on error.
+ * A TCP port another socket listens on is refused with -EADDRINUSE, as
+ * a second server on it would be (unless PW_NET_LISTEN_SHARE_PORT); a
+ * Unix path that exists is replaced only when it is a socket nobody
+ * listens on (a server killed before it removed it), never otherwise.
+ * Return: 0 with *@lp set; -EINVAL for bad arguments; -EADDRINUSE for a
+ * port or path in use; other -errno from socket/bind/listen; nothing is
+ * left open on error.
  * Context: any thread.
  */
 PW_API int pw_net_listener_create(struct pw_net_listener **lp,
