@@ -356,6 +356,8 @@ static int head_done(struct pw_http_parser *p)
 		return -ENOTSUP;
 	if (r->minor >= 1 && p->hosts != 1)
 		return -EBADMSG;
+	if (p->body_max && r->content_length > p->body_max)
+		return -EFBIG;
 	r->keep_alive = keeps_alive(r->minor, p->close, p->keep);
 	p->body_left = r->content_length;
 	p->state = p->body_left ? S_BODY : S_DONE;
@@ -907,6 +909,8 @@ int pw_http_error_status(int err)
 	case -EBADMSG:
 	case -ENOTSUP:
 		return 400;
+	case -EFBIG:
+		return 413;
 	case -ENAMETOOLONG:
 		return 414;
 	case -EMSGSIZE:
@@ -927,6 +931,10 @@ const char *pw_http_reason(int status)
 		return "Bad Request";
 	case 404:
 		return "Not Found";
+	case 408:
+		return "Request Timeout";
+	case 413:
+		return "Content Too Large";
 	case 414:
 		return "URI Too Long";
 	case 431:

@@ -22,7 +22,8 @@
  * target are copied into the parser; Connection, Content-Length,
  * Transfer-Encoding and Host are interpreted. HTTP/1.1 requests must
  * carry exactly one Host. A Content-Length body is skipped (its bytes are
- * consumed, not kept). Request bodies in Transfer-Encoding (chunked) are
+ * consumed, not kept); one longer than the parser's body_max is refused
+ * at the end of the head, its body unread. Request bodies in Transfer-Encoding (chunked) are
  * refused with -ENOTSUP: the server answers 400 and closes. A request
  * head that arrives whole is parsed in one go by a faster path that
  * reaches exactly the same results (see http_parse.c).
@@ -77,6 +78,10 @@ struct pw_http_parser {
 	char value[PW_HTTP_VALUE_MAX];
 	struct pw_http_req req;
 	uint64_t fast_heads; /* heads parsed whole by the fast path */
+	/* Cap on a request's Content-Length (0: none), set after
+	 * pw_http_parser_init(): a head declaring more fails with -EFBIG
+	 * before any body byte is read. */
+	uint64_t body_max;
 };
 
 /**
@@ -99,8 +104,10 @@ int pw_http_parser_init(struct pw_http_parser *p, size_t head_max);
  * later call returns it until pw_http_parser_init()): -EBADMSG for a
  * malformed request (answer 400), -EMSGSIZE for a head over the cap
  * (431), -ENAMETOOLONG for a target of PW_HTTP_TARGET_MAX bytes or more
- * (414), -ENOTSUP for a Transfer-Encoding body (400), -EPROTONOSUPPORT
- * for an HTTP version other than 1.x (505); -EINVAL for NULL arguments.
+ * (414), -ENOTSUP for a Transfer-Encoding body (400), -EFBIG for a
+ * Content-Length over @p->body_max (413, found at the head's end,
+ * before any body byte), -EPROTONOSUPPORT for an HTTP version other than
+ * 1.x (505); -EINVAL for NULL arguments.
  * pw_http_error_status() gives the status; the connection must close.
  * Context: the connection's shard.
  */
@@ -164,7 +171,7 @@ int pw_http_resp_parse(struct pw_http_resp_parser *p, const char *buf,
 
 /**
  * pw_http_error_status - the status to answer a pw_http_parse() error
- * with (400, 414, 431, 505), or 500 for an unknown one.
+ * with (400, 413, 414, 431, 505), or 500 for an unknown one.
  * Context: any thread.
  */
 int pw_http_error_status(int err);
