@@ -6,36 +6,61 @@
  * One acceptor task per shard; one task per connection, spawned on the
  * acceptor's shard. A connection takes each buffer its multishot recv
  * fills, feeds all of it to its parser and appends one canned response
- * per complete request to its output buffer (8 KiB, in the task's state);
- * before it sends, it takes whatever else is already queued, so requests
- * pipelined over several buffers still go out in one send. A full output
- * buffer is sent and parsing resumes where it stopped. Nothing is
- * allocated per request: responses are copied from the shard's canned
- * pair, whose Date is rebuilt at most once a second. A HEAD gets the
- * canned response's headers alone (the same bytes up to the body), so a
- * client pipelining HEAD and GET reads exactly what it expects.
+ * per complete request to its output buffer; before it sends, it takes
+ * whatever else is already queued, so requests pipelined over several
+ * buffers still go out in one send. A full output buffer is sent and
+ * parsing resumes where it stopped. Nothing is allocated per request:
+ * responses are copied from the shard's canned pair, whose Date is
+ * rebuilt at most once a second. A HEAD gets the canned response's
+ * headers alone (the same bytes up to the body), so a client pipelining
+ * HEAD and GET reads exactly what it expects.
+ *
+ * Memory per connection. The output buffer (OUT_MAX) is taken from a
+ * small per-shard free list when the first response is appended and
+ * given back when its send completes with no half-parsed buffer left,
+ * so an idle keep-alive connection holds only its task state (under 2
+ * KiB: see the static assertion below). The --fanout calls sit at the
+ * end of the state only when --fanout is on.
+ *
+ * Bounded receive buffers. A connection about to wait on its send gives
+ * the unparsed tail of its borrowed buffer back to its receive
+ * (pw_recv_unread()) and parks the receive (pw_recv_park()): a client
+ * that sends without reading then holds no buffer of the shard's ring,
+ * only the receive's own bounded bytes, and TCP's window stops it.
+ * Parsing resumes from the receive's next chunk: the parser is
+ * incremental.
+ *
+ * Timeouts. One pw_sleep per connection serves every state, its
+ * deadline that of the state the task waits in: receiving between
+ * requests (keep-alive: from the last response sent), receiving a
+ * request (head timeout: from its first byte, or for a body from its
+ * last read; 408 and close), sending (send timeout: from the send's last
+ * progress, pw_send_progress(); a reset). Moving a deadline later only
+ * stores it (the wheel re-files the entry when the old slot expires), so
+ * the timers cost nothing per request.
  *
  * A response that closes the connection (HTTP/1.0 without keep-alive,
- * "Connection: close", a malformed or oversized request, or a drain) is
- * followed by a half-close and a short linger that reads and drops what
- * the client still sends, so that unread bytes do not turn the close into
- * a reset that would destroy the response in flight.
+ * "Connection: close", the last of --max-requests, a malformed or
+ * oversized request, a head timeout, or a drain) is followed by a
+ * half-close and a short linger that reads and drops what the client
+ * still sends, so that unread bytes do not turn the close into a reset
+ * that would destroy the response in flight.
  *
  * Draining: the main thread sets the server's flag and wakes every task
  * registered with a shard's registry (a mutex-guarded list of owned
  * wakers, touched once per connection, never per request). Each task
  * checks the flag at every poll: an acceptor stops, an idle connection
  * closes, a connection in the middle of a request answers it with
- * "Connection: close".
+ * "Connection: close". The registry also counts the shard's open
+ * connections: an acceptor at --max-conns stops accepting (the excess
+ * waits in the listen backlog) and the connection whose end takes the
+ * count below the cap wakes it.
  *
  * Scenario options (http.h) add a job between a complete request and its
  * response: a child task of spin work (spawned with a join handle, so the
  * stealing scheduler may move it to an idle worker), then one pw_call()
  * per shard, sent in batches of FANOUT_BATCH calls that run at once. While
- * a request's job runs, parsing waits, so responses stay in order. The
- * idle timeout is a pw_sleep in the connection's state, moved with
- * pw_sleep_reset() by every request and polled while the connection
- * waits for bytes.
+ * a request's job runs, parsing waits, so responses stay in order.
  *
  * Counters live in per-shard, cache-line aligned records written only by
  * the thread of that shard (the worker running the task, under the
@@ -58,7 +83,62 @@
 #include "apps/http.h"
 #include "apps/http_parse.h"
 
+#ifndef PW_NET_RECV_SHARE /* TEMPORARY: the net API of issue 20 */
+#include <sys/socket.h>
+static inline void pw_recv_park(struct pw_recv *r)
+{
+	(void)r;
+}
+static inline int pw_recv_unread(struct pw_recv *r, struct pw_net_buf *b,
+				 uint32_t used)
+{
+	(void)r;
+	(void)b;
+	(void)used;
+	return -ENOMEM;
+}
+static inline uint64_t pw_send_progress(const struct pw_send *s)
+{
+	return s->done;
+}
+static inline int pw_net_abort(int fd)
+{
+	struct linger l = { 1, 0 };
+
+	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) ? -errno :
+								      0;
+}
+static enum pw_poll compat_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
+				       const char *name, bool (*stop)(void *),
+				       bool (*full)(void *),
+				       void (*take)(void *, int), void *arg)
+{
+	int fd;
+
+	for (;;) {
+		if (stop && stop(arg)) {
+			pw_accept_cancel(acc);
+			return pw_ready(cx, 0);
+		}
+		if (full && full(arg))
+			return PW_PENDING;
+		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0) {
+			fprintf(stderr, "%s: accept: %s\n", name,
+				strerror(-fd));
+			if (fd == -EINVAL || fd == -EBADF)
+				return pw_ready(cx, fd);
+			continue;
+		}
+		take(arg, fd);
+	}
+}
+#define pw_cli_accept_loop compat_accept_loop
+#endif
+
 #define OUT_MAX	     8192		   /* a connection's output buffer */
+#define OUT_POOL     64			   /* free output buffers per shard */
 #define LINGER_NS    (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
 #define FANOUT_BATCH 16 /* --fanout calls in flight per request */
 
@@ -68,26 +148,35 @@ struct http_member {
 	struct pw_waker waker; /* owned clone while linked */
 	unsigned reg;	       /* index of the registry */
 	bool linked;
+	bool acceptor; /* the registry's acceptor (woken below the cap) */
 };
 
 struct http_shard {
-	/* Guards members and open; taken once per connection. */
+	/* Guards members, open and acceptor; taken once per connection. */
 	_Alignas(64) pthread_mutex_t lock;
 	struct pw_list members;
 	unsigned open; /* connections spawned and not yet dropped */
+	struct http_member *acceptor; /* linked acceptor, or NULL */
 	/* Written only by this shard's thread, with a relaxed load and store
 	 * (no read-modify-write); read by pw_http_server_stats(). */
 	_Atomic uint64_t accepted, requests, errors, closed;
 	_Atomic uint64_t work, calls, timeouts, reads;
-	struct pw_http_canned canned; /* this shard's thread only */
+	_Atomic uint64_t head_timeouts, send_timeouts, too_large, capped, full;
+	/* This shard's thread only: */
+	struct pw_http_canned canned;
+	char *pool;	/* free output buffers, linked by their first word */
+	unsigned npool; /* buffers in pool */
 };
 
 struct pw_http_server {
 	struct pw_runtime *rt;
 	struct pw_net_listener *l;
 	size_t head_max;
-	uint64_t work, timeout_ns;
-	bool fanout;
+	uint64_t work, keepalive_ns, head_ns, send_ns;
+	uint64_t max_requests, max_body;
+	unsigned max_conns;
+	bool fanout, has_net;
+	struct pw_net_config net;
 	unsigned nshards, accept_shards;
 	/* Set once by pw_http_server_drain(); pairs with the acquire loads
 	 * in draining(). Tasks that were asleep also see it through the
@@ -131,10 +220,13 @@ static void member_link(struct pw_http_server *s, struct pw_cx *cx,
 	pthread_mutex_lock(&h->lock);
 	pw_list_add_tail(&m->node, &h->members);
 	m->linked = true;
+	if (m->acceptor)
+		h->acceptor = m;
 	pthread_mutex_unlock(&h->lock);
 }
 
-/* Unlink @m; @conn also ends its connection's count. */
+/* Unlink @m; @conn also ends its connection's count, waking the
+ * registry's acceptor when that takes the count below the cap. */
 static void member_unlink(struct pw_http_server *s, struct http_member *m,
 			  bool conn)
 {
@@ -144,10 +236,62 @@ static void member_unlink(struct pw_http_server *s, struct http_member *m,
 	if (m->linked)
 		pw_list_del(&m->node);
 	m->linked = false;
-	if (conn)
+	if (h->acceptor == m)
+		h->acceptor = NULL;
+	if (conn) {
 		h->open--;
+		if (s->max_conns && h->open + 1 == s->max_conns && h->acceptor)
+			pw_waker_wake_by_ref(&h->acceptor->waker);
+	}
 	pthread_mutex_unlock(&h->lock);
 	pw_waker_drop(&m->waker);
+}
+
+/* Whether the registry @reg holds its cap of connections. */
+static bool registry_full(struct pw_http_server *s, unsigned reg)
+{
+	struct http_shard *h = &s->sh[reg];
+	bool full;
+
+	if (!s->max_conns)
+		return false;
+	pthread_mutex_lock(&h->lock);
+	full = h->open >= s->max_conns;
+	pthread_mutex_unlock(&h->lock);
+	return full;
+}
+
+/* ---- output buffers -------------------------------------------------- */
+
+/* An output buffer from the calling shard's free list, or a new one;
+ * NULL when memory is short. */
+static char *out_take(struct pw_http_server *s)
+{
+	struct http_shard *h = here(s);
+	char *b = h ? h->pool : NULL;
+
+	if (!b)
+		return malloc(OUT_MAX);
+	memcpy(&h->pool, b, sizeof(h->pool));
+	h->npool--;
+	return b;
+}
+
+/* Give @b back to the calling shard's free list (freed when it is full
+ * or off a shard). */
+static void out_give(struct pw_http_server *s, char *b)
+{
+	struct http_shard *h = here(s);
+
+	if (!b)
+		return;
+	if (!h || h->npool >= OUT_POOL) {
+		free(b);
+		return;
+	}
+	memcpy(b, &h->pool, sizeof(h->pool));
+	h->pool = b;
+	h->npool++;
 }
 
 /* ---- a connection ------------------------------------------------------ */
@@ -163,33 +307,56 @@ enum { C_RECV, C_JOB, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
 /* Steps of a request's job. */
 enum { J_SPAWN, J_JOIN, J_FAN, J_DONE };
 
+/* The --fanout calls of a request, at the end of a connection's state
+ * when --fanout is on: a call in flight keeps the task's memory alive,
+ * so the calls must live there. */
+struct http_fan {
+	uint32_t pending;    /* calls of the batch not yet answered */
+	unsigned base, n;    /* the batch: shards base..base+n-1 */
+	struct http_job job; /* the calls' state: read when each starts */
+	struct pw_call calls[FANOUT_BATCH];
+};
+
 struct http_conn {
 	struct http_member m;
 	struct pw_http_server *srv;
-	int fd, step;
-	bool have;    /* buf is borrowed */
-	bool partial; /* part of a request has been parsed */
-	bool closing; /* close once out is sent */
-	bool eof;     /* the client closed its side */
-	bool keep;    /* the request whose job runs keeps the connection */
-	bool head;    /* the request whose job runs is a HEAD */
-	uint8_t job;  /* J_*: where the current request's job is */
-	uint32_t off; /* bytes of buf parsed */
-	uint32_t fan_pending;	  /* calls of the batch not yet answered */
-	unsigned fan_base, fan_n; /* the batch: shards base..base+n-1 */
-	uint64_t linger_until;
+	int fd;
+	uint8_t step;	  /* C_* */
+	uint8_t job;	  /* J_*: where the current request's job is */
+	bool have;	  /* buf is borrowed */
+	bool partial;	  /* part of a request has been received */
+	bool closing;	  /* close once out is sent */
+	bool eof;	  /* the client closed its side */
+	bool keep;	  /* the request whose job runs keeps the connection */
+	bool head;	  /* the request whose job runs is a HEAD */
+	bool sending;	  /* the send of out has waited: t_send and sent hold */
+	uint32_t off;	  /* bytes of buf parsed */
+	uint32_t out_len; /* bytes of out to send */
+	uint64_t nreq;	  /* requests answered, counted with max_requests */
+	uint64_t t_idle;  /* keep-alive: when the last response went out */
+	uint64_t t_req;	  /* head timeout: the request's first byte, or for
+			     a body its last read */
+	uint64_t t_send;  /* C_SEND: when the send last moved; C_LINGER:
+			     the linger's end */
+	uint64_t sent;	  /* pw_send_progress() at t_send */
+	char *out;	  /* the output buffer, while there is output */
 	struct pw_net_buf buf;
 	struct pw_recv rx;
 	struct pw_send tx;
 	struct pw_close cl;
-	struct pw_sleep idle; /* the idle timeout, when the server has one */
-	struct pw_join child; /* the --work task */
-	struct pw_call calls[FANOUT_BATCH];
-	struct http_job fan; /* the calls' state: read when each starts */
-	size_t out_len;
+	struct pw_sleep timer; /* the deadline of the state waited in */
+	struct pw_join child;  /* the --work task */
 	struct pw_http_parser p;
-	char out[OUT_MAX];
+	struct http_fan fan[]; /* one, with --fanout only */
 };
+
+/*
+ * An idle keep-alive connection holds its task's slab block and nothing
+ * else: keep the state, with the task header, within a 2 KiB block
+ * (1992 bytes on x86-64 today).
+ */
+_Static_assert(sizeof(struct http_conn) <= 2048 - 112,
+	       "a connection's state outgrew its 2 KiB slab block");
 
 static void conn_release(struct http_conn *c)
 {
@@ -238,6 +405,41 @@ static enum pw_poll fan_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, pw_shard_id());
 }
 
+/* The --fanout part of a job: one batch of calls at a time.
+ * Return: PW_READY when every shard answered, else PW_PENDING. */
+static enum pw_poll conn_fan(struct pw_cx *cx, struct http_conn *c)
+{
+	struct pw_http_server *s = c->srv;
+	struct http_fan *f = c->fan;
+	int64_t r;
+
+	for (;;) {
+		if (!f->pending) {
+			f->base += f->n;
+			f->n = 0;
+			if (f->base >= s->nshards)
+				return PW_READY;
+			f->n = s->nshards - f->base;
+			if (f->n > FANOUT_BATCH)
+				f->n = FANOUT_BATCH;
+			f->job = (struct http_job){ s, s->work };
+			for (unsigned i = 0; i < f->n; i++)
+				pw_call_init(&f->calls[i], f->base + i,
+					     fan_poll, &f->job, sizeof(f->job),
+					     NULL);
+			f->pending = (uint32_t)((1ull << f->n) - 1);
+		}
+		for (unsigned i = 0; i < f->n; i++) {
+			if (!(f->pending & (1u << i)))
+				continue;
+			if (pw_call_poll(cx, &f->calls[i], &r) == PW_READY)
+				f->pending &= ~(1u << i);
+		}
+		if (f->pending)
+			return PW_PENDING;
+	}
+}
+
 /*
  * Drive the job of the request just parsed: the --work child, then the
  * --fanout calls, a batch at a time. A child that cannot be spawned or a
@@ -255,42 +457,17 @@ static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
 		if (s->work &&
 		    !pw_spawn(&c->child, work_poll, &j, sizeof(j), NULL))
 			c->job = J_JOIN;
-		c->fan_base = 0;
-		c->fan_n = 0;
-		c->fan_pending = 0;
+		if (s->fanout)
+			c->fan->base = c->fan->n = c->fan->pending = 0;
 	}
 	if (c->job == J_JOIN) {
 		if (pw_join_poll(cx, &c->child, &r) == PW_PENDING)
 			return PW_PENDING;
 		c->job = J_FAN;
 	}
-	while (c->job == J_FAN) {
-		if (!c->fan_pending) {
-			c->fan_base += c->fan_n;
-			c->fan_n = 0;
-			if (!s->fanout || c->fan_base >= s->nshards) {
-				c->job = J_DONE;
-				break;
-			}
-			c->fan_n = s->nshards - c->fan_base;
-			if (c->fan_n > FANOUT_BATCH)
-				c->fan_n = FANOUT_BATCH;
-			c->fan = j;
-			for (unsigned i = 0; i < c->fan_n; i++)
-				pw_call_init(&c->calls[i], c->fan_base + i,
-					     fan_poll, &c->fan, sizeof(c->fan),
-					     NULL);
-			c->fan_pending = (uint32_t)((1ull << c->fan_n) - 1);
-		}
-		for (unsigned i = 0; i < c->fan_n; i++) {
-			if (!(c->fan_pending & (1u << i)))
-				continue;
-			if (pw_call_poll(cx, &c->calls[i], &r) == PW_READY)
-				c->fan_pending &= ~(1u << i);
-		}
-		if (c->fan_pending)
-			return PW_PENDING;
-	}
+	if (s->fanout && conn_fan(cx, c) == PW_PENDING)
+		return PW_PENDING;
+	c->job = J_DONE;
 	return PW_READY;
 }
 
@@ -299,6 +476,17 @@ static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
 static inline bool is_head(const struct pw_http_req *r)
 {
 	return r->method_len == 4 && !memcmp(r->method, "HEAD", 4);
+}
+
+/* Make sure there is an output buffer. Return: false when memory is
+ * short; the connection then closes (closing set, nothing to send). */
+static bool conn_out(struct http_conn *c)
+{
+	if (!c->out && !(c->out = out_take(c->srv))) {
+		c->closing = true;
+		return false;
+	}
+	return true;
 }
 
 /*
@@ -314,10 +502,12 @@ static inline void conn_append(struct http_conn *c, struct http_shard *h,
 	size_t n;
 	const char *r = pw_http_canned_get(&h->canned, keep, &n);
 
+	if (__builtin_expect(!c->out, 0) && !conn_out(c))
+		return;
 	if (head)
 		n -= h->canned.body_len;
 	memcpy(c->out + c->out_len, r, n);
-	c->out_len += n;
+	c->out_len += (uint32_t)n;
 	c->closing = !keep;
 }
 
@@ -328,6 +518,39 @@ static void conn_respond(struct http_conn *c, struct http_shard *h)
 	bump(&h->requests, 1);
 }
 
+/* Append an error response, @status with its reason as the body, after
+ * which the connection closes. The caller leaves PW_HTTP_CANNED_MAX
+ * bytes of room. */
+static void conn_refuse(struct http_conn *c, struct http_shard *h, int status)
+{
+	const char *r = pw_http_reason(status);
+	int n;
+
+	if (conn_out(c)) {
+		n = pw_http_build(c->out + c->out_len, OUT_MAX - c->out_len,
+				  status, false, h->canned.date, r, strlen(r));
+		if (n > 0)
+			c->out_len += (uint32_t)n;
+	}
+	c->closing = true;
+}
+
+/* A complete request: whether it keeps the connection (not when
+ * draining, nor past --max-requests, counted). */
+static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
+			      bool drain)
+{
+	uint64_t max = c->srv->max_requests;
+
+	if (!c->p.req.keep_alive || drain)
+		return false;
+	if (max && ++c->nreq >= max) {
+		bump(&h->capped, 1);
+		return false;
+	}
+	return true;
+}
+
 /*
  * Parse what is left of the borrowed buffer, appending a response per
  * request, until the buffer is used up, the output buffer has no room for
@@ -335,36 +558,36 @@ static void conn_respond(struct http_conn *c, struct http_shard *h)
  */
 static void conn_parse(struct http_conn *c)
 {
-	struct http_shard *h = here(c->srv);
+	struct pw_http_server *s = c->srv;
+	struct http_shard *h = here(s);
 	const char *data = c->buf.data;
-	bool drain = draining(c->srv);
+	bool drain = draining(s);
 	uint64_t ok = 0;
 	struct timespec ts;
 
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	pw_http_canned_tick(&h->canned, ts.tv_sec);
 	while (c->off < c->buf.len && !c->closing) {
-		size_t room = sizeof(c->out) - c->out_len, used;
-		const char *r;
-		int rc, status;
+		size_t used;
+		int rc;
 
-		if (room < PW_HTTP_CANNED_MAX || c->job != J_DONE)
+		if (OUT_MAX - c->out_len < PW_HTTP_CANNED_MAX ||
+		    c->job != J_DONE)
 			break;
 		rc = pw_http_parse(&c->p, data + c->off, c->buf.len - c->off,
 				   &used);
 		c->off += (uint32_t)used;
 		if (rc == 0) {
+			if (!c->partial)
+				c->t_req = (uint64_t)pw_time_now();
 			c->partial = true;
 			break;
 		}
 		if (rc == 1) {
-			bool keep = c->p.req.keep_alive && !drain;
+			bool keep = conn_keeps(c, h, drain);
 
 			c->partial = false;
-			if (c->srv->timeout_ns)
-				pw_sleep_reset_after(&c->idle,
-						     c->srv->timeout_ns);
-			if (c->srv->work || c->srv->fanout) {
+			if (s->work || s->fanout) {
 				/* The response waits for the job. */
 				c->keep = keep;
 				c->head = is_head(&c->p.req);
@@ -375,47 +598,67 @@ static void conn_parse(struct http_conn *c)
 			ok++;
 			continue;
 		}
-		status = pw_http_error_status(rc);
-		r = pw_http_reason(status);
-		rc = pw_http_build(c->out + c->out_len, room, status, false,
-				   h->canned.date, r, strlen(r));
-		if (rc > 0)
-			c->out_len += (size_t)rc;
-		c->closing = true;
+		conn_refuse(c, h, pw_http_error_status(rc));
 		bump(&h->errors, 1);
+		if (rc == -EFBIG)
+			bump(&h->too_large, 1);
 	}
 	if (ok)
 		bump(&h->requests, ok);
 }
 
-/* Whether the idle timeout fired; counts it. */
-static bool idle_expired(struct pw_cx *cx, struct http_conn *c)
+/* Wait for @at (PW_TIME_NEVER: nothing to wait for) on the connection's
+ * one timer, moving its deadline if it changed. Return: true once @at
+ * has passed. */
+static inline bool conn_timer(struct pw_cx *cx, struct http_conn *c,
+			      uint64_t at)
 {
-	struct http_shard *h;
-
-	if (!c->srv->timeout_ns || pw_sleep_poll(cx, &c->idle) == PW_PENDING)
+	if (at == PW_TIME_NEVER)
 		return false;
-	h = here(c->srv);
-	if (h)
-		bump(&h->timeouts, 1);
-	return true;
+	if (pw_sleep_deadline(&c->timer) != at)
+		pw_sleep_reset(&c->timer, at);
+	return pw_sleep_poll(cx, &c->timer) == PW_READY;
 }
 
 /*
  * C_RECV found no bytes: send what is waiting, or close when draining
- * between requests or idle too long.
+ * between requests; else wait, under the keep-alive timeout (closes,
+ * counted in timeouts) and, with part of a request in, the head timeout
+ * (408, then close; the earlier of the two wins, 408 on a tie).
  * Return: true when the task must wait.
  */
 static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 {
-	if (c->out_len)
+	struct pw_http_server *s = c->srv;
+	uint64_t at = PW_TIME_NEVER, head = PW_TIME_NEVER;
+	struct http_shard *h;
+
+	if (c->out_len) {
 		c->step = C_SEND;
-	else if (draining(c->srv) && !c->partial)
+		return false;
+	}
+	if (draining(s) && !c->partial) {
 		conn_close(c);
-	else if (idle_expired(cx, c))
-		conn_close(c);
-	else
+		return false;
+	}
+	if (s->keepalive_ns)
+		at = c->t_idle + s->keepalive_ns;
+	if (c->partial && s->head_ns)
+		head = c->t_req + s->head_ns;
+	if (head < at)
+		at = head;
+	if (!conn_timer(cx, c, at))
 		return true;
+	h = here(s);
+	if (at == head) {
+		bump(&h->head_timeouts, 1);
+		pw_http_canned_tick(&h->canned, time(NULL));
+		conn_refuse(c, h, 408);
+		c->step = C_SEND;
+	} else {
+		bump(&h->timeouts, 1);
+		conn_close(c);
+	}
 	return false;
 }
 
@@ -455,6 +698,8 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 		c->have = true;
 		c->off = 0;
 		bump(&here(c->srv)->reads, 1);
+		if (c->partial && c->p.body_left)
+			c->t_req = (uint64_t)pw_time_now(); /* a body moved */
 	}
 	conn_parse(c);
 	if (c->job != J_DONE) {
@@ -468,16 +713,55 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 	return false;
 }
 
+/*
+ * The send waits: give the unparsed tail of the borrowed buffer back to
+ * the receive and park it (the connection then holds no ring buffer),
+ * and watch the send's progress against the send timeout.
+ * Return: true to wait; false once the timeout cut the connection (a
+ * reset, counted).
+ */
+static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
+{
+	struct pw_http_server *s = c->srv;
+	uint64_t sent;
+
+	if (c->have && !pw_recv_unread(&c->rx, &c->buf, c->off))
+		c->have = false;
+	if (!c->have)
+		pw_recv_park(&c->rx);
+	if (!s->send_ns)
+		return true;
+	sent = pw_send_progress(&c->tx);
+	if (!c->sending || sent != c->sent) {
+		c->sending = true;
+		c->sent = sent;
+		c->t_send = (uint64_t)pw_time_now();
+	}
+	if (!conn_timer(cx, c, c->t_send + s->send_ns))
+		return true;
+	bump(&here(s)->send_timeouts, 1);
+	(void)pw_net_abort(c->fd);
+	conn_close(c);
+	return false;
+}
+
 /* C_SEND: send the output buffer; then read on, or close (half-close
- * and linger while the client may still send). */
+ * and linger while the client may still send). The buffer goes back to
+ * the shard unless a half-parsed buffer waits. */
 static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 {
-	int32_t res;
+	int32_t res = 0;
 
-	if (pw_send_poll(cx, &c->tx, c->out, c->out_len, PW_TIME_NEVER, &res) ==
-	    PW_PENDING)
-		return true;
+	if (c->out_len && pw_send_poll(cx, &c->tx, c->out, c->out_len,
+				       PW_TIME_NEVER, &res) == PW_PENDING)
+		return conn_send_wait(cx, c);
 	c->out_len = 0;
+	c->sending = false;
+	if (!c->have) {
+		out_give(c->srv, c->out);
+		c->out = NULL;
+	}
+	c->t_idle = (uint64_t)pw_time_now();
 	if (res < 0 || (c->closing && c->eof)) {
 		conn_close(c);
 	} else if (c->closing) {
@@ -498,12 +782,11 @@ static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
 	if (c->step == C_SHUT) {
 		if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 			return true;
-		c->linger_until = (uint64_t)pw_time_now() + LINGER_NS;
+		c->t_send = (uint64_t)pw_time_now() + LINGER_NS;
 		c->step = C_LINGER;
 		pw_close_init(&c->cl, c->fd);
 	}
-	if (pw_recv_poll(cx, &c->rx, c->linger_until, &c->buf, &res) ==
-	    PW_PENDING)
+	if (pw_recv_poll(cx, &c->rx, c->t_send, &c->buf, &res) == PW_PENDING)
 		return true;
 	if (res > 0)
 		pw_net_buf_release(&c->buf);
@@ -543,6 +826,9 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 		default:
 			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 				return PW_PENDING;
+			/* Closed: nothing reads the output buffer any more. */
+			out_give(c->srv, c->out);
+			c->out = NULL;
 			return pw_ready(cx, 0);
 		}
 		if (wait)
@@ -553,19 +839,28 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 static void conn_drop(void *state)
 {
 	struct http_conn *c = state;
-	struct http_shard *h = here(c->srv);
+	struct pw_http_server *s = c->srv;
+	struct http_shard *h = here(s);
 
 	conn_release(c);
 	pw_recv_cancel(&c->rx);
 	pw_send_cancel(&c->tx);
-	pw_sleep_cancel(&c->idle);
+	pw_sleep_cancel(&c->timer);
 	pw_join_detach(&c->child);
-	for (unsigned i = 0; i < c->fan_n; i++)
-		if (c->fan_pending & (1u << i))
-			pw_call_cancel(&c->calls[i]);
+	for (unsigned i = 0; s->fanout && i < c->fan->n; i++)
+		if (c->fan->pending & (1u << i))
+			pw_call_cancel(&c->fan->calls[i]);
 	if (!pw_close_cancel(&c->cl))
 		close(c->fd);
-	member_unlink(c->srv, &c->m, true);
+	/* Dropped in the middle of a send (the runtime going away): the
+	 * cancelled send may still read the buffer, so it is not handed to
+	 * another connection. */
+	if (c->step == C_SEND)
+		free(c->out);
+	else
+		out_give(s, c->out);
+	c->out = NULL;
+	member_unlink(s, &c->m, true);
 	if (h)
 		bump(&h->closed, 1);
 }
@@ -576,27 +871,36 @@ struct http_acceptor {
 	struct http_member m;
 	struct pw_http_server *srv;
 	struct pw_accept acc;
+	bool started;
 };
 
 /* Start a connection task for @fd, counted in the registry @reg. */
 static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 {
 	struct http_shard *h = &s->sh[reg];
-	struct http_conn c = { .srv = s, .fd = fd, .job = J_DONE };
+	union {
+		struct http_conn c;
+		char room[sizeof(struct http_conn) + sizeof(struct http_fan)];
+	} u;
+	struct http_conn *c = &u.c;
+	size_t size = sizeof(*c) + (s->fanout ? sizeof(struct http_fan) : 0);
 
-	c.m.reg = reg;
-	if (s->timeout_ns)
-		pw_sleep_init(&c.idle, s->timeout_ns);
-	else
-		pw_sleep_init_at(&c.idle, PW_TIME_NEVER);
-	pw_http_parser_init(&c.p, s->head_max);
-	pw_recv_init(&c.rx, fd);
-	pw_send_init(&c.tx, fd);
-	pw_close_init(&c.cl, fd);
+	memset(&u, 0, size);
+	c->srv = s;
+	c->fd = fd;
+	c->job = J_DONE;
+	c->m.reg = reg;
+	c->t_idle = (uint64_t)pw_time_now();
+	pw_sleep_init_at(&c->timer, PW_TIME_NEVER);
+	pw_http_parser_init(&c->p, s->head_max);
+	c->p.body_max = s->max_body;
+	pw_recv_init(&c->rx, fd);
+	pw_send_init(&c->tx, fd);
+	pw_close_init(&c->cl, fd);
 	pthread_mutex_lock(&h->lock);
 	h->open++;
 	pthread_mutex_unlock(&h->lock);
-	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop)) {
+	if (pw_spawn(NULL, conn_poll, c, size, conn_drop)) {
 		close(fd);
 		pthread_mutex_lock(&h->lock);
 		h->open--;
@@ -612,7 +916,23 @@ static bool acceptor_stop(void *arg)
 	return draining(a->srv);
 }
 
-/* pw_cli_accept_loop()'s take: count @fd and start its task. */
+/* pw_cli_accept_loop()'s full: the acceptor's registry holds
+ * --max-conns connections (counted); the last of them to end wakes it. */
+static bool acceptor_full(void *arg)
+{
+	struct http_acceptor *a = arg;
+	struct http_shard *h;
+
+	if (!registry_full(a->srv, a->m.reg))
+		return false;
+	h = here(a->srv);
+	if (h)
+		bump(&h->full, 1);
+	return true;
+}
+
+/* pw_cli_accept_loop()'s take: count @fd and start its task, counted in
+ * the acceptor's registry (whose cap full() checks). */
 static void acceptor_take(void *arg, int fd)
 {
 	struct http_acceptor *a = arg;
@@ -620,17 +940,24 @@ static void acceptor_take(void *arg, int fd)
 
 	if (h)
 		bump(&h->accepted, 1);
-	conn_spawn(a->srv, h ? (unsigned)(h - a->srv->sh) : a->m.reg, fd);
+	conn_spawn(a->srv, a->m.reg, fd);
 }
 
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct http_acceptor *a = state;
 
+	if (!a->started) {
+		/* Before this shard's first receive makes its ring; -EBUSY
+		 * (a ring already made) keeps the old geometry. */
+		if (a->srv->has_net)
+			(void)pw_net_configure(&a->srv->net);
+		a->started = true;
+	}
 	if (!a->m.linked && !a->m.waker.task)
 		member_link(a->srv, cx, &a->m);
 	return pw_cli_accept_loop(cx, &a->acc, "pinwheel http", acceptor_stop,
-				  acceptor_take, a);
+				  acceptor_full, acceptor_take, a);
 }
 
 static void acceptor_drop(void *state)
@@ -667,7 +994,15 @@ static int server_new(struct pw_http_server **sp, struct pw_runtime *rt,
 	s->head_max = o->head_max;
 	s->work = o->work;
 	s->fanout = o->fanout;
-	s->timeout_ns = o->timeout_ns;
+	s->keepalive_ns = o->keepalive_ns;
+	s->head_ns = o->head_timeout_ns;
+	s->send_ns = o->send_timeout_ns;
+	s->max_conns = o->max_conns;
+	s->max_requests = o->max_requests;
+	s->max_body = o->max_body;
+	s->has_net = o->net != NULL;
+	if (o->net)
+		s->net = *o->net;
 	s->accept_shards = o->accept_shards ? o->accept_shards : n;
 	for (unsigned i = 0; i < n; i++) {
 		struct http_shard *h = &s->sh[i];
@@ -696,6 +1031,7 @@ static int server_accept(struct pw_http_server *s)
 		int err;
 
 		a.m.reg = i;
+		a.m.acceptor = true;
 		pw_accept_init(&a.acc, s->l, 0);
 		err = pw_runtime_spawn(s->rt, i, acceptor_poll, &a, sizeof(a),
 				       acceptor_drop);
@@ -817,6 +1153,14 @@ int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
 	out->timeouts =
 		atomic_load_explicit(&h->timeouts, memory_order_relaxed);
 	out->reads = atomic_load_explicit(&h->reads, memory_order_relaxed);
+	out->head_timeouts =
+		atomic_load_explicit(&h->head_timeouts, memory_order_relaxed);
+	out->send_timeouts =
+		atomic_load_explicit(&h->send_timeouts, memory_order_relaxed);
+	out->too_large =
+		atomic_load_explicit(&h->too_large, memory_order_relaxed);
+	out->capped = atomic_load_explicit(&h->capped, memory_order_relaxed);
+	out->full = atomic_load_explicit(&h->full, memory_order_relaxed);
 	return 0;
 }
 
@@ -826,8 +1170,17 @@ int pw_http_server_destroy(struct pw_http_server *s)
 		return -EINVAL;
 	if (s->l)
 		pw_net_listener_destroy(s->l);
-	for (unsigned i = 0; i < s->nshards; i++)
-		pthread_mutex_destroy(&s->sh[i].lock);
+	for (unsigned i = 0; i < s->nshards; i++) {
+		struct http_shard *h = &s->sh[i];
+
+		pthread_mutex_destroy(&h->lock);
+		while (h->pool) {
+			char *b = h->pool;
+
+			memcpy(&h->pool, b, sizeof(h->pool));
+			free(b);
+		}
+	}
 	free(s->sh);
 	free(s);
 	return 0;
@@ -838,7 +1191,9 @@ int pw_http_server_destroy(struct pw_http_server *s)
 /* The flags of `pinwheel http` and the server they start. */
 static struct http_cmd {
 	const char *listen, *body;
-	uint64_t head_max, drain_ns, work, timeout_ns, accept_shards;
+	uint64_t head_max, drain_ns, work, accept_shards;
+	uint64_t head_ns, keepalive_ns, send_ns;
+	uint64_t max_conns, max_requests, max_body;
 	bool shared, fanout, reuse_port;
 	struct pw_http_opts ho;
 	struct pw_net_addr addr;
@@ -848,7 +1203,14 @@ static struct http_cmd {
 static const struct http_cmd http_defaults = {
 	.head_max = PW_HTTP_HEAD_MAX_DEFAULT,
 	.drain_ns = 5 * PW_NSEC_PER_SEC,
+	.head_ns = PW_HTTP_HEAD_TIMEOUT_DEFAULT,
+	.keepalive_ns = PW_HTTP_KEEPALIVE_DEFAULT,
+	.send_ns = PW_HTTP_SEND_TIMEOUT_DEFAULT,
+	.max_requests = PW_HTTP_MAX_REQUESTS_DEFAULT,
+	.max_body = PW_HTTP_MAX_BODY_DEFAULT,
 };
+
+#define DAY_NS (24 * 3600 * PW_NSEC_PER_SEC)
 
 static const struct pw_cli_opt http_opts[] = {
 	{ "--listen", PW_CLI_STRING, &H.listen, 0, 0, "ADDR",
@@ -874,10 +1236,29 @@ static const struct pw_cli_opt http_opts[] = {
 	{ "--fanout", PW_CLI_BOOL, &H.fanout, 0, 0, NULL,
 	  "per request, call every shard and gather the answers "
 	  "before the response" },
-	{ "--timeout", PW_CLI_DURATION, &H.timeout_ns, PW_NSEC_PER_MSEC,
-	  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
-	  "close a connection idle this long; each request resets "
-	  "it (default none)" },
+	{ "--head-timeout", PW_CLI_DURATION, &H.head_ns, 0, DAY_NS, "DURATION",
+	  "a request not whole this long after its first byte (a body: "
+	  "after its last read) gets 408 and the connection closes; 0: "
+	  "never (default 60s)" },
+	{ "--keepalive-timeout", PW_CLI_DURATION, &H.keepalive_ns, 0, DAY_NS,
+	  "DURATION",
+	  "close a connection that completes no request this long after "
+	  "its last response; 0: never (default 75s)" },
+	{ "--timeout", PW_CLI_DURATION, &H.keepalive_ns, PW_NSEC_PER_MSEC,
+	  DAY_NS, "DURATION",
+	  "the old name of --keepalive-timeout (1ms and up)" },
+	{ "--send-timeout", PW_CLI_DURATION, &H.send_ns, 0, DAY_NS, "DURATION",
+	  "reset a connection whose send moves no byte this long; 0: "
+	  "never (default 60s)" },
+	{ "--max-conns", PW_CLI_UINT, &H.max_conns, 0, 1000000000, "N",
+	  "connections open at once per shard; the excess waits in the "
+	  "listen backlog; 0: no cap (default 0)" },
+	{ "--max-requests", PW_CLI_UINT, &H.max_requests, 0, 0, "N",
+	  "requests per connection, the last answered with "
+	  "Connection: close; 0: no cap (default 1000)" },
+	{ "--max-body", PW_CLI_SIZE, &H.max_body, 0, 0, "SIZE",
+	  "a request declaring a longer body gets 413 and the connection "
+	  "closes; 0: no cap (default 1m)" },
 	{ "--accept-shards", PW_CLI_UINT, &H.accept_shards, 1, PW_MAX_SHARDS,
 	  "N", "only shards 0..N-1 accept connections (default all)" },
 };
@@ -893,6 +1274,12 @@ static const struct pw_cli_cmd http_cmd = {
 		 "one\ncloses the open connections at once and exits 130 "
 		 "(SIGINT) or 143 (SIGTERM)\nafter the summary. SIGUSR1 "
 		 "prints the counters with --metrics.\n"
+		 "Limits against hostile clients (each 0 for off): "
+		 "--head-timeout (slow request\nheads get 408), "
+		 "--keepalive-timeout (idle connections), --send-timeout "
+		 "(clients\nthat do not read are reset), --max-conns "
+		 "(per shard), --max-requests (per\nconnection), "
+		 "--max-body (413).\n"
 		 "--work, --fanout, --timeout and --accept-shards "
 		 "shape the load for comparing\nthe schedulers: CPU "
 		 "work in a stealable child task, a call to every "
@@ -930,8 +1317,13 @@ static int http_setup(struct pw_drv *d)
 				(H.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0),
 		.work = H.work,
 		.fanout = H.fanout,
-		.timeout_ns = H.timeout_ns,
 		.accept_shards = (unsigned)H.accept_shards,
+		.keepalive_ns = H.keepalive_ns,
+		.head_timeout_ns = H.head_ns,
+		.send_timeout_ns = H.send_ns,
+		.max_conns = (unsigned)H.max_conns,
+		.max_requests = H.max_requests,
+		.max_body = H.max_body,
 	};
 	/* Under stealing an acceptor may run on any worker: accept from one
 	 * socket so that no worker's socket is left without an acceptor. */
@@ -972,14 +1364,20 @@ static void http_report(struct pw_drv *d, bool final)
 		pw_http_server_stats(H.srv, i, &st);
 		printf("shard %u http: accepted=%llu requests=%llu "
 		       "errors=%llu closed=%llu work=%llu calls=%llu "
-		       "timeouts=%llu\n",
+		       "timeouts=%llu head_timeouts=%llu send_timeouts=%llu "
+		       "too_large=%llu capped=%llu full=%llu\n",
 		       i, (unsigned long long)st.accepted,
 		       (unsigned long long)st.requests,
 		       (unsigned long long)st.errors,
 		       (unsigned long long)st.closed,
 		       (unsigned long long)st.work,
 		       (unsigned long long)st.calls,
-		       (unsigned long long)st.timeouts);
+		       (unsigned long long)st.timeouts,
+		       (unsigned long long)st.head_timeouts,
+		       (unsigned long long)st.send_timeouts,
+		       (unsigned long long)st.too_large,
+		       (unsigned long long)st.capped,
+		       (unsigned long long)st.full);
 	}
 	fflush(stdout);
 }

@@ -10,11 +10,18 @@
  * response it calls for goes out in one send, copied from the shard's
  * canned responses: nothing is allocated per request.
  *
+ * Limits hold it under hostile clients, each off when 0 (the command's
+ * defaults, nginx's, are the PW_HTTP_*_DEFAULT values): a timeout on
+ * every state a connection waits in (a request head, the keep-alive
+ * wait between requests, a send the client does not take), a cap on
+ * connections per shard (the excess waits in the kernel's backlog), on
+ * requests per connection and on a request's body. A connection waiting
+ * on its send keeps no buffer of the shard's receive ring.
+ *
  * Scenario options make each request cost something before it is
  * answered, for comparing the schedulers: CPU work in a child task
- * (joined), a call to every shard (gathered), an idle timeout per
- * connection (reset by every request), and accepting on fewer shards
- * than run (so that the load starts skewed).
+ * (joined), a call to every shard (gathered), and accepting on fewer
+ * shards than run (so that the load starts skewed).
  *
  * Stopping: pw_http_server_drain() stops the acceptors and asks every
  * connection to finish: an idle one closes at once, one in the middle of
@@ -37,7 +44,15 @@
 /* The longest body a server serves (the canned responses' limit). */
 #define PW_HTTP_BODY_MAX 256
 
-/* Server options; zero fields take the defaults. */
+/* The command's defaults of the limits (nginx's). */
+#define PW_HTTP_HEAD_TIMEOUT_DEFAULT (60 * PW_NSEC_PER_SEC)
+#define PW_HTTP_KEEPALIVE_DEFAULT    (75 * PW_NSEC_PER_SEC)
+#define PW_HTTP_SEND_TIMEOUT_DEFAULT (60 * PW_NSEC_PER_SEC)
+#define PW_HTTP_MAX_REQUESTS_DEFAULT 1000
+#define PW_HTTP_MAX_BODY_DEFAULT     (1u << 20)
+
+/* Server options; zero fields take the defaults, and a limit of 0 is
+ * off (the PW_HTTP_*_DEFAULT values are the command's, not these). */
 struct pw_http_opts {
 	const char *body;      /* NULL: PW_HTTP_BODY_DEFAULT; must outlive the
 			     server */
@@ -50,24 +65,49 @@ struct pw_http_opts {
 	/* Per request, before the response: pw_call() every shard and
 	 * gather the answers. */
 	bool fanout;
-	/* Close a connection that completes no request for this long; every
-	 * request resets it (0: no timeout). */
-	uint64_t timeout_ns;
 	/* Only shards 0..accept_shards-1 accept (0: all). Fewer than all
 	 * makes the listener one shared socket. */
 	unsigned accept_shards;
+	/* Keep-alive: close a connection waiting to receive that has
+	 * completed no request (nor sent a response) for this long. */
+	uint64_t keepalive_ns;
+	/* A request whose head (or body, between two reads) is not whole
+	 * this long after its first byte gets 408 and the connection
+	 * closes. */
+	uint64_t head_timeout_ns;
+	/* A send that moves no byte for this long: the connection is
+	 * closed with a reset. */
+	uint64_t send_timeout_ns;
+	/* Connections open at once per shard; at the cap the shard's
+	 * acceptor stops and the excess waits in the listen backlog. */
+	unsigned max_conns;
+	/* Requests per connection: the last one is answered with
+	 * "Connection: close". */
+	uint64_t max_requests;
+	/* Body bytes a request may declare (Content-Length); above, 413
+	 * and close, the body unread. */
+	uint64_t max_body;
+	/* The shards' receive settings (pw_net_configure()), applied by
+	 * each acceptor before its shard's first receive; NULL: the
+	 * defaults. Copied at start. */
+	const struct pw_net_config *net;
 };
 
 /* Counters of one shard, summed over the connections it served. */
 struct pw_http_stats {
 	uint64_t accepted; /* connections taken by the shard's acceptor */
 	uint64_t requests; /* requests answered with 200 */
-	uint64_t errors;   /* requests refused (400, 414, 431, 505) */
+	uint64_t errors;   /* requests refused (400, 413, 414, 431, 505) */
 	uint64_t closed;   /* connections finished */
 	uint64_t work;	   /* --work child tasks this shard ran */
 	uint64_t calls;	   /* --fanout calls this shard answered */
-	uint64_t timeouts; /* connections closed by the idle timeout */
+	uint64_t timeouts; /* connections closed by the keep-alive timeout */
 	uint64_t reads;	   /* buffers of request bytes received */
+	uint64_t head_timeouts; /* requests answered 408 (head timeout) */
+	uint64_t send_timeouts; /* connections reset by the send timeout */
+	uint64_t too_large;	/* requests answered 413 (also in errors) */
+	uint64_t capped;	/* connections closed by max_requests */
+	uint64_t full;		/* times the acceptor stopped at max_conns */
 };
 
 struct pw_http_server;

@@ -791,7 +791,7 @@ Test(http, fanout_calls_every_shard_per_request)
 Test(http, idle_timeout_closes_idle_and_spares_active)
 {
 	struct srv v;
-	struct pw_http_opts o = { .timeout_ns = IDLE_NS };
+	struct pw_http_opts o = { .keepalive_ns = IDLE_NS };
 
 	srv_start_paused(&v, 2, &o);
 	int active = client(&v);
@@ -847,7 +847,7 @@ Test(http, idle_timeout_exact_time)
 {
 	struct srv v;
 	const uint64_t t = 200 * PW_NSEC_PER_MSEC;
-	struct pw_http_opts o = { .timeout_ns = t };
+	struct pw_http_opts o = { .keepalive_ns = t };
 
 	srv_start_paused(&v, 1, &o);
 	int fd = client(&v);
