@@ -6,8 +6,12 @@
  * and malformed requests, keep-alive, Connection: close, HTTP/1.0, HEAD
  * (headers alone, pipelined with GET), many
  * connections, the drain, descriptor leaks, wrk as a real client, the
- * scenario options (--work, --fanout, --timeout, --accept-shards) under
- * the scheduler of the pass, and the command's flags and signals.
+ * scenario options (--work, --fanout, --accept-shards) under the
+ * scheduler of the pass, the limits against hostile clients (clients that
+ * never read beside a good one on a small receive ring, the keep-alive,
+ * head and send timeouts at exact virtual times, slowloris with and
+ * without the head timeout, the caps on connections, requests and
+ * bodies), and the command's flags and signals.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -864,6 +868,382 @@ Test(http, idle_timeout_exact_time)
 	srv_stop(&v);
 }
 
+/* ---- limits against hostile clients ------------------------------------- */
+
+/* The calling test's shard 0 network counters, read by a task there. */
+static struct pw_net_stats net_seen;
+static _Atomic int net_reads;
+
+static enum pw_poll net_stats_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	cr_assert_eq(pw_net_stats(&net_seen), 0);
+	atomic_fetch_add(&net_reads, 1);
+	return pw_ready(cx, 0);
+}
+
+static struct pw_net_stats srv_net(struct srv *v)
+{
+	int n = atomic_load(&net_reads);
+
+	cr_assert_eq(pw_runtime_spawn(v->rt, 0, net_stats_poll, NULL, 0, NULL),
+		     0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&net_reads) > n, PW_TEST_WAIT_SECS,
+			   "the network counters were not read");
+	return net_seen;
+}
+
+/* A block of pipelined GETs, a whole number of requests. */
+static char nonreader_reqs[150 * (sizeof(REQ) - 1)];
+
+/*
+ * A client that never reads: a receive window of 4 KiB (set before the
+ * connect), and GETs pipelined without end until the server stops taking
+ * them (nothing writable for 200 ms). Returns the socket, blocking again;
+ * *@sent (if not NULL) receives the bytes written.
+ */
+static int nonreader(const struct srv *v, size_t *sent)
+{
+	int fd = socket(v->a.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int rcv = 4096, snd = 16384;
+	struct timeval tv = { 10, 0 };
+	size_t len = sizeof(nonreader_reqs), at = 0, total = 0;
+
+	for (size_t i = 0; i < len; i += sizeof(REQ) - 1)
+		memcpy(nonreader_reqs + i, REQ, sizeof(REQ) - 1);
+	cr_assert_geq(fd, 0);
+	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcv, sizeof(rcv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	cr_assert_eq(connect(fd, &v->a.u.sa, v->a.len), 0, "connect: %s",
+		     strerror(errno));
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	for (;;) {
+		ssize_t k =
+			send(fd, nonreader_reqs + at, len - at, MSG_NOSIGNAL);
+		if (k > 0) {
+			at = (at + (size_t)k) % len;
+			total += (size_t)k;
+			continue;
+		}
+		cr_assert(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+			  "send: %s", strerror(errno));
+		struct pollfd p = { .fd = fd, .events = POLLOUT };
+		if (poll(&p, 1, 200) == 0)
+			break;
+	}
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if (sent)
+		*sent = total;
+	return fd;
+}
+
+/* Read until the peer's end: the error of the last read (0 for a clean
+ * end of stream). */
+static int read_to_end(int fd)
+{
+	static char sink[65536];
+
+	for (;;) {
+		ssize_t k = recv(fd, sink, sizeof(sink), 0);
+		if (k > 0)
+			continue;
+		if (k == 0)
+			return 0;
+		if (errno == EINTR)
+			continue;
+		cr_assert_neq(errno, EAGAIN,
+			      "no end within the receive timeout");
+		return errno;
+	}
+}
+
+/*
+ * Six clients that pipeline GETs into a 4 KiB window and never read, on
+ * one shard whose receive ring has 16 buffers: each blocks the server's
+ * send to it. A connection waiting on its send parks its receive and
+ * gives its buffers back, so the ring stays free for a good client on
+ * the same shard, answered byte for byte; the application never holds
+ * more than one ring buffer per connection. (Before, each blocked
+ * connection kept receiving into up to a quarter of the ring, and four
+ * of them left nothing for anyone else.)
+ */
+Test(http, nonreaders_leave_the_ring_to_a_good_client)
+{
+	enum { BAD = 6 };
+	struct srv v;
+	struct pw_net_config net;
+	struct pw_http_opts o = { .net = &net };
+	int bad[BAD];
+
+	pw_net_config_init(&net);
+	net.buf_count = 16;
+	srv_start_pass(&v, 1, &o);
+	for (int i = 0; i < BAD; i++) {
+		size_t sent;
+		bad[i] = nonreader(&v, &sent);
+		cr_assert_gt(sent, 0);
+	}
+	int fd = client(&v);
+	for (int i = 0; i < 50; i++) {
+		send_all(fd, REQ, strlen(REQ));
+		expect_ok(fd, true);
+	}
+	pipelined(&v, 100);
+	struct pw_net_stats st = srv_net(&v);
+	cr_assert_eq(st.bufs_total, 16, "the ring is not the one configured");
+	cr_assert_leq(st.bufs_borrowed, BAD + 2,
+		      "%u ring buffers lent to %d connections",
+		      st.bufs_borrowed, BAD + 2);
+	cr_assert_eq(SUM(&v, accepted), BAD + 2);
+	close(fd);
+	for (int i = 0; i < BAD; i++)
+		close(bad[i]);
+	srv_stop(&v);
+}
+
+/*
+ * Under the paused clock, a slowloris client trickles a request head:
+ * half a request line at virtual time 0, the rest of the line at T/2.
+ * With a head timeout T the trickle does not move the deadline: nothing
+ * at T - 1 tick, 408 and the end of the stream at exactly T (counted). A
+ * connection that sent nothing is not under the head timeout (the
+ * keep-alive timeout is off here) and is served at 3T.
+ */
+Test(http, head_timeout_slowloris_gets_408_at_exact_time)
+{
+	struct srv v;
+	struct pw_http_opts o = { .head_timeout_ns = IDLE_NS };
+
+	srv_start_paused(&v, 1, &o);
+	int quiet = client(&v);
+	int fd = client(&v);
+	send_all(fd, "GET / HT", 8);
+	wait_reads(&v, 1);
+	srv_advance(&v, IDLE_NS / 2);
+	send_all(fd, "TP/1.1\r\n", 8);
+	wait_reads(&v, 2);
+	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	expect_quiet(fd, 20);
+	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
+	srv_advance(&v, TICK_NS); /* virtual time T */
+	expect_response(fd, 408, false, "Request Timeout");
+	expect_eof(fd);
+	cr_assert_eq(SUM(&v, head_timeouts), 1);
+	cr_assert_eq(SUM(&v, errors), 0);
+	close(fd);
+	srv_advance(&v, 2 * IDLE_NS);
+	send_all(quiet, REQ, strlen(REQ));
+	expect_ok(quiet, true);
+	close(quiet);
+	cr_assert_eq(SUM(&v, head_timeouts), 1);
+	cr_assert_eq(SUM(&v, requests), 1);
+	srv_stop(&v);
+}
+
+/*
+ * The same trickle without a head timeout (and without a keep-alive
+ * timeout): the connection holds through ten times T of virtual time and
+ * is answered once the head is whole.
+ */
+Test(http, slowloris_without_head_timeout_holds)
+{
+	struct srv v;
+
+	srv_start_paused(&v, 1, NULL);
+	int fd = client(&v);
+	const char *req = REQ;
+	size_t n = strlen(req);
+	for (size_t i = 0; i + 1 < n; i++) {
+		send_all(fd, req + i, 1);
+		wait_reads(&v, i + 1);
+		srv_advance(&v, IDLE_NS / 2);
+	}
+	expect_quiet(fd, 20);
+	send_all(fd, req + n - 1, 1);
+	expect_ok(fd, true);
+	close(fd);
+	cr_assert_eq(SUM(&v, head_timeouts), 0);
+	cr_assert_eq(SUM(&v, timeouts), 0);
+	cr_assert_eq(SUM(&v, requests), 1);
+	srv_stop(&v);
+}
+
+/*
+ * A body is under the head timeout between two of its reads: a POST of
+ * 10 body bytes sends 5 at virtual time 0 and 3 more at T/2, which moves
+ * the deadline to 3T/2: nothing at 3T/2 - 1 tick, 408 at 3T/2.
+ */
+Test(http, head_timeout_on_a_stalled_body)
+{
+	struct srv v;
+	struct pw_http_opts o = { .head_timeout_ns = IDLE_NS };
+	const char *head =
+		"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n"
+		"\r\n";
+
+	srv_start_paused(&v, 1, &o);
+	int fd = client(&v);
+	send_all(fd, head, strlen(head));
+	wait_reads(&v, 1);
+	send_all(fd, "12345", 5);
+	wait_reads(&v, 2);
+	srv_advance(&v, IDLE_NS / 2);
+	send_all(fd, "678", 3);
+	wait_reads(&v, 3);
+	srv_advance(&v, IDLE_NS - TICK_NS);
+	expect_quiet(fd, 20);
+	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
+	srv_advance(&v, TICK_NS);
+	expect_response(fd, 408, false, "Request Timeout");
+	expect_eof(fd);
+	cr_assert_eq(SUM(&v, head_timeouts), 1);
+	close(fd);
+	srv_stop(&v);
+}
+
+/*
+ * Under the paused clock, a client that never reads while the send
+ * timeout is T: its connection's send stops moving at virtual time 0; at
+ * T - 1 tick it is still open and a good client is served; at T it is
+ * cut with a reset (the client reads what had arrived, then ECONNRESET,
+ * never a clean end), counted, and the good client is still served.
+ */
+Test(http, send_timeout_resets_a_nonreader_at_exact_time)
+{
+	struct srv v;
+	struct pw_http_opts o = { .send_timeout_ns = IDLE_NS };
+
+	srv_start_paused(&v, 1, &o);
+	int bad = nonreader(&v, NULL);
+	int good = client(&v);
+	srv_advance(&v, IDLE_NS - TICK_NS);
+	send_all(good, REQ, strlen(REQ));
+	expect_ok(good, true);
+	cr_assert_eq(SUM(&v, send_timeouts), 0, "cut before the timeout");
+	srv_advance(&v, TICK_NS);
+	PW_TEST_WAIT_UNTIL(SUM(&v, send_timeouts) >= 1, PW_TEST_WAIT_SECS,
+			   "the non-reading client was not cut");
+	cr_assert_eq(read_to_end(bad), ECONNRESET);
+	send_all(good, REQ, strlen(REQ));
+	expect_ok(good, true);
+	cr_assert_eq(SUM(&v, send_timeouts), 1);
+	close(bad);
+	close(good);
+	srv_stop(&v);
+}
+
+/*
+ * --max-conns 2 on one shard: two connections are served; a third is
+ * taken by the kernel's backlog but not by the server, so its request
+ * gets no answer until one of the two closes, then it is answered; a
+ * fourth then waits for the next close.
+ */
+Test(http, max_conns_leaves_the_excess_in_the_backlog)
+{
+	struct srv v;
+	struct pw_http_opts o = { .max_conns = 2 };
+	int fd[4];
+
+	srv_start_pass(&v, 1, &o);
+	for (int i = 0; i < 2; i++) {
+		fd[i] = client(&v);
+		send_all(fd[i], REQ, strlen(REQ));
+		expect_ok(fd[i], true);
+	}
+	fd[2] = client(&v);
+	send_all(fd[2], REQ, strlen(REQ));
+	expect_quiet(fd[2], 200);
+	cr_assert_eq(SUM(&v, accepted), 2);
+	cr_assert_geq(SUM(&v, full), 1);
+	close(fd[0]);
+	expect_ok(fd[2], true);
+	fd[3] = client(&v);
+	send_all(fd[3], REQ, strlen(REQ));
+	expect_quiet(fd[3], 200);
+	cr_assert_eq(SUM(&v, accepted), 3);
+	/* The two served still are. */
+	send_all(fd[1], REQ, strlen(REQ));
+	expect_ok(fd[1], true);
+	close(fd[1]);
+	expect_ok(fd[3], true);
+	cr_assert_eq(SUM(&v, accepted), 4);
+	close(fd[2]);
+	close(fd[3]);
+	cr_assert_eq(SUM(&v, requests), 5);
+	srv_stop(&v);
+}
+
+/*
+ * --max-requests 3: the third request on a connection is answered with
+ * "Connection: close" and the connection ends, one request by one or
+ * pipelined (the requests after the third are not answered).
+ */
+Test(http, max_requests_closes_after_the_last)
+{
+	struct srv v;
+	struct pw_http_opts o = { .max_requests = 3 };
+
+	srv_start_pass(&v, 1, &o);
+	int fd = client(&v);
+	for (int i = 0; i < 3; i++) {
+		send_all(fd, REQ, strlen(REQ));
+		expect_ok(fd, i < 2);
+	}
+	expect_eof(fd);
+	close(fd);
+	fd = client(&v);
+	send_all(fd, REQ REQ REQ REQ REQ, 5 * strlen(REQ));
+	expect_ok(fd, true);
+	expect_ok(fd, true);
+	expect_ok(fd, false);
+	expect_eof(fd);
+	close(fd);
+	cr_assert_eq(SUM(&v, requests), 6);
+	cr_assert_eq(SUM(&v, capped), 2);
+	srv_stop(&v);
+}
+
+/*
+ * --max-body 100: a body of exactly 100 bytes is read and answered; a
+ * head declaring 101 bytes (or the largest length the parser takes,
+ * 2^64 - 7) gets 413 and the end of the stream at once, its body never
+ * sent (so never read).
+ */
+Test(http, max_body_gets_413_without_reading_the_body)
+{
+	struct srv v;
+	struct pw_http_opts o = { .max_body = 100 };
+	char req[512], body[100];
+
+	memset(body, 'b', sizeof(body));
+	srv_start_pass(&v, 1, &o);
+	int fd = client(&v);
+	int n = snprintf(req, sizeof(req),
+			 "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: "
+			 "100\r\n\r\n");
+	send_all(fd, req, (size_t)n);
+	send_all(fd, body, sizeof(body));
+	expect_ok(fd, true);
+	static const char *const big[] = { "101", "18446744073709551609" };
+	for (size_t i = 0; i < 2; i++) {
+		n = snprintf(req, sizeof(req),
+			     "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: "
+			     "%s\r\n\r\n",
+			     big[i]);
+		send_all(fd, req, (size_t)n);
+		expect_response(fd, 413, false, "Content Too Large");
+		expect_eof(fd);
+		close(fd);
+		fd = client(&v);
+	}
+	close(fd);
+	cr_assert_eq(SUM(&v, too_large), 2);
+	cr_assert_eq(SUM(&v, errors), 2);
+	cr_assert_eq(SUM(&v, requests), 1);
+	srv_stop(&v);
+}
+
 Test(http, accept_shards_one_takes_every_connection)
 {
 	struct srv v;
@@ -1034,6 +1414,106 @@ Test(http, command_flags_and_graceful_stop)
 					"0 refused"),
 			   "%s", text);
 	cr_assert_null(strstr(text, "drain deadline passed"), "%s", text);
+}
+
+/*
+ * The limit flags: --help names each with its default, bad values are
+ * refused with status 2, and a server started with them applies them:
+ * --max-requests 2 closes a connection after its second answer (counted
+ * in the metrics' capped), every other limit off.
+ */
+Test(http, command_limit_flags)
+{
+	char bin[512];
+
+	snprintf(bin, sizeof(bin), "%s/pinwheel", PW_BUILDDIR);
+	if (access(bin, X_OK))
+		cr_skip_test("%s is not built", bin);
+	char text[16384];
+	size_t len = 0;
+	int out;
+	char *help[] = { bin, "http", "--help", NULL };
+	pid_t pid = pw_test_spawn(bin, help, NULL, &out);
+	read_all(out, text, sizeof(text), &len);
+	int st;
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	static const char *const names[] = {
+		"--head-timeout DURATION",
+		"(default 60s)",
+		"--keepalive-timeout DURATION",
+		"(default 75s)",
+		"--send-timeout DURATION",
+		"--max-conns N",
+		"--max-requests N",
+		"(default 1000)",
+		"--max-body SIZE",
+		"(default 1m)",
+		"--timeout DURATION",
+	};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		cr_expect_not_null(strstr(text, names[i]), "%s not in:\n%s",
+				   names[i], text);
+	char *const bad[][6] = {
+		{ bin, "http", "--listen", "127.0.0.1:0", "--head-timeout",
+		  "soon" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--keepalive-timeout",
+		  "-1" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--send-timeout",
+		  "25h" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--max-conns", "x" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--max-requests",
+		  "-1" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--max-body",
+		  "lots" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *argv[7];
+		memcpy(argv, bad[i], sizeof(bad[i]));
+		argv[6] = NULL;
+		cr_assert_eq(run_cmd(argv), 2, "case %zu", i);
+	}
+
+	char *serve[] = { bin,
+			  "http",
+			  "--listen",
+			  "127.0.0.1:0",
+			  "--shards",
+			  "1",
+			  "--max-requests",
+			  "2",
+			  "--head-timeout",
+			  "0",
+			  "--keepalive-timeout",
+			  "0",
+			  "--send-timeout",
+			  "0",
+			  "--max-body",
+			  "0",
+			  "--max-conns",
+			  "0",
+			  "--metrics",
+			  NULL };
+	struct srv v = { 0 };
+	len = 0;
+	pid = pw_test_spawn(bin, serve, NULL, &out);
+	pw_test_banner_addr(out, text, sizeof(text), &len, &v.a);
+	int fd = client(&v);
+	send_all(fd, REQ, strlen(REQ));
+	expect_ok(fd, true);
+	send_all(fd, REQ, strlen(REQ));
+	expect_ok(fd, false);
+	expect_eof(fd);
+	close(fd);
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	read_all(out, text, sizeof(text), &len);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
+		  text);
+	cr_assert_not_null(strstr(text, " capped=1 "), "%s", text);
+	cr_assert_not_null(strstr(text, "stopped; 1 connections, 2 requests, "
+					"0 refused"),
+			   "%s", text);
 }
 
 Test(http, command_drain_deadline)

@@ -2,8 +2,8 @@
 /*
  * test_http_parse.c - the HTTP/1.1 parser of the pinwheel command.
  * Requests (`pinwheel http`): pipelining, arrival a byte at a time and
- * split at every offset, bodies across reads, keep-alive rules, caps,
- * malformed input; the responses built. The fast path for whole heads is
+ * split at every offset, bodies across reads, keep-alive rules, caps
+ * (the head's, the body's), malformed input; the responses built. The fast path for whole heads is
  * checked against the byte state machine on generated requests and on
  * every byte value at each place the grammar has a rule for. Responses
  * (`pinwheel load`): status lines, Content-Length, refused bodies,
@@ -390,6 +390,55 @@ Test(http_parse, caps)
 	feed(&r, buf, n);
 	cr_expect_eq(r.err, 0);
 	cr_expect_eq(strlen(r.req[0].target), PW_HTTP_TARGET_MAX - 1);
+}
+
+/*
+ * The body cap (body_max, set after init): a Content-Length up to it
+ * passes, one over it fails with -EFBIG (413) at the end of the head,
+ * before any body byte, whole or a byte at a time, pipelined after a
+ * good request too; 0 means no cap.
+ */
+Test(http_parse, body_cap)
+{
+	const char *ok = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 100"
+			 "\r\n\r\n";
+	const char *over = "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 101"
+			   "\r\n\r\n";
+	char body[100], buf[512];
+
+	memset(body, 'b', sizeof(body));
+	for (int bytewise = 0; bytewise <= 1; bytewise++) {
+		size_t n = (size_t)snprintf(buf, sizeof(buf), "%s", ok);
+		memcpy(buf + n, body, sizeof(body));
+		n += sizeof(body);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", over);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "0123456789");
+		run_init(&r, 0);
+		r.p.body_max = 100;
+		if (bytewise)
+			for (size_t i = 0; i < n && !r.err; i++)
+				feed(&r, buf + i, 1);
+		else
+			feed(&r, buf, n);
+		cr_expect_eq(r.n, 1, "bytewise %d", bytewise);
+		cr_expect_eq(r.req[0].content_length, 100);
+		cr_expect_eq(r.err, -EFBIG, "bytewise %d", bytewise);
+		cr_expect_eq(pw_http_error_status(r.err), 413);
+	}
+	/* No body byte is consumed: the error comes within the head. */
+	size_t used = 0;
+	cr_assert_eq(pw_http_parser_init(&r.p, 0), 0);
+	r.p.body_max = 100;
+	cr_expect_eq(pw_http_parse(&r.p, over, strlen(over), &used), -EFBIG);
+	cr_expect_lt(used, strlen(over));
+	/* No cap: any length the parser takes. */
+	run_init(&r, 0);
+	feed_str(&r, "POST / HTTP/1.1\r\nHost: a\r\nContent-Length: "
+		     "18446744073709551609\r\n\r\n");
+	cr_expect_eq(r.err, 0);
+	cr_expect_eq(r.n, 0, "the body is still to come");
+	cr_expect_str_eq(pw_http_reason(413), "Content Too Large");
+	cr_expect_str_eq(pw_http_reason(408), "Request Timeout");
 }
 
 Test(http_parse, responses)
