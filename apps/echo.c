@@ -118,7 +118,7 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct acceptor *a = state;
 
-	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL,
+	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL, NULL,
 				  conn_spawn, NULL);
 }
 

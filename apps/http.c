@@ -630,7 +630,7 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	if (!a->m.linked && !a->m.waker.task)
 		member_link(a->srv, cx, &a->m);
 	return pw_cli_accept_loop(cx, &a->acc, "pinwheel http", acceptor_stop,
-				  acceptor_take, a);
+				  NULL, acceptor_take, a);
 }
 
 static void acceptor_drop(void *state)
