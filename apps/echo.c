@@ -163,7 +163,9 @@ static const struct pw_cli_opt echo_opts[] = {
 static const struct pw_cli_cmd echo_cmd = {
 	.name = "pinwheel echo",
 	.about = "Echo every byte received back to its sender until SIGINT "
-		 "or SIGTERM.",
+		 "or SIGTERM.\n\nExit status: 0; 1 when the server "
+		 "could not start; 2 for a bad flag; 130 or 143\nafter a "
+		 "second SIGINT or SIGTERM during the stop.",
 	.opts = echo_opts,
 	.nopts = sizeof(echo_opts) / sizeof(echo_opts[0]),
 	.common = PW_CLI_RUNTIME,
