@@ -887,6 +887,7 @@ void pw_cli_json_str(FILE *f, const char *s)
 
 enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
 				const char *name, bool (*stop)(void *arg),
+				bool (*full)(void *arg),
 				void (*take)(void *arg, int fd), void *arg)
 {
 	int fd;
@@ -895,6 +896,10 @@ enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
 		if (stop && stop(arg)) {
 			pw_accept_cancel(acc);
 			return pw_ready(cx, 0);
+		}
+		if (full && full(arg)) {
+			pw_accept_pause(acc);
+			return PW_PENDING;
 		}
 		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
 			return PW_PENDING;

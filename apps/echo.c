@@ -5,7 +5,9 @@
  * One acceptor task per shard takes connections from the listener (the
  * shard's own SO_REUSEPORT socket, or the shared one) and spawns one task
  * per connection: multishot recv into the shard's buffer ring, each
- * buffer sent back as is and returned to the ring, end of stream
+ * buffer sent back as is and returned to the ring (while a send waits,
+ * the receive is parked: a client that does not read keeps the one
+ * buffer being sent, and no other, net/recv.c), end of stream
  * answered with a half-close, then cancel-then-close. The command runs
  * on the driver (driver.h): SIGINT or SIGTERM stops the runtime
  * (dropping every task, which cancels its requests and closes its
@@ -60,8 +62,14 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			break;
 		case C_SEND:
 			if (pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
-					 PW_TIME_NEVER, &res) == PW_PENDING)
+					 PW_TIME_NEVER, &res) == PW_PENDING) {
+				/* Keep no more ring buffers while the peer
+				 * does not read; bytes of the leaf's own
+				 * memory being sent must stay where they are. */
+				if (c->buf.bid != PW_NET_BUF_OWN)
+					pw_recv_park(&c->rx);
 				return PW_PENDING;
+			}
 			pw_net_buf_release(&c->buf);
 			c->have = false;
 			if (res < 0) {
@@ -118,7 +126,7 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct acceptor *a = state;
 
-	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL,
+	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL, NULL,
 				  conn_spawn, NULL);
 }
 
@@ -163,7 +171,9 @@ static const struct pw_cli_opt echo_opts[] = {
 static const struct pw_cli_cmd echo_cmd = {
 	.name = "pinwheel echo",
 	.about = "Echo every byte received back to its sender until SIGINT "
-		 "or SIGTERM.",
+		 "or SIGTERM.\n\nExit status: 0; 1 when the server "
+		 "could not start; 2 for a bad flag; 130 or 143\nafter a "
+		 "second SIGINT or SIGTERM during the stop.",
 	.opts = echo_opts,
 	.nopts = sizeof(echo_opts) / sizeof(echo_opts[0]),
 	.common = PW_CLI_RUNTIME,

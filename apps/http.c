@@ -19,8 +19,8 @@
  * small per-shard free list when the first response is appended and
  * given back when its send completes with no half-parsed buffer left,
  * so an idle keep-alive connection holds only its task state (under 2
- * KiB: see the static assertion below). The --fanout calls sit at the
- * end of the state only when --fanout is on.
+ * KiB: see the static assertion below). The --work child and the
+ * --fanout calls sit at the end of the state only when they are on.
  *
  * Bounded receive buffers. A connection about to wait on its send gives
  * the unparsed tail of its borrowed buffer back to its receive
@@ -69,6 +69,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,60 +83,6 @@
 #include "apps/driver.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
-
-#ifndef PW_NET_RECV_SHARE /* TEMPORARY: the net API of issue 20 */
-#include <sys/socket.h>
-static inline void pw_recv_park(struct pw_recv *r)
-{
-	(void)r;
-}
-static inline int pw_recv_unread(struct pw_recv *r, struct pw_net_buf *b,
-				 uint32_t used)
-{
-	(void)r;
-	(void)b;
-	(void)used;
-	return -ENOMEM;
-}
-static inline uint64_t pw_send_progress(const struct pw_send *s)
-{
-	return s->done;
-}
-static inline int pw_net_abort(int fd)
-{
-	struct linger l = { 1, 0 };
-
-	return setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof(l)) ? -errno :
-								      0;
-}
-static enum pw_poll compat_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
-				       const char *name, bool (*stop)(void *),
-				       bool (*full)(void *),
-				       void (*take)(void *, int), void *arg)
-{
-	int fd;
-
-	for (;;) {
-		if (stop && stop(arg)) {
-			pw_accept_cancel(acc);
-			return pw_ready(cx, 0);
-		}
-		if (full && full(arg))
-			return PW_PENDING;
-		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0) {
-			fprintf(stderr, "%s: accept: %s\n", name,
-				strerror(-fd));
-			if (fd == -EINVAL || fd == -EBADF)
-				return pw_ready(cx, fd);
-			continue;
-		}
-		take(arg, fd);
-	}
-}
-#define pw_cli_accept_loop compat_accept_loop
-#endif
 
 #define OUT_MAX	     8192		   /* a connection's output buffer */
 #define OUT_POOL     64			   /* free output buffers per shard */
@@ -173,7 +120,8 @@ struct pw_http_server {
 	struct pw_net_listener *l;
 	size_t head_max;
 	uint64_t work, keepalive_ns, head_ns, send_ns;
-	uint64_t max_requests, max_body;
+	uint64_t max_body;
+	uint32_t max_requests;
 	unsigned max_conns;
 	bool fanout, has_net;
 	struct pw_net_config net;
@@ -307,15 +255,27 @@ enum { C_RECV, C_JOB, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
 /* Steps of a request's job. */
 enum { J_SPAWN, J_JOIN, J_FAN, J_DONE };
 
-/* The --fanout calls of a request, at the end of a connection's state
- * when --fanout is on: a call in flight keeps the task's memory alive,
- * so the calls must live there. */
+/* The --fanout calls of a request: a call in flight keeps the task's
+ * memory alive, so the calls must live there. */
 struct http_fan {
 	uint32_t pending;    /* calls of the batch not yet answered */
 	unsigned base, n;    /* the batch: shards base..base+n-1 */
 	struct http_job job; /* the calls' state: read when each starts */
 	struct pw_call calls[FANOUT_BATCH];
 };
+
+/* A request's job, at the end of a connection's state with --work or
+ * --fanout only: the child, then (with --fanout) the calls. */
+struct http_jobs {
+	struct pw_join child; /* the --work task */
+	struct http_fan fan;
+};
+
+/* Bytes of struct http_jobs a server with --work and/or --fanout needs. */
+#define JOBS_SIZE(s)                                     \
+	((s)->fanout ? sizeof(struct http_jobs) :        \
+	 (s)->work   ? offsetof(struct http_jobs, fan) : \
+		       0)
 
 struct http_conn {
 	struct http_member m;
@@ -332,28 +292,28 @@ struct http_conn {
 	bool sending;	  /* the send of out has waited: t_send and sent hold */
 	uint32_t off;	  /* bytes of buf parsed */
 	uint32_t out_len; /* bytes of out to send */
-	uint64_t nreq;	  /* requests answered, counted with max_requests */
+	uint32_t nreq;	  /* requests answered, counted with max_requests */
+	uint32_t sent;	  /* pw_send_progress() at t_send, its low 32 bits
+			     (a send moves far less between two polls) */
 	uint64_t t_idle;  /* keep-alive: when the last response went out */
 	uint64_t t_req;	  /* head timeout: the request's first byte, or for
 			     a body its last read */
 	uint64_t t_send;  /* C_SEND: when the send last moved; C_LINGER:
 			     the linger's end */
-	uint64_t sent;	  /* pw_send_progress() at t_send */
 	char *out;	  /* the output buffer, while there is output */
 	struct pw_net_buf buf;
 	struct pw_recv rx;
 	struct pw_send tx;
 	struct pw_close cl;
 	struct pw_sleep timer; /* the deadline of the state waited in */
-	struct pw_join child;  /* the --work task */
 	struct pw_http_parser p;
-	struct http_fan fan[]; /* one, with --fanout only */
+	struct http_jobs jobs[]; /* JOBS_SIZE() bytes of one */
 };
 
 /*
  * An idle keep-alive connection holds its task's slab block and nothing
- * else: keep the state, with the task header, within a 2 KiB block
- * (1992 bytes on x86-64 today).
+ * else: keep the state, with the task's header (112 bytes on x86-64),
+ * within a 2 KiB block. The state is 1920 bytes on x86-64 today.
  */
 _Static_assert(sizeof(struct http_conn) <= 2048 - 112,
 	       "a connection's state outgrew its 2 KiB slab block");
@@ -410,7 +370,7 @@ static enum pw_poll fan_poll(struct pw_cx *cx, void *state)
 static enum pw_poll conn_fan(struct pw_cx *cx, struct http_conn *c)
 {
 	struct pw_http_server *s = c->srv;
-	struct http_fan *f = c->fan;
+	struct http_fan *f = &c->jobs->fan;
 	int64_t r;
 
 	for (;;) {
@@ -455,13 +415,14 @@ static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
 	if (c->job == J_SPAWN) {
 		c->job = J_FAN;
 		if (s->work &&
-		    !pw_spawn(&c->child, work_poll, &j, sizeof(j), NULL))
+		    !pw_spawn(&c->jobs->child, work_poll, &j, sizeof(j), NULL))
 			c->job = J_JOIN;
 		if (s->fanout)
-			c->fan->base = c->fan->n = c->fan->pending = 0;
+			c->jobs->fan.base = c->jobs->fan.n =
+				c->jobs->fan.pending = 0;
 	}
 	if (c->job == J_JOIN) {
-		if (pw_join_poll(cx, &c->child, &r) == PW_PENDING)
+		if (pw_join_poll(cx, &c->jobs->child, &r) == PW_PENDING)
 			return PW_PENDING;
 		c->job = J_FAN;
 	}
@@ -540,7 +501,7 @@ static void conn_refuse(struct http_conn *c, struct http_shard *h, int status)
 static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
 			      bool drain)
 {
-	uint64_t max = c->srv->max_requests;
+	uint32_t max = c->srv->max_requests;
 
 	if (!c->p.req.keep_alive || drain)
 		return false;
@@ -723,7 +684,7 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 {
 	struct pw_http_server *s = c->srv;
-	uint64_t sent;
+	uint32_t sent;
 
 	if (c->have && !pw_recv_unread(&c->rx, &c->buf, c->off))
 		c->have = false;
@@ -731,7 +692,7 @@ static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 		pw_recv_park(&c->rx);
 	if (!s->send_ns)
 		return true;
-	sent = pw_send_progress(&c->tx);
+	sent = (uint32_t)pw_send_progress(&c->tx);
 	if (!c->sending || sent != c->sent) {
 		c->sending = true;
 		c->sent = sent;
@@ -846,10 +807,11 @@ static void conn_drop(void *state)
 	pw_recv_cancel(&c->rx);
 	pw_send_cancel(&c->tx);
 	pw_sleep_cancel(&c->timer);
-	pw_join_detach(&c->child);
-	for (unsigned i = 0; s->fanout && i < c->fan->n; i++)
-		if (c->fan->pending & (1u << i))
-			pw_call_cancel(&c->fan->calls[i]);
+	if (s->work)
+		pw_join_detach(&c->jobs->child);
+	for (unsigned i = 0; s->fanout && i < c->jobs->fan.n; i++)
+		if (c->jobs->fan.pending & (1u << i))
+			pw_call_cancel(&c->jobs->fan.calls[i]);
 	if (!pw_close_cancel(&c->cl))
 		close(c->fd);
 	/* Dropped in the middle of a send (the runtime going away): the
@@ -880,10 +842,10 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	struct http_shard *h = &s->sh[reg];
 	union {
 		struct http_conn c;
-		char room[sizeof(struct http_conn) + sizeof(struct http_fan)];
+		char room[sizeof(struct http_conn) + sizeof(struct http_jobs)];
 	} u;
 	struct http_conn *c = &u.c;
-	size_t size = sizeof(*c) + (s->fanout ? sizeof(struct http_fan) : 0);
+	size_t size = sizeof(*c) + JOBS_SIZE(s);
 
 	memset(&u, 0, size);
 	c->srv = s;
@@ -998,7 +960,9 @@ static int server_new(struct pw_http_server **sp, struct pw_runtime *rt,
 	s->head_ns = o->head_timeout_ns;
 	s->send_ns = o->send_timeout_ns;
 	s->max_conns = o->max_conns;
-	s->max_requests = o->max_requests;
+	/* Over 2^32 - 1 requests on one connection: no cap. */
+	s->max_requests =
+		o->max_requests > UINT32_MAX ? 0 : (uint32_t)o->max_requests;
 	s->max_body = o->max_body;
 	s->has_net = o->net != NULL;
 	if (o->net)
@@ -1253,7 +1217,7 @@ static const struct pw_cli_opt http_opts[] = {
 	{ "--max-conns", PW_CLI_UINT, &H.max_conns, 0, 1000000000, "N",
 	  "connections open at once per shard; the excess waits in the "
 	  "listen backlog; 0: no cap (default 0)" },
-	{ "--max-requests", PW_CLI_UINT, &H.max_requests, 0, 0, "N",
+	{ "--max-requests", PW_CLI_UINT, &H.max_requests, 0, UINT32_MAX, "N",
 	  "requests per connection, the last answered with "
 	  "Connection: close; 0: no cap (default 1000)" },
 	{ "--max-body", PW_CLI_SIZE, &H.max_body, 0, 0, "SIZE",

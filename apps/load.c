@@ -1105,7 +1105,7 @@ static const struct pw_cli_cmd load_cmd = {
 		 "succeeded, when more than --max-error-rate\nfailed, "
 		 "or when the run failed; 2 for a bad flag or a --json "
 		 "FILE that cannot\nbe opened (it is opened before the "
-		 "run).",
+		 "run); 130 or 143 after a second SIGINT or\nSIGTERM.",
 	.opts = load_opts,
 	.nopts = sizeof(load_opts) / sizeof(load_opts[0]),
 	.common = PW_CLI_RUNTIME,

@@ -444,6 +444,17 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 	return PW_PENDING;
 }
 
+void pw_accept_pause(struct pw_accept *a)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!a || !s || a->op.state != PW__NS_ARMED)
+		return;
+	/* The final CQE's -ECANCELED is then ours: not reported. */
+	a->op.flags |= PW__NF_PAUSED;
+	pw__nop_cancel(s, &a->op);
+}
+
 void pw_accept_cancel(struct pw_accept *a)
 {
 	struct pw__shard *s = pw__cur_shard;

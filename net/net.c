@@ -137,7 +137,9 @@ int pw__net_bufs_ready(struct pw__shard *s, struct pw__net *n)
 		io_uring_buf_ring_add(n->br, n->mem + (size_t)i * sz, sz,
 				      (unsigned short)i, mask, (int)i);
 	io_uring_buf_ring_advance(n->br, (int)cnt);
-	n->recv_cap = cnt / 4 ? cnt / 4 : 1;
+	n->recv_cap = cnt >= 4 * PW_NET_RECV_SHARE ? PW_NET_RECV_SHARE :
+		      cnt / 4			   ? cnt / 4 :
+						     1;
 	return 0;
 }
 
@@ -165,14 +167,25 @@ void pw__net_buf_recycle(struct pw__net *n, uint16_t bid)
 	}
 }
 
+bool pw__net_buf_lent(const struct pw__net *n, const struct pw_net_buf *buf)
+{
+	return n->br && buf->bid < n->cfg.buf_count &&
+	       n->where[buf->bid] == PW__BUF_LENT &&
+	       buf->data == n->mem + (size_t)buf->bid * n->cfg.buf_size;
+}
+
 int pw_net_buf_release(struct pw_net_buf *buf)
 {
 	struct pw__shard *s = pw__cur_shard;
 	struct pw__net *n = s ? s->net : NULL;
 
-	if (!buf || !n || !n->br || buf->bid >= n->cfg.buf_count ||
-	    n->where[buf->bid] != PW__BUF_LENT ||
-	    buf->data != n->mem + (size_t)buf->bid * n->cfg.buf_size)
+	if (buf && n && buf->bid == PW_NET_BUF_OWN) {
+		/* The receive's own memory: freed by its next call. */
+		buf->data = NULL;
+		buf->len = 0;
+		return 0;
+	}
+	if (!buf || !n || !pw__net_buf_lent(n, buf))
 		return -EINVAL;
 	pw__net_buf_recycle(n, buf->bid);
 	buf->data = NULL;

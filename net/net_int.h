@@ -62,7 +62,8 @@ struct pw__net {
 	uint32_t *len;		      /* bytes in each filled buffer */
 	uint8_t *where;		      /* PW__BUF_* per buffer */
 	uint32_t out;		      /* buffers not in the ring */
-	uint32_t recv_cap;	      /* queued buffers that pause a recv */
+	uint32_t recv_cap;	      /* queued buffers that pause a recv
+					 (PW_NET_RECV_SHARE) */
 	struct pw_list starved;	      /* pw_recvs waiting for buffers */
 	struct pw_net_stats st;
 };
@@ -111,6 +112,9 @@ static inline void pw__recv_unstarve(struct pw_recv *r)
 		r->starved.next = r->starved.prev = NULL;
 	}
 }
+
+/* Whether @buf is a ring buffer of @n lent to the application. */
+bool pw__net_buf_lent(const struct pw__net *n, const struct pw_net_buf *buf);
 
 /* Put buffer @bid back into the kernel's ring. */
 void pw__net_buf_recycle(struct pw__net *n, uint16_t bid);

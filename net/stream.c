@@ -1,19 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * stream.c - the leaves of a connected socket: multishot recv, send,
- * connect, shutdown and cancel-then-close.
+ * stream.c - the sending leaves of a connected socket: send, connect,
+ * shutdown and cancel-then-close (the receive is net/recv.c).
  *
- * pw_recv keeps one multishot recv armed with IOSQE_BUFFER_SELECT on the
- * shard's buffer ring. Filled buffers queue in the pw_recv, linked through
- * the ring's next[] array, so a burst of CQEs never needs room in the
- * leaf. The request is re-armed whenever it ends: after ENOBUFS once
- * buffers come back (the shard's starved list), and after a pause: a
- * receive whose queue reaches recv_cap buffers is cancelled so that one
- * slow reader cannot drain the ring for the whole shard.
- *
- * pw_send keeps one send in flight (MSG_WAITALL | MSG_NOSIGNAL) and
- * resubmits the rest after a short send; with SEND_ZC a request ends at
- * its notification CQE, when the kernel no longer reads the bytes.
+ * pw_send keeps one send in flight (MSG_NOSIGNAL, without MSG_WAITALL)
+ * and resubmits the rest after a short send, so a send that moves bytes
+ * slowly is seen moving (pw_send_progress()) and one that moves none is
+ * seen stuck; with SEND_ZC a request ends at its notification CQE, when
+ * the kernel no longer reads the bytes.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -21,159 +15,6 @@
 #include <unistd.h>
 
 #include "net/net_int.h"
-
-/* ---- recv ------------------------------------------------------------- */
-
-void pw_recv_init(struct pw_recv *r, int fd)
-{
-	if (!r)
-		return;
-	memset(r, 0, sizeof(*r));
-	pw_sleep_init_at(&r->timer, PW_TIME_NEVER);
-	r->fd = fd; /* starved stays NULL (unlinked): the leaf may be copied */
-}
-
-void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
-		  const struct io_uring_cqe *cqe, bool final, bool alive)
-{
-	struct pw_recv *r = (struct pw_recv *)(void *)op;
-	struct pw__net *n = s->net;
-	int res = cqe->res;
-
-	if (final)
-		op->state = PW__NS_IDLE;
-	if (cqe->flags & IORING_CQE_F_BUFFER) {
-		uint16_t bid =
-			(uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-		n->out++;
-		if (!alive || (op->flags & PW__NF_DROPPED) || res <= 0) {
-			pw__net_buf_recycle(n, bid);
-		} else {
-			n->where[bid] = PW__BUF_QUEUED;
-			n->len[bid] = (uint32_t)res;
-			n->next[bid] = 0;
-			if (r->count)
-				n->next[r->tail] = bid;
-			else
-				r->head = bid;
-			r->tail = bid;
-			r->count++;
-		}
-	}
-	if (!alive || (op->flags & PW__NF_DROPPED))
-		return;
-	if (res == 0 && final) {
-		r->eof = true;
-	} else if (res == -ENOBUFS) {
-		n->st.enobufs++;
-		op->flags |= PW__NF_STARVED;
-	} else if (res == -ECANCELED && (op->flags & PW__NF_PAUSED)) {
-		/* our own pause */
-	} else if (res < 0) {
-		/* -ECANCELED here is another's cancel (a close of the socket):
-		 * terminal, never re-armed on a descriptor that is gone. */
-		r->err = res;
-	}
-	if (final) {
-		op->flags &= (uint8_t)~PW__NF_PAUSED;
-	} else if (r->count >= n->recv_cap && op->state == PW__NS_ARMED) {
-		op->flags |= PW__NF_PAUSED;
-		n->st.recv_pauses++;
-		pw__nop_cancel(s, op);
-	}
-}
-
-static void recv_arm(struct pw_cx *cx, struct pw_recv *r, struct pw__net *n)
-{
-	struct pw_net_op *op = &r->op;
-
-	if (op->flags & PW__NF_STARVED) {
-		if (n->out >= n->cfg.buf_count) {
-			if (!r->starved.next)
-				pw_list_add_tail(&r->starved, &n->starved);
-			return; /* pw__net_buf_recycle() wakes us */
-		}
-		op->flags &= (uint8_t)~PW__NF_STARVED;
-	}
-	pw__recv_unstarve(r);
-	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
-	if (!sqe)
-		return;
-	io_uring_prep_recv_multishot(sqe, r->fd, NULL, 0, 0);
-	sqe->flags |= IOSQE_BUFFER_SELECT;
-	sqe->buf_group = PW__NET_BGID;
-	pw__nop_arm(cx, op, sqe, PW__NK_RECV);
-}
-
-enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
-			  uint64_t deadline, struct pw_net_buf *buf,
-			  int32_t *res)
-{
-	int err = 0;
-
-	if (!res)
-		return PW_READY;
-	if (!cx || !r || !buf || r->fd < 0) {
-		*res = -EINVAL;
-		return PW_READY;
-	}
-	struct pw__net *n = pw__net_get(cx->shard, &err);
-	if (!n || (err = pw__net_bufs_ready(cx->shard, n))) {
-		*res = err;
-		return PW_READY;
-	}
-	struct pw_net_op *op = &r->op;
-	op->flags &= (uint8_t)~PW__NF_DROPPED;
-	op->task = cx->task; /* the starved list wakes this task */
-	if (r->count) {
-		if (!pw__coop_proceed(cx))
-			return PW_PENDING;
-		uint16_t bid = r->head;
-		r->head = n->next[bid];
-		r->count--;
-		n->where[bid] = PW__BUF_LENT;
-		buf->bid = bid;
-		buf->data = n->mem + (size_t)bid * n->cfg.buf_size;
-		buf->len = n->len[bid];
-		*res = (int32_t)buf->len;
-		n->st.recv_bytes += buf->len;
-		if (op->state == PW__NS_IDLE && !r->eof && !r->err &&
-		    r->count < (n->recv_cap + 1) / 2)
-			recv_arm(cx, r, n);
-		pw_sleep_cancel(&r->timer);
-		return PW_READY;
-	}
-	if (r->err || r->eof) {
-		*res = r->err;
-		pw_sleep_cancel(&r->timer);
-		return PW_READY;
-	}
-	if (op->state == PW__NS_IDLE)
-		recv_arm(cx, r, n);
-	if (pw__net_deadline(cx, &r->timer, deadline)) {
-		*res = -ETIMEDOUT;
-		return PW_READY;
-	}
-	return PW_PENDING;
-}
-
-void pw_recv_cancel(struct pw_recv *r)
-{
-	struct pw__shard *s = pw__cur_shard;
-
-	if (!r || !s)
-		return;
-	r->op.flags |= PW__NF_DROPPED;
-	pw__recv_unstarve(r);
-	pw__nop_cancel(s, &r->op);
-	while (r->count && s->net) {
-		uint16_t bid = r->head;
-		r->head = s->net->next[bid];
-		r->count--;
-		pw__net_buf_recycle(s->net, bid);
-	}
-	pw_sleep_cancel(&r->timer);
-}
 
 /* ---- send ------------------------------------------------------------- */
 
@@ -197,6 +38,7 @@ void pw__send_cqe(struct pw__shard *sh, struct pw_net_op *op,
 		return;
 	if (cqe->res > 0) {
 		s->done += (size_t)cqe->res;
+		s->total += (uint64_t)cqe->res;
 		if (sh->net)
 			sh->net->st.send_bytes += (uint64_t)cqe->res;
 	} else if (cqe->res == 0) {
@@ -261,11 +103,11 @@ enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
 	s->zc = zc && left >= zc;
 	if (s->zc) {
 		io_uring_prep_send_zc(sqe, s->fd, s->data + s->done, left,
-				      MSG_NOSIGNAL | MSG_WAITALL, 0);
+				      MSG_NOSIGNAL, 0);
 		n->st.zc_sends++;
 	} else {
 		io_uring_prep_send(sqe, s->fd, s->data + s->done, left,
-				   MSG_NOSIGNAL | MSG_WAITALL);
+				   MSG_NOSIGNAL);
 	}
 	pw__nop_arm(cx, op, sqe, PW__NK_SEND);
 	return PW_PENDING;
@@ -280,6 +122,20 @@ void pw_send_cancel(struct pw_send *s)
 	pw__nop_cancel(sh, &s->op);
 	s->started = false;
 	pw_sleep_cancel(&s->timer);
+}
+
+uint64_t pw_send_progress(const struct pw_send *s)
+{
+	return s ? s->total : 0;
+}
+
+int pw_net_abort(int fd)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)))
+		return -errno;
+	return 0;
 }
 
 /* ---- connect ------------------------------------------------------------ */

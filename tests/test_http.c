@@ -995,6 +995,7 @@ Test(http, nonreaders_leave_the_ring_to_a_good_client)
 	cr_assert_leq(st.bufs_borrowed, BAD + 2,
 		      "%u ring buffers lent to %d connections",
 		      st.bufs_borrowed, BAD + 2);
+	cr_assert_gt(st.parks, 0, "no receive was parked");
 	cr_assert_eq(SUM(&v, accepted), BAD + 2);
 	close(fd);
 	for (int i = 0; i < BAD; i++)

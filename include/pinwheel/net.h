@@ -108,6 +108,8 @@ struct pw_net_stats {
 	uint64_t zc_sends;	/* sends that used SEND_ZC */
 	uint64_t enobufs;	/* multishot recvs ended for lack of buffers */
 	uint64_t recv_pauses;	/* multishot recvs paused by a full queue */
+	uint64_t parks;		/* pw_recv_park() calls that found work */
+	uint64_t parked_bytes;	/* bytes copied into receives' own memory */
 	uint32_t bufs_total;	/* buffers in the ring (0 before it exists) */
 	uint32_t bufs_borrowed; /* buffers held by the application */
 };
@@ -253,15 +255,36 @@ PW_API enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
  */
 PW_API void pw_accept_cancel(struct pw_accept *a);
 
+/**
+ * pw_accept_pause - stop the multishot accept without closing the
+ * connections already accepted and queued in @a (pw_accept_cancel()
+ * closes them); the next pw_accept_poll() re-arms it. Connections that
+ * arrive meanwhile wait in the kernel's backlog: how a server holds at a
+ * connection cap. Harmless when idle.
+ * Context: the shard that polled @a.
+ */
+PW_API void pw_accept_pause(struct pw_accept *a);
+
 /* ---- receive ------------------------------------------------------------ */
 
 /* A buffer borrowed from the shard's ring: return it promptly with
- * pw_net_buf_release(), on the same shard. */
+ * pw_net_buf_release(), on the same shard. A buffer whose bid is
+ * PW_NET_BUF_OWN holds bytes from its receive's own memory instead: they
+ * stay valid until the next pw_recv_poll(), pw_recv_unread(),
+ * pw_recv_park() or pw_recv_cancel() of that receive, and releasing it
+ * is a no-op. */
+#define PW_NET_BUF_OWN 0xFFFFu
 struct pw_net_buf {
 	void *data;
 	uint32_t len;
 	uint16_t bid; /* its index in the ring */
 };
+
+/*
+ * Ring buffers one receive may queue: at this count its multishot
+ * receive pauses (a ring of fewer than 16 buffers allows a quarter).
+ */
+#define PW_NET_RECV_SHARE 4u
 
 /* A multishot receive on one socket. */
 struct pw_recv {
@@ -272,9 +295,16 @@ struct pw_recv {
 	int fd;
 	int32_t err;   /* terminal error, or 0 */
 	bool eof;      /* the peer closed its side */
+	bool parked;   /* pw_recv_park() until the next poll */
 	uint16_t head; /* queue of filled buffers (linked in the ring) */
 	uint16_t tail;
 	uint32_t count;
+	/* Bytes the leaf owns (unread, or received while parked), handed
+	 * out before the queue: own[own_off..own_len) wait. A chunk handed
+	 * out is own[own_off..own_lent_end), kept until the next call
+	 * (own_lent_end 0 when none is out). */
+	char *own;
+	uint32_t own_off, own_len, own_cap, own_lent_end;
 };
 
 /**
@@ -287,7 +317,9 @@ PW_API void pw_recv_init(struct pw_recv *r, int fd);
  * pw_recv_poll - the next chunk of data received on the socket.
  *
  * Return: PW_READY with *@res > 0 bytes in *@buf (borrowed from the
- * shard's buffer ring: release it with pw_net_buf_release()); *@res = 0 at
+ * shard's buffer ring: release it with pw_net_buf_release(); or, after
+ * pw_recv_unread() or pw_recv_park(), PW_NET_BUF_OWN bytes from the
+ * leaf's own memory, possibly more than a ring buffer); *@res = 0 at
  * end of stream (and from then on); -ETIMEDOUT when @deadline passed (the
  * receive stays armed: nothing is lost); another -errno for a socket error
  * (from then on). -EINVAL for bad arguments; -ENOMEM if the buffer ring
@@ -306,9 +338,37 @@ PW_API enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
 PW_API void pw_recv_cancel(struct pw_recv *r);
 
 /**
+ * pw_recv_unread - give back the unconsumed tail of the buffer @r lent
+ * last: bytes @buf->data[@used..len) move into the leaf's own memory, a
+ * ring buffer goes back to the ring at once (do not release @buf
+ * afterwards), and the next poll returns those bytes first. @used equal
+ * to the length just releases.
+ * Return: 0; -EINVAL for NULL, @used past the end or a buffer this shard
+ * did not lend; -ENOMEM (nothing changed: @buf is still borrowed).
+ * Context: the shard that polled @r.
+ */
+PW_API int pw_recv_unread(struct pw_recv *r, struct pw_net_buf *buf,
+			  uint32_t used);
+
+/**
+ * pw_recv_park - the task is about to wait on something other than @r
+ * (its send, typically): until the next pw_recv_poll() the leaf holds
+ * no ring buffer. What is queued now, and what arrives while parked, is
+ * copied into the leaf's own memory and its buffers recycled at once;
+ * once that memory holds PW_NET_RECV_SHARE ring buffers' worth of bytes
+ * the multishot receive is cancelled, so the socket buffer and TCP's
+ * window stop the peer. The next poll un-parks and returns the owned
+ * bytes first, in one chunk. Costs a flag when nothing is queued or
+ * arrives. Harmless when idle.
+ * Context: the shard that polled @r.
+ */
+PW_API void pw_recv_park(struct pw_recv *r);
+
+/**
  * pw_net_buf_release - give a borrowed buffer back to the calling shard's
- * ring. Return: 0; -EINVAL for NULL, a buffer of another shard or one not
- * borrowed (nothing changes). Context: the shard that lent it.
+ * ring (for a PW_NET_BUF_OWN buffer, nothing to do). Return: 0; -EINVAL
+ * for NULL, a buffer of another shard or one not borrowed (nothing
+ * changes). Context: the shard that lent it.
  */
 PW_API int pw_net_buf_release(struct pw_net_buf *buf);
 
@@ -322,12 +382,32 @@ struct pw_send {
 	int32_t err;
 	const char *data;
 	size_t len, done;
+	uint64_t total; /* bytes sent since init: pw_send_progress() */
 	bool started;
 	bool zc; /* the request in flight is a SEND_ZC */
 };
 
 /** pw_send_init - an idle send on @fd. Context: any thread. */
 PW_API void pw_send_init(struct pw_send *s, int fd);
+
+/**
+ * pw_send_progress - bytes @s has sent since pw_send_init(), over all
+ * its sends, partial sends counted as each completes: a value that does
+ * not change while a send is pending means the peer takes nothing.
+ * Return: the count; 0 for NULL.
+ * Context: the shard that polls @s.
+ */
+PW_API uint64_t pw_send_progress(const struct pw_send *s);
+
+/**
+ * pw_net_abort - make the next close of @fd send a reset instead of a
+ * FIN (SO_LINGER on, zero seconds): for a connection cut while bytes it
+ * received or queued are undelivered, so the peer cannot take the cut
+ * for a clean end of stream.
+ * Return: 0; -errno from setsockopt (-EBADF, -ENOTSOCK).
+ * Context: any thread.
+ */
+PW_API int pw_net_abort(int fd);
 
 /**
  * pw_send_poll - send @len bytes at @data, all of them, in order.
