@@ -69,10 +69,12 @@ PROXY_FLAGS=${PROXY_FLAGS:-}
 UPSTREAM_FLAGS=${UPSTREAM_FLAGS:-}
 PORT_BASE=${PORT_BASE:-$((19000 + ($$ % 1000) * 4))}
 LOGDIR=${LOGDIR:-build/attack}
-ATTACK="python3 scripts/attack.py"
+ATTACK=(python3 scripts/attack.py)
 
-[ "$CONNS" -ge 1 ] && [ "$CONNS" -le 62 ] ||
-	{ echo "$0: CONNS must be 1..62" >&2; exit 2; }
+if [ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 62 ]; then
+	echo "$0: CONNS must be 1..62" >&2
+	exit 2
+fi
 # Four thousand sockets on each side and as many in the server.
 ulimit -n "$(ulimit -Hn)" || exit 2
 [ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
@@ -83,7 +85,7 @@ upstream=127.0.0.1:$((PORT_BASE + 1))
 sink=127.0.0.1:$((PORT_BASE + 2))
 source=127.0.0.1:$((PORT_BASE + 3))
 # The proxy's good upstream once per connection of the good client.
-ups=$(for i in $(seq "$CONNS"); do printf '%s,' "$upstream"; done)
+ups=$(for _ in $(seq "$CONNS"); do printf '%s,' "$upstream"; done)
 
 pids=""
 cleanup() {
@@ -113,9 +115,9 @@ start() {
 
 # stop PID: SIGTERM, then SIGKILL after 10 s; forget it.
 stop() {
-	local p=$1 i
+	local p=$1 _
 	kill -TERM "$p" 2>/dev/null
-	for i in $(seq 100); do
+	for _ in $(seq 100); do
 		kill -0 "$p" 2>/dev/null || break
 		sleep 0.1
 	done
@@ -126,8 +128,8 @@ stop() {
 
 # wait_for LOG TEXT SECONDS: until TEXT appears in LOG; 1 on timeout.
 wait_for() {
-	local i
-	for i in $(seq $(($3 * 10))); do
+	local _
+	for _ in $(seq $(($3 * 10))); do
 		grep -q "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -189,11 +191,11 @@ start_attack() {
 	# A cap, should this script die without its trap.
 	local cap=600
 	if [ "$1" = http ]; then
-		start "$log" "$CLIENT_CPU" $ATTACK --target "$front" \
+		start "$log" "$CLIENT_CPU" "${ATTACK[@]}" --target "$front" \
 			--nonreaders "$NONREADERS" --slowloris "$SLOWLORIS" \
 			--duration "$cap"
 	else
-		start "$log" "$CLIENT_CPU" $ATTACK --target "$front" \
+		start "$log" "$CLIENT_CPU" "${ATTACK[@]}" --target "$front" \
 			--stalled-uploaders "$UPLOADERS" \
 			--stalled-downloaders "$DOWNLOADERS" \
 			--sink-listen "$sink" --source-listen "$source" \

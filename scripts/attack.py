@@ -37,8 +37,11 @@ have the good upstream first and the sink and the source after it, used
 round robin: the clients sort themselves. --align-after sink|source then
 opens probes one at a time until one lands on that server, so that the
 proxy's next connection goes to the upstream after it in its list (the
-good one, if it is first and that server last). Without the matching
-server a stalled client sends no tag and starts at once.
+good one, if it is first and that server last). Stalled clients send
+their bulk bytes (and the source starts writing) only once every client
+is in place and the alignment is done, so that tags and probes still
+pass a proxy that is not stalled yet. Without the matching server a
+stalled client sends no tag.
 
 A line "attack: ready ..." goes to stdout once every client is in place
 (connected, first bytes sent; idle clients answered; stalled clients

@@ -38,7 +38,7 @@ HTTP_FLAGS=${HTTP_FLAGS:-}
 PROXY_FLAGS=${PROXY_FLAGS:-}
 PORT_BASE=${PORT_BASE:-$((23000 + ($$ % 1000) * 2))}
 LOGDIR=${LOGDIR:-build/attack}
-ATTACK="python3 scripts/attack.py"
+ATTACK=(python3 scripts/attack.py)
 
 ulimit -n "$(ulimit -Hn)" || exit 2
 [ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
@@ -74,8 +74,8 @@ start() {
 
 # wait_for LOG TEXT SECONDS: until TEXT appears in LOG; 1 on timeout.
 wait_for() {
-	local i
-	for i in $(seq $(($3 * 10))); do
+	local _
+	for _ in $(seq $(($3 * 10))); do
 		grep -q "$2" "$1" 2>/dev/null && return 0
 		sleep 0.1
 	done
@@ -98,13 +98,13 @@ idle_rss() {
 		ids+=("$2")
 		shift 2
 	done
-	$ATTACK --target "$front" --idle "$WARM" --duration 1 \
+	"${ATTACK[@]}" --target "$front" --idle "$WARM" --duration 1 \
 		>"$LOGDIR/rss-${names[0]}-warm.log" 2>&1
 	sleep 0.5
 	for i in "${!ids[@]}"; do
 		before[i]=$(rss "${ids[i]}")
 	done
-	start "$log" "$CLIENT_CPU" $ATTACK --target "$front" --idle "$N" \
+	start "$log" "$CLIENT_CPU" "${ATTACK[@]}" --target "$front" --idle "$N" \
 		--duration 600
 	att=$last
 	wait_for "$log" "attack: ready" 60 || return 1
