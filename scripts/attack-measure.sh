@@ -156,8 +156,11 @@ if lat["count"]:
         p["50"] / 1e3, p["99"] / 1e3, lat["max"] / 1e3)
 else:
     line += "no request answered%36s" % ""
-print(line + "errors %d, answered %d of %d due" % (
-    r["errors"], r["requests"] - r["errors"], due))
+line += "errors %d, answered %d of %d due" % (
+    r["errors"], r["requests"] - r["errors"], due)
+if r["connects"] > r["conns"]:
+    line += ", %d reconnects" % (r["connects"] - r["conns"])
+print(line)
 EOF
 }
 
