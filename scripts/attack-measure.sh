@@ -24,17 +24,16 @@
 # one byte every 3 s (+-50%).
 #
 # proxy: the proxy's upstreams are, in this order, the good
-# `pinwheel http` (one shard, on CLIENT_CPU) CONNS times, attack.py's
-# sink (accepts, never reads) and its source (writes endlessly).
-# UPLOADERS (100) clients send bulk bytes that end at the sink and never
-# read; DOWNLOADERS (100) clients are sent bulk bytes by the source and
-# never read. The proxy chooses upstreams round robin, so the clients tag
-# themselves and reconnect until each has landed where it should, and
-# then probe until one lands on the source: the proxy's next CONNS
-# connections, the good client's, go to the good upstream. Only then do
-# the stalled clients start sending, and the good client connects. A
-# no-attack round's fresh proxy sends its first CONNS connections to the
-# good upstream too.
+# `pinwheel http` (one shard, on CLIENT_CPU), attack.py's sink (accepts,
+# never reads) and its source (writes endlessly). UPLOADERS (100) clients
+# send bulk bytes that end at the sink and never read; DOWNLOADERS (100)
+# clients are sent bulk bytes by the source and never read. The proxy
+# chooses upstreams round robin, so the clients tag themselves and
+# reconnect until each has landed where it should. Then the stalled
+# clients start sending, the sink and the source stop listening (their
+# connections stay), and the good client connects: the proxy's connects
+# to the sink and the source are refused and it fails over to the good
+# upstream. In a no-attack round nothing listens there either.
 #
 # Environment: ROUNDS, RATE, CONNS, DURATION, WARMUP, LOAD_TIMEOUT (2s),
 # NONREADERS, SLOWLORIS, UPLOADERS, DOWNLOADERS, SERVER_CPU, CLIENT_CPU,
@@ -71,10 +70,6 @@ PORT_BASE=${PORT_BASE:-$((19000 + ($$ % 1000) * 4))}
 LOGDIR=${LOGDIR:-build/attack}
 ATTACK=(python3 scripts/attack.py)
 
-if [ "$CONNS" -lt 1 ] || [ "$CONNS" -gt 62 ]; then
-	echo "$0: CONNS must be 1..62" >&2
-	exit 2
-fi
 # Four thousand sockets on each side and as many in the server.
 ulimit -n "$(ulimit -Hn)" || exit 2
 [ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
@@ -84,8 +79,6 @@ front=127.0.0.1:$PORT_BASE
 upstream=127.0.0.1:$((PORT_BASE + 1))
 sink=127.0.0.1:$((PORT_BASE + 2))
 source=127.0.0.1:$((PORT_BASE + 3))
-# The proxy's good upstream once per connection of the good client.
-ups=$(for _ in $(seq "$CONNS"); do printf '%s,' "$upstream"; done)
 
 pids=""
 cleanup() {
@@ -181,7 +174,7 @@ start_server() {
 	else
 		# shellcheck disable=SC2086
 		start "$log" "$SERVER_CPU" "$PINWHEEL" proxy --listen "$front" \
-			--upstream "$ups$sink,$source" --shards 1 \
+			--upstream "$upstream,$sink,$source" --shards 1 \
 			--cpus "$SERVER_CPU" --drain 1s $PROXY_FLAGS
 	fi
 	server=$last
@@ -202,7 +195,7 @@ start_attack() {
 			--stalled-uploaders "$UPLOADERS" \
 			--stalled-downloaders "$DOWNLOADERS" \
 			--sink-listen "$sink" --source-listen "$source" \
-			--align-after source --duration "$cap"
+			--close-listeners --duration "$cap"
 	fi
 	attacker=$last
 	wait_for "$log" "attack: ready" 60

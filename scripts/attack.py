@@ -34,20 +34,21 @@ client in-process where it landed; a client that lands on the wrong
 server, or on an upstream of the proxy that is neither (an HTTP server
 answers the tag with 400), closes and connects again. So the proxy may
 have the good upstream first and the sink and the source after it, used
-round robin: the clients sort themselves. --align-after sink|source then
-opens probes one at a time until one lands on that server, so that the
-proxy's next connection goes to the upstream after it in its list (the
-good one, if it is first and that server last). Stalled clients send
-their bulk bytes (and the source starts writing) only once every client
-is in place and the alignment is done, so that tags and probes still
-pass a proxy that is not stalled yet. Without the matching server a
-stalled client sends no tag.
+round robin: the clients sort themselves. Stalled clients send their
+bulk bytes (and the source starts writing) only once every client is in
+place, so that the tags still pass a proxy that is not stalled yet.
+With --close-listeners the sink and the source then close their
+listening sockets (keeping the connections they have): a proxy's later
+connections that it sends to them are refused and fail over to its next
+upstream, the good one. Without the matching server a stalled client
+sends no tag.
 
 A line "attack: ready ..." goes to stdout once every client is in place
 (connected, first bytes sent; idle clients answered; stalled clients
-placed; the alignment done). Closed clients connect again after
---reconnect-delay, whatever the mode. RLIMIT_NOFILE is raised to the
-hard limit at start.
+placed) and the stalled ones have started. Closed clients connect again
+after --reconnect-delay, whatever the mode, except placed stalled
+clients after --close-listeners (they could not be placed again).
+RLIMIT_NOFILE is raised to the hard limit at start.
 
 Addresses: A.B.C.D:PORT, [IPv6]:PORT or unix:/path.
 """
@@ -123,7 +124,7 @@ class Client:
     def __init__(self, mode, ident, addr):
         self.mode, self.ident, self.addr = mode, ident, addr
         self.sock = None
-        self.state = "down"   # down, connecting, placing, up
+        self.state = "down"   # down, connecting, placing, placed, up
         self.off = 0          # where the next bulk send starts in BATCH
         self.want_out = False
         self.ready = False    # counted once in the ready total
@@ -142,7 +143,7 @@ class Attack:
         self.fds = {}          # fd -> handler callable(events)
         self.timers = []       # heap of (due, seq, callable)
         self.seq = 0
-        self.stats = {m: dict.fromkeys(STATS, 0) for m in MODES + ("probe",)}
+        self.stats = {m: dict.fromkeys(STATS, 0) for m in MODES}
         self.clients = []
         self.tags = {}         # ident -> Client, for the sink and source
         self.sink = self.source = None
@@ -150,9 +151,7 @@ class Attack:
         self.nready = 0
         self.announced = False
         self.go = False        # stalled clients start sending
-        self.align_state = None
-        self.probe = None
-        self.probes = 0
+        self.closed_listeners = False
         self.view = memoryview(BATCH)
 
     # --- plumbing -------------------------------------------------------
@@ -231,9 +230,7 @@ class Attack:
             c.sock = None
         self.drop_peer(c)
         c.state = "down"
-        if c is self.probe:
-            self.probe = None
-            self.at(0, self.align_step)
+        if self.closed_listeners and self.placed_by(c):
             return
         if reconnect and not self.stop:
             self.at(self.args.reconnect_delay, lambda: self.connect(c))
@@ -301,14 +298,14 @@ class Attack:
 
     def placed_by(self, c):
         """True when an in-process sink/source confirms where c lands."""
-        if c is self.probe:
-            return True
+        if c.mode not in ("stalled-uploaders", "stalled-downloaders"):
+            return False
         if c.mode == "stalled-uploaders":
             return self.sink is not None
         return self.source is not None
 
     def hold(self, c):
-        """A stalled client in place: it starts at the go (see run())."""
+        """A stalled client in place: it starts with the others (start())."""
         c.state = "placed"
         self.rearm(c)
         self.mark_ready(c)
@@ -446,7 +443,7 @@ class Attack:
             c.ready = True
             self.nready += 1
             if self.nready == len(self.clients):
-                self.at(0, self.align_step)
+                self.at(0, self.start)
 
     # --- the sink and the source ------------------------------------------
     def on_upstream_accept(self, s, kind):
@@ -473,7 +470,9 @@ class Attack:
         if end < 0:
             return
         tag = buf[0].split()
-        c = self.tags.get(int(tag[1])) if len(tag) == 2 else None
+        c = None
+        if len(tag) == 2 and tag[0] == b"PWATTACK" and tag[1].isdigit():
+            c = self.tags.get(int(tag[1]))
         if c is None or c.sock is None:
             self.forget(s)
             s.close()
@@ -485,15 +484,9 @@ class Attack:
         c.peer, c.place = s, kind
         want = {"stalled-uploaders": "sink",
                 "stalled-downloaders": "source"}.get(c.mode)
-        if c is self.probe:
-            want = self.args.align_after
         if kind != want:
             self.stats[c.mode]["misplaced"] += 1
             self.drop(c, reconnect=True)
-            return
-        if c is self.probe:
-            self.drop(c, reconnect=False)
-            self.align_state = "done"
             return
         # The sink never reads again: only hang-ups are watched.
         self.watch(s, EP_RDHUP, lambda ev: self.drop_peer(c))
@@ -510,33 +503,24 @@ class Attack:
                 self.drop_peer(c)
                 return
 
-    # --- alignment and readiness ----------------------------------------
-    def align_step(self):
+    # --- readiness -----------------------------------------------------
+    def start(self):
+        """Every client is in place: the stalled ones start; ready."""
         if self.announced or self.stop:
             return
-        a = self.args
-        if not a.align_after or self.align_state == "done":
-            self.announced = True
-            self.go = True
-            for c in self.clients:
-                if c.state == "placed":
-                    self.start_stalled(c)
-            print("attack: ready: %d clients in place%s" % (
-                len(self.clients),
-                ", aligned after %d probes" % self.probes
-                if a.align_after else ""), flush=True)
-            return
-        if self.probe is not None:
-            return
-        self.probes += 1
-        if self.probes > 1000:
-            print("attack: alignment failed after 1000 probes",
-                  file=sys.stderr)
-            self.align_state = "done"
-            self.at(0, self.align_step)
-            return
-        self.probe = Client("probe", 10 ** 9 + self.probes, a.probe_addr)
-        self.connect(self.probe)
+        self.announced = True
+        self.go = True
+        for c in self.clients:
+            if c.state == "placed":
+                self.start_stalled(c)
+        if self.args.close_listeners:
+            for ls in (self.sink, self.source):
+                if ls is not None:
+                    self.forget(ls)
+                    ls.close()
+            self.closed_listeners = True
+        print("attack: ready: %d clients in place" % len(self.clients),
+              flush=True)
 
     # --- the loop -------------------------------------------------------
     def run(self):
@@ -558,7 +542,7 @@ class Attack:
         for i, c in enumerate(self.clients):
             self.at(i / a.connect_rate, lambda c=c: self.connect(c))
         if not self.clients:
-            self.at(0, self.align_step)
+            self.at(0, self.start)
         t_end = time.monotonic() + a.duration if a.duration else None
         while not self.stop:
             now = time.monotonic()
@@ -578,11 +562,9 @@ class Attack:
     def summary(self):
         print("attack: summary (opened, connect errors, closed by the "
               "server, resets, 408s, other statuses, misplaced, MiB sent)")
-        for m in MODES + ("probe",):
+        for m in MODES:
             st = self.stats[m]
             count = sum(1 for c in self.clients if c.mode == m)
-            if m == "probe":
-                count = self.probes
             if not count:
                 continue
             print("  %-20s %5d clients: opened %d, connect errors %d, "
@@ -604,7 +586,9 @@ def main():
                        metavar="N[@ADDR]")
     p.add_argument("--sink-listen", metavar="ADDR")
     p.add_argument("--source-listen", metavar="ADDR")
-    p.add_argument("--align-after", choices=("sink", "source"))
+    p.add_argument("--close-listeners", action="store_true",
+                   help="once every client is in place, the sink and the\n"
+                   "source stop listening (see above)")
     p.add_argument("--duration", type=parse_duration, default=0.0,
                    help="run this long (10s, 2m); 0: until a signal")
     p.add_argument("--rcvbuf", type=int, default=4096,
@@ -623,14 +607,6 @@ def main():
             p.error("--%s needs @ADDR or --target" % m)
         setattr(a, m.replace("-", "_"),
                 (count, parse_addr(addr) if count else None))
-    if a.align_after:
-        if not a.target:
-            p.error("--align-after needs --target (the proxy)")
-        if not (a.sink_listen if a.align_after == "sink"
-                else a.source_listen):
-            p.error("--align-after %s needs --%s-listen" %
-                    (a.align_after, a.align_after))
-    a.probe_addr = parse_addr(a.target) if a.target else None
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
