@@ -14,7 +14,7 @@
 # Rounds alternate no attack / attack, ROUNDS (3) of each; every round
 # starts a fresh server. Per round it prints p50, p99, max and errors;
 # at the end the medians and the median of the per-round ratios
-# p99(attack) / p99(none). Goal (issue 20): at most 2 and no failed
+# p99(attack) / p99(none). Goal: at most 2 and no failed
 # request under attack (no error, and at least 99% of the requests due
 # in the measured time answered: a request that never returns also keeps
 # the later ones of its connection from being sent).

@@ -9,7 +9,7 @@
 # read; then N (2000) connections each send one GET, read the answer and
 # stay open and idle (scripts/attack.py --idle, on CLIENT_CPU); after
 # SETTLE (1 s) VmRSS is read again. Printed: both readings and
-# (after - before) / N in KiB. Goal (issue 20): at most 4 KiB.
+# (after - before) / N in KiB. Goal: at most 4 KiB.
 #
 # proxy: the same through `pinwheel proxy --shards 1` (SERVER_CPU) in
 # front of `pinwheel http --shards 1` (CLIENT_CPU): each idle client is
