@@ -22,9 +22,10 @@
  * it was consumed; a message takes at least one byte of the call and,
  * since the previous outcome, exactly its head and body (head_len plus
  * Content-Length, empty lines before it included); its fields are within
- * their bounds; an error is sticky (a later call returns it, consuming
- * nothing), so no message follows it; a byte per read never takes the
- * request parser's fast path.
+ * their bounds; an error is one the header lists (a request error has a
+ * status other than 500) and is sticky (a later call returns it,
+ * consuming nothing), so no message follows it; a byte per read never
+ * takes the request parser's fast path.
  *
  * The caps are reached by short inputs. The request head cap is drawn
  * from the same hash: the default for half the inputs, else one of a few
@@ -78,6 +79,7 @@ struct side {
 	void (*init)(size_t head_max);
 	int (*parse)(const char *buf, size_t len, size_t *used);
 	void (*record)(struct outcome *o); /* the message just parsed */
+	void (*check_error)(int err);	   /* an error it returned */
 	bool error_bytes; /* an error's byte count is part of the outcome */
 };
 
@@ -203,6 +205,13 @@ static void req_record(struct outcome *o)
 	snprintf(o->target, sizeof(o->target), "%s", r->target);
 }
 
+/* A request error is one the server has an answer for (not 500). */
+static void req_check_error(int err)
+{
+	if (pw_http_error_status(err) == 500)
+		fail("request error %d has no status", err);
+}
+
 static void resp_init(size_t head_max)
 {
 	(void)head_max; /* the response parser's cap is fixed */
@@ -238,9 +247,17 @@ static void resp_record(struct outcome *o)
 	o->head_len = r->head_len;
 }
 
+/* A response error is one http_parse.h lists. */
+static void resp_check_error(int err)
+{
+	if (err != -EBADMSG && err != -EMSGSIZE && err != -ENOTSUP)
+		fail("response error %d", err);
+}
+
 static const struct side sides[] = {
-	{ "request", req_init, req_parse, req_record, true },
-	{ "response", resp_init, resp_parse, resp_record, false },
+	{ "request", req_init, req_parse, req_record, req_check_error, true },
+	{ "response", resp_init, resp_parse, resp_record, resp_check_error,
+	  false },
 };
 
 /* ---- one run ------------------------------------------------------------ */
@@ -315,6 +332,7 @@ static int feed_read(const struct side *s, struct trace *t, const char *buf,
 			o = push(t);
 			o->ret = ret;
 			o->bytes = *acc;
+			s->check_error(ret);
 			check_sticky(s, ret, buf + at, len - at);
 			check_sticky(s, ret, NULL, 0);
 			return ret;
