@@ -130,6 +130,14 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 			 const struct pw_http_opts *o);
 
 /**
+ * pw_http_server_listener_stats - the counters of the server's listener
+ * (accepts, accept errors, sockets dropped unread).
+ * Return: 0; -EINVAL for NULL. Context: any thread.
+ */
+int pw_http_server_listener_stats(const struct pw_http_server *s,
+				  struct pw_net_listener_stats *out);
+
+/**
  * pw_http_server_addr - the address the server listens on (with the
  * port chosen). Return: 0; -EINVAL for NULL. Context: any thread.
  */

@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_cmd.c - the `pinwheel http` command: its flags (each limit with
+ * its nginx-like default, 0 for off), the server they start on the
+ * driver (driver.h), its banner, its per-shard report and its summary.
+ * The server itself is http.c, reached only through http.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pinwheel.h"
+#include "pinwheel/net.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/driver.h"
+#include "apps/http.h"
+#include "apps/http_parse.h"
+
+/* ---- the command ---------------------------------------------------------- */
+
+/* The flags of `pinwheel http` and the server they start. */
+static struct http_cmd {
+	const char *listen, *body;
+	uint64_t head_max, drain_ns, work, accept_shards;
+	uint64_t head_ns, keepalive_ns, send_ns;
+	uint64_t max_conns, max_requests, max_body;
+	bool shared, fanout, reuse_port;
+	struct pw_http_opts ho;
+	struct pw_net_addr addr;
+	struct pw_http_server *srv;
+} H;
+
+static const struct http_cmd http_defaults = {
+	.head_max = PW_HTTP_HEAD_MAX_DEFAULT,
+	.drain_ns = 5 * PW_NSEC_PER_SEC,
+	.head_ns = PW_HTTP_HEAD_TIMEOUT_DEFAULT,
+	.keepalive_ns = PW_HTTP_KEEPALIVE_DEFAULT,
+	.send_ns = PW_HTTP_SEND_TIMEOUT_DEFAULT,
+	.max_requests = PW_HTTP_MAX_REQUESTS_DEFAULT,
+	.max_body = PW_HTTP_MAX_BODY_DEFAULT,
+};
+
+#define DAY_NS (24 * 3600 * PW_NSEC_PER_SEC)
+
+static const struct pw_cli_opt http_opts[] = {
+	{ "--listen", PW_CLI_STRING, &H.listen, 0, 0, "ADDR",
+	  "127.0.0.1:PORT, [::1]:PORT or unix:/path (required)" },
+	{ "--body", PW_CLI_STRING, &H.body, 0, 0, "TEXT",
+	  "the response body, up to 256 bytes (default "
+	  "\"" PW_HTTP_BODY_DEFAULT "\")" },
+	{ "--head-max", PW_CLI_SIZE, &H.head_max, 64, 1u << 20, "SIZE",
+	  "cap on a request head; larger gets 431 (default 8k)" },
+	{ "--drain", PW_CLI_DURATION, &H.drain_ns, 0, 3600 * PW_NSEC_PER_SEC,
+	  "DURATION",
+	  "on SIGINT/SIGTERM, time open connections get to "
+	  "finish (default 5s)" },
+	{ "--shared", PW_CLI_BOOL, &H.shared, 0, 0, NULL,
+	  "one listening socket for all shards instead of one "
+	  "SO_REUSEPORT socket per shard" },
+	{ "--reuse-port", PW_CLI_BOOL, &H.reuse_port, 0, 0, NULL,
+	  "share a port other servers already listen on (SO_REUSEPORT); "
+	  "without it a port in use is refused" },
+	{ "--work", PW_CLI_UINT, &H.work, 0, 1000000000, "K",
+	  "per request, a child task spins K iterations; joined "
+	  "before the response (default 0)" },
+	{ "--fanout", PW_CLI_BOOL, &H.fanout, 0, 0, NULL,
+	  "per request, call every shard and gather the answers "
+	  "before the response" },
+	{ "--head-timeout", PW_CLI_DURATION, &H.head_ns, 0, DAY_NS, "DURATION",
+	  "a request not whole this long after its first byte (a body: "
+	  "after its last read) gets 408 and the connection closes; 0: "
+	  "never (default 60s)" },
+	{ "--keepalive-timeout", PW_CLI_DURATION, &H.keepalive_ns, 0, DAY_NS,
+	  "DURATION",
+	  "close a connection that completes no request this long after "
+	  "its last response; 0: never (default 75s)" },
+	{ "--timeout", PW_CLI_DURATION, &H.keepalive_ns, PW_NSEC_PER_MSEC,
+	  DAY_NS, "DURATION",
+	  "the old name of --keepalive-timeout (1ms and up)" },
+	{ "--send-timeout", PW_CLI_DURATION, &H.send_ns, 0, DAY_NS, "DURATION",
+	  "reset a connection whose send moves no byte this long; 0: "
+	  "never (default 60s)" },
+	{ "--max-conns", PW_CLI_UINT, &H.max_conns, 0, 1000000000, "N",
+	  "connections open at once per shard; the excess waits in the "
+	  "listen backlog; 0: no cap (default 0)" },
+	{ "--max-requests", PW_CLI_UINT, &H.max_requests, 0, UINT32_MAX, "N",
+	  "requests per connection, the last answered with "
+	  "Connection: close; 0: no cap (default 1000)" },
+	{ "--max-body", PW_CLI_SIZE, &H.max_body, 0, 0, "SIZE",
+	  "a request declaring a longer body gets 413 and the connection "
+	  "closes; 0: no cap (default 1m)" },
+	{ "--accept-shards", PW_CLI_UINT, &H.accept_shards, 1, PW_MAX_SHARDS,
+	  "N", "only shards 0..N-1 accept connections (default all)" },
+};
+
+static const struct pw_cli_cmd http_cmd = {
+	.name = "pinwheel http",
+	.about = "Answers every HTTP/1.1 request with 200 and a fixed body, "
+		 "keeping connections\nalive; pipelined requests are "
+		 "answered in one send; HEAD gets the same headers\n"
+		 "without the body. Malformed requests get 400 and "
+		 "oversized heads 431, then the\nconnection closes. "
+		 "SIGINT or SIGTERM stops accepting and drains; a second "
+		 "one\ncloses the open connections at once and exits 130 "
+		 "(SIGINT) or 143 (SIGTERM)\nafter the summary. SIGUSR1 "
+		 "prints the counters with --metrics.\n"
+		 "Limits against hostile clients (each 0 for off): "
+		 "--head-timeout (slow request\nheads get 408), "
+		 "--keepalive-timeout (idle connections), --send-timeout "
+		 "(clients\nthat do not read are reset), --max-conns "
+		 "(per shard), --max-requests (per\nconnection), "
+		 "--max-body (413).\n"
+		 "--work, --fanout, --timeout and --accept-shards "
+		 "shape the load for comparing\nthe schedulers: CPU "
+		 "work in a stealable child task, a call to every "
+		 "shard,\na timer reset per request, connections "
+		 "all landing on a few shards.",
+	.opts = http_opts,
+	.nopts = sizeof(http_opts) / sizeof(http_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+/* Check the flags and turn them into the server's options. */
+static int http_setup(struct pw_drv *d)
+{
+	size_t body_len = H.body ? strlen(H.body) : 0;
+
+	if (pw_cli_addr(&d->cli, "--listen", H.listen, PW_CLI_ADDR_LISTEN,
+			&H.addr))
+		return 2;
+	if (body_len > PW_HTTP_BODY_MAX)
+		return pw_cli_fail(&d->cli, 2,
+				   "--body: %zu bytes is more than %d",
+				   body_len, PW_HTTP_BODY_MAX);
+	if (H.accept_shards > d->cfg.shards)
+		return pw_cli_fail(&d->cli, 2,
+				   "--accept-shards: %llu is more than the "
+				   "%u shard%s",
+				   (unsigned long long)H.accept_shards,
+				   d->cfg.shards,
+				   d->cfg.shards == 1 ? "" : "s");
+	H.ho = (struct pw_http_opts){
+		.body = H.body,
+		.body_len = body_len,
+		.head_max = (size_t)H.head_max,
+		.listen_flags = (H.shared ? PW_NET_LISTEN_SHARED : 0) |
+				(H.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0),
+		.work = H.work,
+		.fanout = H.fanout,
+		.accept_shards = (unsigned)H.accept_shards,
+		.keepalive_ns = H.keepalive_ns,
+		.head_timeout_ns = H.head_ns,
+		.send_timeout_ns = H.send_ns,
+		.max_conns = (unsigned)H.max_conns,
+		.max_requests = H.max_requests,
+		.max_body = H.max_body,
+	};
+	/* Under stealing an acceptor may run on any worker: accept from one
+	 * socket so that no worker's socket is left without an acceptor. */
+	if (d->cfg.sched == PW_SCHED_STEAL)
+		H.ho.listen_flags |= PW_NET_LISTEN_SHARED;
+	d->drain_ns = H.drain_ns;
+	return 0;
+}
+
+static int http_start(struct pw_drv *d)
+{
+	int err = pw_http_server_start(&H.srv, d->rt, &H.addr, &H.ho);
+
+	if (err)
+		return pw_cli_fail(&d->cli, 1, "cannot serve on %s: %s",
+				   H.listen, strerror(-err));
+	pw_http_server_addr(H.srv, &d->addr);
+	return 0;
+}
+
+static void http_banner(struct pw_drv *d, FILE *f)
+{
+	fprintf(f, " with %u shard%s (%s)", d->cfg.shards,
+		d->cfg.shards == 1 ? "" : "s",
+		d->cfg.sched == PW_SCHED_STEAL ? "steal" : "shard");
+}
+
+/* With --metrics: the runtime's metrics, then each shard's counters. */
+static void http_report(struct pw_drv *d, bool final)
+{
+	(void) final;
+	if (!d->cli.metrics)
+		return;
+	pw_drv_metrics(d, stdout);
+	struct pw_http_stats st;
+
+	for (unsigned i = 0; !pw_http_server_stats(H.srv, i, &st); i++) {
+		printf("shard %u http: accepted=%llu requests=%llu "
+		       "errors=%llu closed=%llu work=%llu calls=%llu "
+		       "timeouts=%llu head_timeouts=%llu send_timeouts=%llu "
+		       "too_large=%llu capped=%llu full=%llu\n",
+		       i, (unsigned long long)st.accepted,
+		       (unsigned long long)st.requests,
+		       (unsigned long long)st.errors,
+		       (unsigned long long)st.closed,
+		       (unsigned long long)st.work,
+		       (unsigned long long)st.calls,
+		       (unsigned long long)st.timeouts,
+		       (unsigned long long)st.head_timeouts,
+		       (unsigned long long)st.send_timeouts,
+		       (unsigned long long)st.too_large,
+		       (unsigned long long)st.capped,
+		       (unsigned long long)st.full);
+	}
+	fflush(stdout);
+}
+
+static void http_drain(struct pw_drv *d)
+{
+	(void)d;
+	pw_http_server_drain(H.srv);
+}
+
+static int http_open(struct pw_drv *d)
+{
+	(void)d;
+	return pw_http_server_open(H.srv);
+}
+
+/* The runtime is gone: the totals, then the server. */
+static int http_stop(struct pw_drv *d, int status)
+{
+	uint64_t acc = 0, req = 0, bad = 0;
+	struct pw_net_listener_stats ls;
+
+	if (!H.srv)
+		return status;
+	struct pw_http_stats st;
+
+	/* The shards' records outlive the runtime: read until the last. */
+	for (unsigned i = 0; d->served && !pw_http_server_stats(H.srv, i, &st);
+	     i++) {
+		acc += st.accepted;
+		req += st.requests;
+		bad += st.errors;
+	}
+	if (d->served && !pw_http_server_listener_stats(H.srv, &ls))
+		printf("pinwheel http: stopped; %llu connections, %llu "
+		       "requests, %llu refused, %llu accept errors, %llu "
+		       "dropped unread\n",
+		       (unsigned long long)acc, (unsigned long long)req,
+		       (unsigned long long)bad,
+		       (unsigned long long)ls.accept_errors,
+		       (unsigned long long)ls.dropped);
+	fflush(stdout); /* the summary reaches a pipe before anything else */
+	pw_http_server_destroy(H.srv);
+	return status;
+}
+
+static const struct pw_drv_ops http_ops = {
+	.setup = http_setup,
+	.start = http_start,
+	.banner = http_banner,
+	.report = http_report,
+	.drain = http_drain,
+	.open = http_open,
+	.stop = http_stop,
+};
+
+int pw_app_http(int argc, char **argv)
+{
+	H = http_defaults;
+	return pw_drv_main(&http_cmd, &http_ops, argc, argv);
+}
