@@ -44,6 +44,7 @@ enum {
 #define PW__NF_WAITING	0x08u /* accept: backoff sleep armed */
 #define PW__NF_TIMEDOUT 0x10u /* the poll's deadline passed: cancelled */
 #define PW__NF_DROPPED	0x20u /* the owner cancelled: discard results */
+#define PW__NF_LIMITED	0x40u /* recv: armed with a byte limit */
 
 /* Where a provided buffer is (pw__net.where[bid]). */
 enum {
@@ -65,8 +66,14 @@ struct pw__net {
 	uint32_t recv_cap;	      /* queued buffers that pause a recv
 					 (PW_NET_RECV_SHARE) */
 	struct pw_list starved;	      /* pw_recvs waiting for buffers */
+	uint8_t recv_limit;	      /* PW__LIMIT_*: the kernel's multishot
+					 byte limit */
 	struct pw_net_stats st;
 };
+
+/* Whether the kernel ends a multishot recv after a byte limit
+ * (pw__net.recv_limit): not known yet, seen working, refused. */
+enum { PW__LIMIT_UNKNOWN = 0, PW__LIMIT_WORKS, PW__LIMIT_REFUSED };
 
 /* A listener's per-shard socket and counters. The counters are written
  * by that shard only (relaxed load + store, no read-modify-write) and

@@ -115,10 +115,17 @@ static void own_settle(struct pw_recv *r)
 	}
 }
 
-/* Owned bytes at which a parked receive stops the kernel's receive. */
+/* A leaf's share in bytes: the owned bytes at which a parked receive
+ * stops the kernel's receive, and the most one arming may deliver. */
 static uint32_t park_max(const struct pw__net *n)
 {
 	return n->recv_cap * n->cfg.buf_size;
+}
+
+/* The bytes @r holds: owned, and queued ring buffers counted whole. */
+static uint32_t recv_held(const struct pw__net *n, const struct pw_recv *r)
+{
+	return own_waiting(r) + r->count * n->cfg.buf_size;
 }
 
 /* ---- completions ------------------------------------------------------- */
@@ -185,7 +192,14 @@ void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
 	}
 	if (!alive || (op->flags & PW__NF_DROPPED))
 		return;
-	if (res == 0 && final) {
+	if ((op->flags & PW__NF_LIMITED) && res > 0)
+		n->recv_limit = PW__LIMIT_WORKS;
+	if ((op->flags & PW__NF_LIMITED) && res == -EINVAL &&
+	    n->recv_limit == PW__LIMIT_UNKNOWN) {
+		/* A kernel older than the byte limit refuses the field: the
+		 * woken task's next poll arms without it. */
+		n->recv_limit = PW__LIMIT_REFUSED;
+	} else if (res == 0 && final) {
 		r->eof = true;
 	} else if (res == -ENOBUFS) {
 		n->st.enobufs++;
@@ -221,6 +235,18 @@ static void recv_arm(struct pw_cx *cx, struct pw_recv *r, struct pw__net *n)
 	io_uring_prep_recv_multishot(sqe, r->fd, NULL, 0, 0);
 	sqe->flags |= IOSQE_BUFFER_SELECT;
 	sqe->buf_group = PW__NET_BGID;
+	op->flags &= (uint8_t)~PW__NF_LIMITED;
+	if (n->recv_limit != PW__LIMIT_REFUSED) {
+		/* The kernel ends the request once it delivered the rest of
+		 * the share (the field it reads as optlen; it may overshoot
+		 * by part of one buffer), so no burst of its multishot loop
+		 * outruns a pause. */
+		uint32_t held = recv_held(n, r), max = park_max(n);
+		sqe->file_index = held + n->cfg.buf_size < max ?
+					  max - held :
+					  n->cfg.buf_size;
+		op->flags |= PW__NF_LIMITED;
+	}
 	pw__nop_arm(cx, op, sqe, PW__NK_RECV);
 }
 
@@ -273,8 +299,11 @@ enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
 			return PW_PENDING;
 		recv_lend(n, r, buf);
 		*res = (int32_t)buf->len;
+		/* Re-armed early while the leaf holds under half its
+		 * share (an owned chunk out included): a large owned chunk
+		 * gets no company until it is consumed. */
 		if (op->state == PW__NS_IDLE && !r->eof && !r->err &&
-		    r->count < (n->recv_cap + 1) / 2)
+		    recv_held(n, r) < park_max(n) / 2)
 			recv_arm(cx, r, n);
 		pw_sleep_cancel(&r->timer);
 		return PW_READY;
@@ -302,8 +331,11 @@ void pw_recv_park(struct pw_recv *r)
 		return;
 	own_settle(r);
 	r->parked = true;
-	if (!r->count)
+	if (!r->count) {
+		if (recv_full(n, r))
+			recv_pause(s, n, r);
 		return;
+	}
 	n->st.parks++;
 	while (r->count) {
 		uint16_t bid = r->head;
