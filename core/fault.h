@@ -37,19 +37,22 @@
 #include <sys/mman.h>
 
 enum pw__fault_site {
-	PW__FAULT_ANY,	    /* any site below (only for pw__fault_arm) */
-	PW__FAULT_SLAB,	    /* a slab chunk: task, aux and foreign slabs */
-	PW__FAULT_RUNTIME,  /* runtime, shard table, shards, placement,
+	PW__FAULT_ANY,	      /* any site below (only for pw__fault_arm) */
+	PW__FAULT_SLAB,	      /* a slab chunk: task, aux and foreign slabs */
+	PW__FAULT_RUNTIME,    /* runtime, shard table, shards, placement,
 			     * stealing workers */
-	PW__FAULT_MESH,	    /* the mesh rings and each shard's ring table */
-	PW__FAULT_RING,	    /* a starting shard's io_uring and eventfd */
-	PW__FAULT_THREAD,   /* a shard or blocking-pool thread (EAGAIN) */
-	PW__FAULT_SPAWN,    /* a spawn or block_on message from outside */
-	PW__FAULT_NET,	    /* a shard's net state and buffer ring */
-	PW__FAULT_LISTENER, /* a listener and its spill queue */
-	PW__FAULT_TOPO,	    /* topology, CPU lists, placement scratch */
-	PW__FAULT_METRICS,  /* pw_metrics_read()'s worker array */
-	PW__FAULT_HIST,	    /* pw_hist_init()'s counts */
+	PW__FAULT_MESH,	      /* the mesh rings and each shard's ring table */
+	PW__FAULT_RING,	      /* a starting shard's io_uring and eventfd */
+	PW__FAULT_THREAD,     /* a shard or blocking-pool thread (EAGAIN) */
+	PW__FAULT_SPAWN,      /* a spawn or block_on message from outside */
+	PW__FAULT_NET,	      /* a shard's net state and buffer ring */
+	PW__FAULT_LISTENER,   /* a listener and its spill queue */
+	PW__FAULT_TOPO,	      /* topology, CPU lists, placement scratch */
+	PW__FAULT_METRICS,    /* pw_metrics_read()'s worker array */
+	PW__FAULT_HIST,	      /* pw_hist_init()'s counts */
+	PW__FAULT_RECV_LIMIT, /* not an allocation: a shard's first receive
+			       * is refused as by a kernel without the
+			       * multishot byte limit */
 	PW__FAULT_NSITES
 };
 

@@ -7,12 +7,14 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "tests/common.h"
+#include "core/fault.h"
 #include "tests/net_fixtures.h"
 
 #define PARK_BUF  1024u /* the ring's buffer size in these tests */
@@ -223,6 +225,88 @@ Test(net_park, unread_and_park_keep_order_and_free_the_ring)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	close(sv[0]);
 	close(sv[1]);
+}
+
+/* ---- a kernel without the multishot byte limit ----------------------- */
+
+#define OLD_BYTES (48u * 1024u)
+
+struct old_kernel {
+	int step;
+	struct park leaf[2];
+};
+
+/* Receive the rest of @p's stream; true once all of it came. */
+static bool drain_leaf(struct pw_cx *cx, struct park *p)
+{
+	int32_t res;
+
+	while (p->got < p->wrote) {
+		if (pw_recv_poll(cx, &p->rx, PW_TIME_NEVER, &p->buf, &res) ==
+		    PW_PENDING)
+			return false;
+		cr_assert_gt(res, 0, "the refusal must not end the stream: %d",
+			     res);
+		consume(p, p->buf.data, (size_t)res);
+		cr_assert_eq(pw_net_buf_release(&p->buf), 0);
+	}
+	return true;
+}
+
+static enum pw_poll old_kernel_poll(struct pw_cx *cx, void *state)
+{
+	struct old_kernel *k = state;
+	bool done = true;
+
+	if (k->step == 0) {
+		/* Both receives armed before the first refusal comes back. */
+		for (int i = 0; i < 2; i++)
+			pw_recv_init(&k->leaf[i].rx, k->leaf[i].fd);
+		k->step = 1;
+	}
+	for (int i = 0; i < 2; i++)
+		done &= drain_leaf(cx, &k->leaf[i]);
+	if (!done)
+		return PW_PENDING;
+	for (int i = 0; i < 2; i++)
+		pw_recv_cancel(&k->leaf[i].rx);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * A kernel older than the byte limit refuses it (-EINVAL) on every
+ * receive armed before the first refusal came back. Each re-arms without
+ * it and loses nothing; later arms do not try again.
+ */
+Test(net_park, a_kernel_without_the_byte_limit_loses_nothing)
+{
+	static struct old_kernel k;
+	int sv[2][2];
+
+	memset(&k, 0, sizeof(k));
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					sv[i]),
+			     0);
+		cr_assert_eq(fcntl(sv[i][1], F_SETFL, O_NONBLOCK), 0);
+		k.leaf[i].fd = sv[i][0];
+		k.leaf[i].peer = sv[i][1];
+		cr_assert_eq(peer_write(&k.leaf[i], OLD_BYTES), OLD_BYTES);
+	}
+	struct pw_runtime *rt = pw_test_runtime(1);
+	pw__fault_arm(PW__FAULT_RECV_LIMIT, 0, ULONG_MAX);
+	pw_test_block_on(rt, old_kernel_poll, &k);
+	pw__fault_disarm();
+	cr_assert_eq(pw__fault_failed(PW__FAULT_RECV_LIMIT), 2,
+		     "refused once per receive armed before the answer");
+	cr_assert_eq(pw__fault_seen(PW__FAULT_RECV_LIMIT), 2,
+		     "not asked again once refused");
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(k.leaf[i].got, OLD_BYTES);
+		close(sv[i][0]);
+		close(sv[i][1]);
+	}
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
 /* ---- a send's progress ------------------------------------------------ */
