@@ -59,6 +59,13 @@
 /* How often an acceptor looks at the drain flag and samples the ring. */
 #define PX_TICK_NS (50 * PW_NSEC_PER_MSEC)
 
+/* A message this small into an empty FIFO gets a block its size. */
+#define PX_SMALL 512
+/* Full-size FIFO blocks a shard keeps for reuse (1 MiB). */
+#define PX_SPARE_MAX 64
+
+struct px_blk;
+
 /* Per-shard counters (indices into struct px_slot.c). */
 enum {
 	X_TOTAL,
@@ -99,6 +106,12 @@ struct px_slot {
 	 * by a connection whose end brings open below --max-conns. */
 	pthread_mutex_t lock;
 	struct pw_waker waker;
+	/* Full-size FIFO blocks kept for reuse by the thread running this
+	 * slot's shard (only that thread touches them): freeing and
+	 * allocating 16 KiB per chunk would let the allocator hand pages
+	 * back to the kernel and fault them in again. */
+	struct px_blk *spare;
+	unsigned nspare;
 } __attribute__((aligned(64)));
 
 struct pw_proxy {
@@ -156,25 +169,43 @@ struct px_blk {
 };
 
 /*
- * A block for @n more bytes: into an empty FIFO, one just big enough
- * (a small message then costs a small allocation, from the allocator's
- * per-thread cache); behind waiting bytes, a full-size one. NULL when
- * out of memory.
+ * A block for @n more bytes: for a small message into an empty FIFO, one
+ * just big enough (from the allocator's per-thread cache); else a
+ * full-size one, from @s's spares when it has one. NULL when out of
+ * memory.
  */
-static struct px_blk *blk_new(bool first, uint32_t n)
+static struct px_blk *blk_new(struct px_slot *s, bool first, uint32_t n)
 {
 	uint32_t cap = PX_BLK;
 	struct px_blk *b;
 
-	if (first && n < PX_BLK)
+	if (first && n <= PX_SMALL)
 		cap = (n + 63) & ~63u;
-	b = malloc(sizeof(*b) + cap);
-	if (b) {
-		b->next = NULL;
-		b->off = b->fill = 0;
-		b->cap = cap;
+	if (cap == PX_BLK && s->spare) {
+		b = s->spare;
+		s->spare = b->next;
+		s->nspare--;
+	} else {
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
 	}
+	b->next = NULL;
+	b->off = b->fill = 0;
+	b->cap = cap;
 	return b;
+}
+
+/* Free @b, or keep it among @s's spares. */
+static void blk_free(struct px_slot *s, struct px_blk *b)
+{
+	if (b->cap == PX_BLK && s->nspare < PX_SPARE_MAX) {
+		b->next = s->spare;
+		s->spare = b;
+		s->nspare++;
+		return;
+	}
+	free(b);
 }
 
 enum { D_RUN, D_EOF, D_SHUT, D_DONE };
@@ -204,7 +235,8 @@ struct px_dir {
  * needed. Return: the bytes copied (fewer than @n only when out of
  * memory).
  */
-static uint32_t fifo_put(struct px_dir *d, const char *p, uint32_t n)
+static uint32_t fifo_put(struct px_dir *d, struct px_slot *s, const char *p,
+			 uint32_t n)
 {
 	uint32_t done = 0;
 
@@ -212,7 +244,7 @@ static uint32_t fifo_put(struct px_dir *d, const char *p, uint32_t n)
 		struct px_blk *t = d->tail;
 
 		if (!t || t->fill == t->cap) {
-			struct px_blk *b = blk_new(!t, n - done);
+			struct px_blk *b = blk_new(s, !t, n - done);
 
 			if (!b)
 				break;
@@ -234,7 +266,7 @@ static uint32_t fifo_put(struct px_dir *d, const char *p, uint32_t n)
 }
 
 /* The send in flight ended: drop its @n bytes from the FIFO's head. */
-static void fifo_sent(struct px_dir *d, uint32_t n)
+static void fifo_sent(struct px_dir *d, struct px_slot *s, uint32_t n)
 {
 	struct px_blk *h = d->head;
 
@@ -245,10 +277,12 @@ static void fifo_sent(struct px_dir *d, uint32_t n)
 		d->head = h->next;
 		if (!d->head)
 			d->tail = NULL;
-		free(h);
+		blk_free(s, h);
 	}
 }
 
+/* Free the FIFO's blocks to the allocator: closing may run off the
+ * shard (a drop at runtime shutdown), where the spares are not ours. */
 static void fifo_free(struct px_dir *d)
 {
 	while (d->head) {
@@ -332,7 +366,7 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 						b.bid == PW_NET_BUF_OWN ?
 					b.len :
 					(uint32_t)room;
-		uint32_t took = fifo_put(d, b.data, want);
+		uint32_t took = fifo_put(d, s, b.data, want);
 
 		if (took < b.len) {
 			if (pw_recv_unread(&d->rx, &b, took)) {
@@ -380,7 +414,7 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			return 0;
 		if (res < 0)
 			return res;
-		fifo_sent(d, d->slen);
+		fifo_sent(d, s, d->slen);
 		d->slen = 0;
 	}
 	if (d->st == D_EOF) {
@@ -901,8 +935,17 @@ int pw_proxy_upstreams_parse(struct pw_proxy_config *cfg, const char *text)
 
 static void slots_free(struct pw_proxy *p)
 {
-	for (unsigned i = 0; p->slot && i < p->nshards; i++)
-		pthread_mutex_destroy(&p->slot[i].lock);
+	for (unsigned i = 0; p->slot && i < p->nshards; i++) {
+		struct px_slot *s = &p->slot[i];
+
+		while (s->spare) {
+			struct px_blk *b = s->spare;
+
+			s->spare = b->next;
+			free(b);
+		}
+		pthread_mutex_destroy(&s->lock);
+	}
 	free(p->slot);
 }
 
