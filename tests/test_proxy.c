@@ -1072,7 +1072,7 @@ Test(proxy, stalled_peers_beside_a_good_client)
 
 /* Sends s->count bytes of a seeded stream, then ends its side and waits
  * for the client's end; s->result is the stream's checksum. */
-enum { STREAM_BYTES = 4 << 20 };
+enum { STREAM_BYTES = 16 << 20 };
 
 static void stream_upstream(struct script *s, int fd)
 {
@@ -1097,10 +1097,12 @@ static void stream_upstream(struct script *s, int fd)
 
 /*
  * Under the paused clock, a client that reads 64 KiB every 100 ms of
- * virtual time through an idle timeout of 300 ms gets all 4 MiB and the
- * end of stream: its reads show as progress (partial sends, the kernel's
- * send queue draining) although the proxy's sends complete seldom while
- * its socket buffer is full.
+ * virtual time through an idle timeout of 300 ms gets all 16 MiB (more
+ * than the socket buffers on the way hold) and the end of stream: its
+ * reads show as progress (partial sends, the kernel's send queue
+ * draining) although the proxy's sends complete seldom while its socket
+ * buffer is full. Counting only completed sends, the proxy cut it after
+ * about 4 MiB with a clean end of stream.
  */
 Test(proxy, slow_steady_reader_not_cut)
 {
