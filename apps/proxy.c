@@ -11,27 +11,28 @@
  * next upstream on an error or timeout), then runs both directions in
  * the same poll function.
  *
- * A direction is a multishot receive on its source, a byte FIFO of at
- * most high_water bytes that the direction owns, and one send in flight
- * to its destination. Each received chunk is copied into the FIFO and
- * its ring buffer goes back at once, so a send that does not move (its
- * peer does not read) pins only the direction's own memory, never the
- * shard's ring. The FIFO is a chain of blocks allocated as bytes arrive
- * and freed as they are sent: an idle connection owns none. A full FIFO
- * stops polling its receive and parks it (pw_recv_park(): the leaf keeps
- * a few KiB more, then the socket buffer fills and TCP's window stops
- * the sender).
+ * A direction is a multishot receive on its source, a byte FIFO of about
+ * high_water bytes that the direction owns, and one send in flight to its
+ * destination. Each received chunk is copied into the FIFO and its ring
+ * buffer goes back at once, so a send that does not move (its peer does
+ * not read) pins only the direction's own memory, never the shard's
+ * ring. The FIFO is a chain of blocks allocated as bytes arrive and freed
+ * as they are sent (full-size ones kept per shard for reuse): an idle
+ * connection owns none. A FIFO at the mark stops polling its receive and
+ * parks it (pw_recv_park(): the leaf copies what still arrives into its
+ * own memory, then the socket buffer fills and TCP's window stops the
+ * sender) until it is down to half the mark.
  *
  * End of stream on one side becomes shutdown(SHUT_WR) on the other once
  * the bytes before it are sent; the other direction goes on. A socket
  * error on either side closes both with a reset. One timer per
  * connection serves the idle timeout (no progress either way: bytes
- * received, partial sends, bytes the peers' kernels acknowledged) and
+ * received, partial sends, a kernel send queue that changed) and
  * the send timeout (a direction with bytes to send that made no
  * progress). A connection cut with bytes still undelivered resets the
  * side that loses them, never a clean end of stream.
  *
- * Counters live in one cache line per shard: a counter is written only by
+ * Counters live in one slot per shard: a counter is written only by
  * the thread running that shard (relaxed load and store, no
  * read-modify-write) and read by any thread. The open-connection count
  * of an acceptor, which its connections decrement from wherever they run
