@@ -6,6 +6,8 @@
 #   make check-includes  no include circle crosses module folders except
 #                        through the headers docs/architecture.md names
 #   make asan / tsan / ubsan   the same tests under a sanitizer
+#   make fuzz         fuzz the HTTP/1.1 parsers for FUZZ_SECONDS (60) with
+#                     clang's libFuzzer, ASan and UBSan
 #   make bench        Google Benchmark micro benchmarks (table + JSON, then
 #                     one summary table; BENCH_ARGS adds flags)
 #   make run          the main job: pinwheel bench, shard against steal
@@ -254,6 +256,51 @@ format-check:
 	$(Q)sh scripts/deps.sh clang-format
 	$(Q)clang-format --dry-run -Werror $(FORMAT_SRCS)
 	@echo "format-check: $(words $(FORMAT_SRCS)) files clean"
+
+# A libFuzzer target for the HTTP/1.1 parsers (tests/fuzz/http_parse.c,
+# docs/testing.md), built by clang with ASan and UBSan from
+# apps/http_parse.c alone (no liburing), and run for FUZZ_SECONDS on the
+# seed corpus with the dictionary. What it learns goes to
+# $(FUZZ_DIR)/corpus, kept between runs (the seed corpus is only read);
+# a finding is written to $(FUZZ_DIR)/artifacts and fails the run.
+# tests/fuzz/toolchain.sh installs clang's libFuzzer as root when it is
+# missing, or names the Debian packages. FUZZ_ARGS adds libFuzzer flags.
+# A small ASan quarantine: the target allocates a block per read, and the
+# default quarantine (256 MiB) only slows it down.
+FUZZ_SECONDS ?= 60
+FUZZ_CC ?= clang
+FUZZ_ARGS ?=
+FUZZ_DIR := $(BUILD)/fuzz
+FUZZ_BIN := $(FUZZ_DIR)/http_parse
+FUZZ_CFLAGS := -std=c11 -O1 -g $(WARN) -D_GNU_SOURCE -I. -Iinclude \
+	-fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all \
+	-fno-omit-frame-pointer
+FORMAT_SRCS += $(wildcard tests/fuzz/*.c)
+
+.PHONY: fuzz
+
+$(FUZZ_BIN): tests/fuzz/http_parse.c apps/http_parse.c apps/http_parse.h \
+		tests/fuzz/toolchain.sh Makefile
+	$(Q)sh tests/fuzz/toolchain.sh --install $(FUZZ_CC)
+	@mkdir -p $(dir $@)
+	$(call msg,FUZZCC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/http_parse.c \
+		apps/http_parse.c
+
+fuzz: $(FUZZ_BIN)
+	$(Q)case '$(FUZZ_SECONDS)' in ''|*[!0-9]*) false;; esac && \
+		[ '$(FUZZ_SECONDS)' -gt 0 ] || { \
+		echo "fuzz: FUZZ_SECONDS must be a whole number of seconds above 0," \
+			"not '$(FUZZ_SECONDS)'" >&2; exit 2; }
+	@mkdir -p $(FUZZ_DIR)/corpus $(FUZZ_DIR)/artifacts
+	$(Q)ASAN_OPTIONS=quarantine_size_mb=16:malloc_context_size=2:$$ASAN_OPTIONS \
+		UBSAN_OPTIONS=print_stacktrace=1:$$UBSAN_OPTIONS $(FUZZ_BIN) \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=60 -max_len=16384 \
+		-dict=tests/fuzz/http.dict -print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_ARGS) \
+		$(FUZZ_DIR)/corpus tests/fuzz/corpus/http || { \
+		echo "fuzz: a finding in $(FUZZ_DIR)/artifacts/;" \
+			"rerun one input with: $(FUZZ_BIN) FILE" >&2; exit 1; }
 
 clean:
 	rm -rf build build-asan build-tsan build-ubsan

@@ -826,6 +826,24 @@ static int resp_line(struct pw_http_resp_parser *p, const unsigned char *l,
 }
 
 /*
+ * The head passes its cap within the bytes at @s, @room of which fit
+ * under it. The first wrong byte decides, wherever the reads end: a CR
+ * with no LF after it (the LF would be @s[0]) or a control byte among
+ * those that fit gives -EBADMSG, as a read ending at the cap would; a CR
+ * that fits last may still be followed by its LF, which is past the cap.
+ * Otherwise -EMSGSIZE.
+ */
+static int resp_over_cap(const struct pw_http_resp_parser *p,
+			 const unsigned char *s, size_t room)
+{
+	if (p->line_cr && room)
+		return -EBADMSG;
+	if (room && s[room - 1] == '\r')
+		room--;
+	return value_ok(s, room) ? -EMSGSIZE : -EBADMSG;
+}
+
+/*
  * Head bytes from @s: up to and including the next LF, or all @len when
  * there is none. A CR must come right before an LF; no other control
  * byte but HT may appear. *@took receives the bytes taken.
@@ -840,7 +858,7 @@ static int resp_head(struct pw_http_resp_parser *p, const unsigned char *s,
 
 	*took = lf ? n + 1 : n;
 	if (*took > PW_HTTP_RESP_HEAD_MAX - p->head)
-		return -EMSGSIZE;
+		return resp_over_cap(p, s, PW_HTTP_RESP_HEAD_MAX - p->head);
 	p->head += *took;
 	if (p->line_cr && n)
 		return -EBADMSG; /* a CR, then not an LF */

@@ -1604,3 +1604,48 @@ Test(http_parse, resp_split_across_buffers)
 				  b);
 		}
 }
+
+/*
+ * A response head that passes the 64 KiB cap fails the same way wherever
+ * the reads end: -EBADMSG when a byte under the cap is already wrong (a
+ * control byte, a CR with no LF after it), else -EMSGSIZE (a CR last
+ * under the cap may yet meet its LF).
+ */
+Test(http_parse, resp_cap_split_anywhere)
+{
+	static char buf[PW_HTTP_RESP_HEAD_MAX + 64];
+	static const struct {
+		const char *tail; /* from 10 bytes under the cap */
+		int err;
+	} cases[] = {
+		{ "X-B: \x01zzzzzzzzzzzzzzzzzzzz\r\n\r\n", -EBADMSG },
+		{ "X-B: zzzz\r\nX-C: zzzzzzzzzzzz\r\n\r\n", -EMSGSIZE },
+		{ "X-B: zzzzzzz\x01zzzzzzzzzzzzzzzzzz\r\n\r\n", -EMSGSIZE },
+		{ "X-B: z\rzzzzzzzzzzzzzzzzzzzzzzz\r\n\r\n", -EBADMSG },
+		{ "X-B: zzzz\rzzzzzzzzzzzzzzzzzzzzz\r\n\r\n", -EMSGSIZE },
+		{ "X-B: zzzz\r\n", -EMSGSIZE },
+	};
+	static const char status[] = "HTTP/1.1 200 OK\r\nX-Pad: ";
+	size_t pre = PW_HTTP_RESP_HEAD_MAX - 10;
+	struct resp_trace whole, cut;
+
+	memcpy(buf, status, sizeof(status) - 1);
+	memset(buf + sizeof(status) - 1, 'p', pre - sizeof(status) - 1);
+	memcpy(buf + pre - 2, "\r\n", 2);
+	for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		size_t len = pre + strlen(cases[c].tail);
+
+		memcpy(buf + pre, cases[c].tail, strlen(cases[c].tail));
+		resp_trace(buf, len, 0, 0, &whole);
+		cr_assert_eq(whole.n, 0);
+		cr_assert_eq(whole.rc, cases[c].err, "case %zu: %d", c,
+			     whole.rc);
+		for (size_t a = pre - 3; a <= len; a++)
+			for (size_t b = a; b <= len; b++) {
+				resp_trace(buf, len, a, b, &cut);
+				cr_assert(same_trace(&whole, &cut),
+					  "case %zu, cuts %zu %zu: %d", c, a, b,
+					  cut.rc);
+			}
+	}
+}
