@@ -3,37 +3,50 @@
  * proxy.c - `pinwheel proxy`: an L4 TCP proxy (see proxy.h, docs/proxy.md).
  *
  * One acceptor task per shard takes connections from the shard's
- * SO_REUSEPORT socket and spawns one task per connection on that shard.
- * The connection task connects to an upstream (round robin per acceptor,
- * failing over to the next upstream on an error or timeout), then runs
- * both directions in the same poll function. A direction is a multishot
- * receive on its source, a FIFO of buffers borrowed from the shard's ring
- * and one send in flight to its destination: bytes are sent from the very
- * buffer the kernel received them into, which then goes back to the ring.
- * A direction stops taking buffers from its receive while it holds
- * high_water unsent bytes (or its FIFO is full); the receive then pauses
- * itself once its own queue is full (net/stream.c), the socket buffer
- * fills and TCP's window stops the sender.
+ * SO_REUSEPORT socket and spawns one task per connection on that shard,
+ * up to --max-conns open at once: at the cap the acceptor pauses its
+ * accept (the excess waits in the kernel's backlog) and the connection
+ * that brings the count below the cap wakes it. The connection task
+ * connects to an upstream (round robin per acceptor, failing over to the
+ * next upstream on an error or timeout), then runs both directions in
+ * the same poll function.
+ *
+ * A direction is a multishot receive on its source, a byte FIFO of about
+ * high_water bytes that the direction owns, and one send in flight to its
+ * destination. Each received chunk is copied into the FIFO and its ring
+ * buffer goes back at once, so a send that does not move (its peer does
+ * not read) pins only the direction's own memory, never the shard's
+ * ring. The FIFO is a chain of blocks allocated as bytes arrive and freed
+ * as they are sent (full-size ones kept per shard for reuse): an idle
+ * connection owns none. A FIFO at the mark stops polling its receive and
+ * parks it (pw_recv_park(): the leaf copies what still arrives into its
+ * own memory, then the socket buffer fills and TCP's window stops the
+ * sender) until it is down to half the mark.
  *
  * End of stream on one side becomes shutdown(SHUT_WR) on the other once
  * the bytes before it are sent; the other direction goes on. A socket
- * error on either side closes both, with SO_LINGER 0 so that the other
- * peer sees a reset too. A connection that moves no byte for the idle
- * timeout is closed. Closing waits for every send in flight to end before
- * the buffers go back to the ring, then cancels-and-closes both sockets.
+ * error on either side closes both with a reset. One timer per
+ * connection serves the idle timeout (no progress either way: bytes
+ * received, partial sends, a kernel send queue that changed) and
+ * the send timeout (a direction with bytes to send that made no
+ * progress). A connection cut with bytes still undelivered resets the
+ * side that loses them, never a clean end of stream.
  *
- * Counters live in one cache line per shard: a counter is written only by
+ * Counters live in one slot per shard: a counter is written only by
  * the thread running that shard (relaxed load and store, no
  * read-modify-write) and read by any thread. The open-connection count
  * of an acceptor, which its connections decrement from wherever they run
  * (stealing mode), is the one read-modify-write.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
+#include <linux/sockios.h>
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
@@ -42,16 +55,22 @@
 #include "apps/driver.h"
 #include "apps/proxy.h"
 
-/* Buffers one direction holds, whatever their sizes. */
-#define PX_QCAP 64
+/* Most bytes in one block of a direction's FIFO. */
+#define PX_BLK (16 * 1024)
 /* How often an acceptor looks at the drain flag and samples the ring. */
 #define PX_TICK_NS (50 * PW_NSEC_PER_MSEC)
+
+/* A message this small into an empty FIFO gets a block its size. */
+#define PX_SMALL 512
+/* Full-size FIFO blocks a shard keeps for reuse (1 MiB). */
+#define PX_SPARE_MAX 64
+
+struct px_blk;
 
 /* Per-shard counters (indices into struct px_slot.c). */
 enum {
 	X_TOTAL,
 	X_ENDED,
-	X_REJECTED,
 	X_UP,
 	X_DOWN,
 	X_CONNECT_ERR,
@@ -59,9 +78,13 @@ enum {
 	X_UP_FAILED,
 	X_RESETS,
 	X_IDLE,
+	X_SEND_TMO,
+	X_ABORTS,
 	X_HALF,
 	X_DRAIN,
 	X_RELEASE_ERR,
+	X_SPAWN_ERR,
+	X_PAUSES,
 	X_BUFFERED_PEAK, /* a maximum, not a sum */
 	X_BORROWED,	 /* a gauge */
 	X_BORROWED_PEAK, /* a maximum */
@@ -76,9 +99,20 @@ struct px_slot {
 	_Atomic uint64_t c[X_NCOUNTERS];
 	/* Connections open from this slot's acceptor: incremented by the
 	 * acceptor, decremented by its connections on any thread. Relaxed
-	 * read-modify-writes: the count is the only shared state. */
+	 * read-modify-writes: the count is the only shared state (the
+	 * wake below does not rely on their order). */
 	_Atomic uint64_t open;
 	_Atomic int acceptor_live; /* 1 while the acceptor runs */
+	/* The acceptor's own waker while it runs (empty otherwise), woken
+	 * by a connection whose end brings open below --max-conns. */
+	pthread_mutex_t lock;
+	struct pw_waker waker;
+	/* Full-size FIFO blocks kept for reuse by the thread running this
+	 * slot's shard (only that thread touches them): freeing and
+	 * allocating 16 KiB per chunk would let the allocator hand pages
+	 * back to the kernel and fault them in again. */
+	struct px_blk *spare;
+	unsigned nspare;
 } __attribute__((aligned(64)));
 
 struct pw_proxy {
@@ -126,7 +160,54 @@ static struct px_slot *my_slot(struct pw_proxy *p)
 	return &p->slot[id >= 0 && (unsigned)id < p->nshards ? (unsigned)id : 0];
 }
 
-/* ---- one connection ---------------------------------------------------- */
+/* ---- a direction's byte FIFO ----------------------------------------- */
+
+/* One block of a FIFO: bytes [off, fill) of its cap wait to be sent. */
+struct px_blk {
+	struct px_blk *next;
+	uint32_t off, fill, cap;
+	char data[];
+};
+
+/*
+ * A block for @n more bytes: for a small message into an empty FIFO, one
+ * just big enough (from the allocator's per-thread cache); else a
+ * full-size one, from @s's spares when it has one. NULL when out of
+ * memory.
+ */
+static struct px_blk *blk_new(struct px_slot *s, bool first, uint32_t n)
+{
+	uint32_t cap = PX_BLK;
+	struct px_blk *b;
+
+	if (first && n <= PX_SMALL)
+		cap = (n + 63) & ~63u;
+	if (cap == PX_BLK && s->spare) {
+		b = s->spare;
+		s->spare = b->next;
+		s->nspare--;
+	} else {
+		b = malloc(sizeof(*b) + cap);
+		if (!b)
+			return NULL;
+	}
+	b->next = NULL;
+	b->off = b->fill = 0;
+	b->cap = cap;
+	return b;
+}
+
+/* Free @b, or keep it among @s's spares. */
+static void blk_free(struct px_slot *s, struct px_blk *b)
+{
+	if (b->cap == PX_BLK && s->nspare < PX_SPARE_MAX) {
+		b->next = s->spare;
+		s->spare = b;
+		s->nspare++;
+		return;
+	}
+	free(b);
+}
 
 enum { D_RUN, D_EOF, D_SHUT, D_DONE };
 enum { P_CONNECT, P_RUN, P_CLOSE_SENDS, P_CLOSE_FDS, P_DONE };
@@ -136,14 +217,87 @@ struct px_dir {
 	struct pw_recv rx;
 	struct pw_send tx;
 	struct pw_close sh; /* shutdown(dst, SHUT_WR) after end of stream */
-	struct pw_net_buf q[PX_QCAP];
-	uint64_t queued; /* unsent bytes in q */
-	uint16_t head, n;
-	uint8_t st; /* D_* */
-	bool busy;  /* a send of q[head] has begun */
-	int ctr;    /* X_UP or X_DOWN */
+	struct px_blk *head, *tail; /* the FIFO; NULL when empty */
+	uint64_t queued;	    /* unsent bytes in the FIFO */
+	uint64_t rcvd;		    /* bytes received in all */
+	uint64_t prog;		    /* pw_send_progress() when last seen */
+	uint64_t outq;		    /* dst's unacknowledged bytes, last look */
+	uint64_t wait_from;	    /* since when it waits on its send */
+	uint32_t slen;		    /* bytes of the send in flight, 0: none */
+	uint8_t st;		    /* D_* */
+	bool waiting;		    /* bytes to send: wait_from counts */
+	bool full;		    /* reached high water, not yet half */
+	int ctr;		    /* X_UP or X_DOWN */
 	int src, dst;
 };
+
+/*
+ * Copy @n bytes at @p to the tail of @d's FIFO, allocating blocks as
+ * needed. Return: the bytes copied (fewer than @n only when out of
+ * memory).
+ */
+static uint32_t fifo_put(struct px_dir *d, struct px_slot *s, const char *p,
+			 uint32_t n)
+{
+	uint32_t done = 0;
+
+	while (done < n) {
+		struct px_blk *t = d->tail;
+
+		if (!t || t->fill == t->cap) {
+			struct px_blk *b = blk_new(s, !t, n - done);
+
+			if (!b)
+				break;
+			if (t)
+				t->next = b;
+			else
+				d->head = b;
+			d->tail = t = b;
+		}
+		uint32_t k = t->cap - t->fill;
+		if (k > n - done)
+			k = n - done;
+		memcpy(t->data + t->fill, p + done, k);
+		t->fill += k;
+		done += k;
+	}
+	d->queued += done;
+	return done;
+}
+
+/* The send in flight ended: drop its @n bytes from the FIFO's head. */
+static void fifo_sent(struct px_dir *d, struct px_slot *s, uint32_t n)
+{
+	struct px_blk *h = d->head;
+
+	h->off += n;
+	d->queued -= n;
+	if (h->off == h->fill) {
+		/* Blocks before the tail are full: a sent head is done. */
+		d->head = h->next;
+		if (!d->head)
+			d->tail = NULL;
+		blk_free(s, h);
+	}
+}
+
+/* Free the FIFO's blocks to the allocator: closing may run off the
+ * shard (a drop at runtime shutdown), where the spares are not ours. */
+static void fifo_free(struct px_dir *d)
+{
+	while (d->head) {
+		struct px_blk *h = d->head;
+
+		d->head = h->next;
+		free(h);
+	}
+	d->tail = NULL;
+	d->queued = 0;
+	d->slen = 0;
+}
+
+/* ---- one connection ---------------------------------------------------- */
 
 struct px_conn {
 	struct pw_proxy *p;
@@ -151,14 +305,15 @@ struct px_conn {
 	int cfd, ufd;
 	uint8_t phase;
 	bool ended;
-	bool reset; /* closing after a socket error: SO_LINGER 0 */
 	bool tx_idle[2];
 	unsigned up, tries;
 	uint64_t attempt_deadline;
-	uint64_t last; /* runtime ns of the last byte moved */
+	uint64_t last;	/* runtime ns of the last progress */
+	uint64_t moved; /* bytes received plus sent, when last seen */
+	uint64_t armed; /* the timer's deadline */
 	struct pw_connect conn;
 	bool connecting;
-	struct pw_sleep idle;
+	struct pw_sleep timer; /* idle and send timeouts */
 	struct px_dir d[2]; /* 0: client to upstream; 1: upstream to client */
 	struct pw_close cl[2];
 	bool closed[2];
@@ -166,76 +321,102 @@ struct px_conn {
 
 static void dir_init(struct px_dir *d, int src, int dst, int ctr)
 {
+	memset(d, 0, sizeof(*d));
 	pw_recv_init(&d->rx, src);
 	pw_send_init(&d->tx, dst);
-	d->head = d->n = 0;
-	d->queued = 0;
 	d->st = D_RUN;
-	d->busy = false;
 	d->ctr = ctr;
 	d->src = src;
 	d->dst = dst;
 }
 
-static void release_all(struct px_dir *d, struct px_slot *s)
+/*
+ * Receive into @d's FIFO while it has room: each chunk is copied and its
+ * ring buffer given back; the tail of one that does not fit goes back to
+ * the leaf (pw_recv_unread()). The bytes a parked receive gathered in its
+ * own memory are taken whole, even past the mark: a poll that hands them
+ * out re-arms the receive, so leaving a remainder there would let it
+ * gather more at each resume than the resume takes. A FIFO that reached
+ * the mark parks the receive until it is down to half of it, so a slow
+ * peer costs one park and one resume per half mark, not per send.
+ * Return: 0, or -errno for a socket error or -ENOMEM.
+ */
+static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
+		    struct px_slot *s)
 {
-	while (d->n) {
-		if (pw_net_buf_release(&d->q[d->head]))
+	uint64_t hw = c->p->cfg.high_water;
+
+	if (d->full && d->queued > hw / 2)
+		goto park;
+	d->full = false;
+	while (d->st == D_RUN && d->queued < hw) {
+		struct pw_net_buf b;
+		int32_t res;
+
+		if (pw_recv_poll(cx, &d->rx, PW_TIME_NEVER, &b, &res) ==
+		    PW_PENDING)
+			return 0;
+		if (res < 0)
+			return res;
+		if (res == 0) {
+			d->st = D_EOF;
+			return 0;
+		}
+		uint64_t room = hw - d->queued;
+		uint32_t want = (uint64_t)b.len < room ||
+						b.bid == PW_NET_BUF_OWN ?
+					b.len :
+					(uint32_t)room;
+		uint32_t took = fifo_put(d, s, b.data, want);
+
+		if (took < b.len) {
+			if (pw_recv_unread(&d->rx, &b, took)) {
+				if (pw_net_buf_release(&b))
+					ctr_add(s, X_RELEASE_ERR, 1);
+				return -ENOMEM;
+			}
+		} else if (pw_net_buf_release(&b)) {
 			ctr_add(s, X_RELEASE_ERR, 1);
-		d->head = (uint16_t)((d->head + 1) % PX_QCAP);
-		d->n--;
+		}
+		if (!took)
+			return -ENOMEM;
+		d->rcvd += took;
+		ctr_add(s, d->ctr, took);
+		ctr_max(s, X_BUFFERED_PEAK, d->queued);
 	}
-	d->queued = 0;
+	if (d->st != D_RUN)
+		return 0;
+	d->full = true;
+park:
+	pw_recv_park(&d->rx);
+	return 0;
 }
 
 /*
- * Move what can be moved in direction @d. Return: 1 when a byte moved,
- * 0 when not, -errno for a socket error on either side.
+ * Move what can be moved in direction @d: receive, send from the FIFO,
+ * pass on the end of stream. Return: 0, or -errno for a socket error on
+ * either side.
  */
 static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 		    struct px_slot *s)
 {
-	uint64_t hw = c->p->cfg.high_water;
-	int moved = 0;
-
 	for (;;) {
-		while (d->st == D_RUN && d->n < PX_QCAP && d->queued < hw) {
-			struct pw_net_buf b;
-			int32_t res;
-
-			if (pw_recv_poll(cx, &d->rx, PW_TIME_NEVER, &b, &res) ==
-			    PW_PENDING)
-				break;
-			if (res < 0)
-				return res;
-			if (res == 0) {
-				d->st = D_EOF;
-				break;
-			}
-			d->q[(d->head + d->n) % PX_QCAP] = b;
-			d->n++;
-			d->queued += (uint64_t)res;
-			ctr_add(s, d->ctr, (uint64_t)res);
-			ctr_max(s, X_BUFFERED_PEAK, d->queued);
-			moved = 1;
-		}
-		if (!d->n)
-			break;
-		struct pw_net_buf *b = &d->q[d->head];
+		int err = dir_recv(cx, c, d, s);
 		int32_t res;
-		d->busy = true;
-		if (pw_send_poll(cx, &d->tx, b->data, b->len, PW_TIME_NEVER,
-				 &res) == PW_PENDING)
-			return moved;
-		d->busy = false;
+
+		if (err)
+			return err;
+		if (!d->head)
+			break;
+		if (!d->slen)
+			d->slen = d->head->fill - d->head->off;
+		if (pw_send_poll(cx, &d->tx, d->head->data + d->head->off,
+				 d->slen, PW_TIME_NEVER, &res) == PW_PENDING)
+			return 0;
 		if (res < 0)
 			return res;
-		d->queued -= b->len;
-		if (pw_net_buf_release(b))
-			ctr_add(s, X_RELEASE_ERR, 1);
-		d->head = (uint16_t)((d->head + 1) % PX_QCAP);
-		d->n--;
-		moved = 1;
+		fifo_sent(d, s, d->slen);
+		d->slen = 0;
 	}
 	if (d->st == D_EOF) {
 		pw_shutdown_init(&d->sh, d->dst, SHUT_WR);
@@ -244,33 +425,41 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 	if (d->st == D_SHUT) {
 		int32_t res;
 		if (pw_close_poll(cx, &d->sh, &res) == PW_PENDING)
-			return moved;
+			return 0;
 		ctr_add(s, X_HALF, 1);
 		d->st = D_DONE;
 	}
-	return moved;
+	return 0;
 }
 
-static void conn_end(struct px_conn *c, struct px_slot *s)
+static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 {
+	uint64_t cap = c->p->cfg.max_conns;
+	uint64_t was;
+
 	if (c->ended)
 		return;
 	c->ended = true;
 	ctr_add(s, X_ENDED, 1);
-	/* Relaxed: pairs with the fetch_add in acceptor_poll(); a count. */
-	atomic_fetch_sub_explicit(&c->home->open, 1, memory_order_relaxed);
+	/* Relaxed: pairs with the fetch_add in acceptor_take(); a count. */
+	was = atomic_fetch_sub_explicit(&c->home->open, 1,
+					memory_order_relaxed);
+	if (!wake || !cap || was != cap)
+		return;
+	/* Below the cap again: the acceptor may have paused. */
+	pthread_mutex_lock(&c->home->lock);
+	pw_waker_wake_by_ref(&c->home->waker);
+	pthread_mutex_unlock(&c->home->lock);
 }
 
+/* Cancel both directions' leaves and go to the closing phases; with
+ * @reset both sockets are reset instead of closed. */
 static void begin_close(struct px_conn *c, bool reset)
 {
-	c->reset = reset;
 	if (reset) {
-		struct linger lg = { 1, 0 };
-		(void)setsockopt(c->cfd, SOL_SOCKET, SO_LINGER, &lg,
-				 sizeof(lg));
+		(void)pw_net_abort(c->cfd);
 		if (c->ufd >= 0)
-			(void)setsockopt(c->ufd, SOL_SOCKET, SO_LINGER, &lg,
-					 sizeof(lg));
+			(void)pw_net_abort(c->ufd);
 	}
 	for (int i = 0; i < 2 && c->ufd >= 0; i++) {
 		pw_recv_cancel(&c->d[i].rx);
@@ -278,6 +467,41 @@ static void begin_close(struct px_conn *c, bool reset)
 		c->tx_idle[i] = false;
 	}
 	c->phase = P_CLOSE_SENDS;
+}
+
+/* The bytes of @fd's send queue that @req (SIOCOUTQ: not yet
+ * acknowledged; SIOCOUTQNSD: not yet sent) counts, or 0. */
+static uint64_t outq(int fd, unsigned long req)
+{
+	int n = 0;
+
+	if (ioctl(fd, req, &n) || n < 0)
+		return 0;
+	return (uint64_t)n;
+}
+
+/*
+ * Cut the connection (a timeout, the drain deadline): each side that
+ * would lose bytes the proxy received (in a FIFO, or in the kernel's send
+ * queue not yet sent: its peer stopped reading) is reset, the others
+ * closed. Bytes sent and not yet acknowledged are not lost: a close
+ * still retransmits them.
+ */
+static void cut(struct px_conn *c, struct px_slot *s)
+{
+	bool lost = false;
+
+	for (int i = 0; i < 2 && c->ufd >= 0; i++) {
+		struct px_dir *d = &c->d[i];
+
+		if (d->queued || outq(d->dst, SIOCOUTQNSD)) {
+			(void)pw_net_abort(d->dst);
+			lost = true;
+		}
+	}
+	if (lost)
+		ctr_add(s, X_ABORTS, 1);
+	begin_close(c, false);
 }
 
 static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
@@ -304,11 +528,6 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 			dir_init(&c->d[1], fd, c->cfd, X_DOWN);
 			pw_close_init(&c->cl[1], fd);
 			c->last = (uint64_t)pw_time_now();
-			pw_sleep_init_at(
-				&c->idle,
-				p->cfg.idle_timeout_ns ?
-					c->last + p->cfg.idle_timeout_ns :
-					PW_TIME_NEVER);
 			c->phase = P_RUN;
 			return PW_READY;
 		}
@@ -324,11 +543,110 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 	}
 }
 
+/* Note progress at @now: bytes received or sent (partial sends count). */
+static void note_progress(struct px_conn *c, uint64_t now)
+{
+	uint64_t moved = 0;
+
+	for (int i = 0; i < 2; i++) {
+		struct px_dir *d = &c->d[i];
+		uint64_t sent = pw_send_progress(&d->tx);
+
+		moved += d->rcvd + sent;
+		if (!d->head) {
+			d->waiting = false;
+		} else if (!d->waiting || sent != d->prog) {
+			d->waiting = true;
+			d->prog = sent;
+			d->wait_from = now;
+		}
+	}
+	if (moved != c->moved) {
+		c->moved = moved;
+		c->last = now;
+	}
+}
+
+/*
+ * The timer fired: a send queue in the kernel that changed since the last
+ * look counts as progress too. A reader draining a full socket buffer
+ * lets a send complete only once a third of it is free; its progress
+ * shows here first. Two ioctls per firing, none per chunk.
+ */
+static void note_kernel(struct px_conn *c, uint64_t now)
+{
+	for (int i = 0; i < 2; i++) {
+		struct px_dir *d = &c->d[i];
+		uint64_t q = outq(d->dst, SIOCOUTQ);
+
+		if (q != d->outq) {
+			d->outq = q;
+			c->last = now;
+			d->wait_from = now;
+		}
+	}
+}
+
+/* The earliest deadline of the idle and send timeouts. */
+static uint64_t next_deadline(const struct px_conn *c)
+{
+	const struct pw_proxy_config *cfg = &c->p->cfg;
+	uint64_t t = PW_TIME_NEVER;
+
+	if (cfg->idle_timeout_ns)
+		t = c->last + cfg->idle_timeout_ns;
+	for (int i = 0; i < 2 && cfg->send_timeout_ns; i++)
+		if (c->d[i].waiting &&
+		    c->d[i].wait_from + cfg->send_timeout_ns < t)
+			t = c->d[i].wait_from + cfg->send_timeout_ns;
+	return t;
+}
+
+/*
+ * The timeouts, checked after each step. The timer is moved lazily: a
+ * later deadline waits for it to fire, and it is then re-armed; only an
+ * earlier one (a send begins to wait) re-files it.
+ */
+static void timers_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
+{
+	const struct pw_proxy_config *cfg = &c->p->cfg;
+	uint64_t now, t;
+
+	if (!cfg->idle_timeout_ns && !cfg->send_timeout_ns)
+		return;
+	now = (uint64_t)pw_time_now();
+	note_progress(c, now);
+	t = next_deadline(c);
+	if (t < c->armed) {
+		pw_sleep_reset(&c->timer, t);
+		c->armed = t;
+	}
+	while (pw_sleep_poll(cx, &c->timer) == PW_READY) {
+		note_kernel(c, now);
+		for (int i = 0; i < 2 && cfg->send_timeout_ns; i++) {
+			struct px_dir *d = &c->d[i];
+
+			if (d->waiting &&
+			    now >= d->wait_from + cfg->send_timeout_ns) {
+				ctr_add(s, X_SEND_TMO, 1);
+				ctr_add(s, X_ABORTS, 1);
+				begin_close(c, true);
+				return;
+			}
+		}
+		if (cfg->idle_timeout_ns &&
+		    now >= c->last + cfg->idle_timeout_ns) {
+			ctr_add(s, X_IDLE, 1);
+			cut(c, s);
+			return;
+		}
+		c->armed = next_deadline(c);
+		pw_sleep_reset(&c->timer, c->armed);
+	}
+}
+
 static void run_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 {
-	uint64_t idle = c->p->cfg.idle_timeout_ns;
-	int moved = 0;
-
 	for (int i = 0; i < 2; i++) {
 		int r = dir_step(cx, c, &c->d[i], s);
 
@@ -337,26 +655,36 @@ static void run_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 			begin_close(c, true);
 			return;
 		}
-		moved |= r;
 	}
 	if (c->d[0].st == D_DONE && c->d[1].st == D_DONE) {
 		begin_close(c, false);
 		return;
 	}
-	if (!idle)
-		return;
-	if (moved)
-		c->last = (uint64_t)pw_time_now();
-	/* The timer is moved lazily: when it fires early, it is re-armed
-	 * for the last activity plus the timeout. */
-	while (pw_sleep_poll(cx, &c->idle) == PW_READY) {
-		if ((uint64_t)pw_time_now() >= c->last + idle) {
-			ctr_add(s, X_IDLE, 1);
-			begin_close(c, false);
-			return;
-		}
-		pw_sleep_reset(&c->idle, c->last + idle);
+	timers_step(cx, c, s);
+}
+
+/* P_CLOSE_SENDS: wait for the cancelled sends' final completions (the
+ * kernel may read their bytes until then), then free the FIFOs. */
+static enum pw_poll close_sends(struct pw_cx *cx, struct px_conn *c)
+{
+	int32_t res;
+
+	/* A zero-byte poll waits for the final completion without starting
+	 * another send. */
+	for (int i = 0; i < 2 && c->ufd >= 0; i++)
+		if (!c->tx_idle[i] &&
+		    pw_send_poll(cx, &c->d[i].tx, NULL, 0, PW_TIME_NEVER,
+				 &res) == PW_READY)
+			c->tx_idle[i] = true;
+	if (c->ufd >= 0 && !(c->tx_idle[0] && c->tx_idle[1]))
+		return PW_PENDING;
+	pw_sleep_cancel(&c->timer);
+	if (c->ufd >= 0) {
+		fifo_free(&c->d[0]);
+		fifo_free(&c->d[1]);
 	}
+	c->phase = P_CLOSE_FDS;
+	return PW_READY;
 }
 
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
@@ -371,23 +699,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 		run_step(cx, c, s);
 	if (c->phase == P_RUN)
 		return PW_PENDING;
-	if (c->phase == P_CLOSE_SENDS) {
-		/* A cancelled send ends with its final completion; a zero-byte
-		 * poll waits for that without starting another. */
-		for (int i = 0; i < 2; i++)
-			if (!c->tx_idle[i] && c->ufd >= 0 &&
-			    pw_send_poll(cx, &c->d[i].tx, NULL, 0,
-					 PW_TIME_NEVER, &res) == PW_READY)
-				c->tx_idle[i] = true;
-		if (c->ufd >= 0 && !(c->tx_idle[0] && c->tx_idle[1]))
-			return PW_PENDING;
-		pw_sleep_cancel(&c->idle);
-		if (c->ufd >= 0) {
-			release_all(&c->d[0], s);
-			release_all(&c->d[1], s);
-		}
-		c->phase = P_CLOSE_FDS;
-	}
+	if (c->phase == P_CLOSE_SENDS && close_sends(cx, c) == PW_PENDING)
+		return PW_PENDING;
 	if (c->phase == P_CLOSE_FDS) {
 		for (int i = 0; i < 2; i++) {
 			if (c->closed[i])
@@ -403,7 +716,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			return PW_PENDING;
 		c->phase = P_DONE;
 	}
-	conn_end(c, s);
+	conn_end(c, s, true);
 	return pw_ready(cx, 0);
 }
 
@@ -411,28 +724,31 @@ static void conn_drop(void *state)
 {
 	struct px_conn *c = state;
 	struct px_slot *s = my_slot(c->p);
+	bool cut_short = !c->ended && c->phase != P_DONE;
 
 	if (c->phase == P_CONNECT && c->connecting)
 		pw_connect_cancel(&c->conn);
-	pw_sleep_cancel(&c->idle);
+	pw_sleep_cancel(&c->timer);
+	/* Cut by the drain deadline with bytes undelivered: reset. */
+	if (cut_short && c->phase == P_RUN)
+		cut(c, s);
 	/* Only runtime shutdown drops a connection that has not finished:
-	 * a send cancelled here may still read its buffer until its final
-	 * completion, but the ring is freed only after that, and the bytes
-	 * go to a socket being closed. */
+	 * a send cancelled here may still read its block until its final
+	 * completion, but the bytes go to a socket being closed. */
 	if (c->ufd >= 0) {
 		for (int i = 0; i < 2; i++) {
 			pw_recv_cancel(&c->d[i].rx);
 			pw_send_cancel(&c->d[i].tx);
-			release_all(&c->d[i], s);
+			fifo_free(&c->d[i]);
 		}
 	}
-	if (!c->ended && c->phase != P_DONE)
+	if (cut_short)
 		ctr_add(s, X_DRAIN, 1);
 	if (!pw_close_cancel(&c->cl[0]))
 		close(c->cfd);
 	if (c->ufd >= 0 && !pw_close_cancel(&c->cl[1]))
 		close(c->ufd);
-	conn_end(c, s);
+	conn_end(c, s, false);
 }
 
 /* ---- the acceptor --------------------------------------------------- */
@@ -442,7 +758,8 @@ struct px_acceptor {
 	unsigned idx;
 	unsigned rr;
 	bool started;
-	uint64_t tick;
+	bool paused; /* at --max-conns, counted once per pause */
+	struct pw_sleep tick;
 	struct pw_accept acc;
 };
 
@@ -458,81 +775,108 @@ static void acceptor_sample(struct pw_proxy *p)
 	ctr_set(s, X_BUFS_TOTAL, ns.bufs_total);
 }
 
-static void acceptor_spawn(struct px_acceptor *a, int fd)
+/* pw_cli_accept_loop()'s stop: the proxy drains. */
+static bool acceptor_stop(void *arg)
 {
+	struct px_acceptor *a = arg;
+
+	/* Relaxed: pairs with the store in pw_proxy_drain(). */
+	return atomic_load_explicit(&a->p->draining, memory_order_relaxed);
+}
+
+/* pw_cli_accept_loop()'s full: --max-conns connections are open. */
+static bool acceptor_full(void *arg)
+{
+	struct px_acceptor *a = arg;
+	struct pw_proxy *p = a->p;
+	bool full;
+
+	/* Relaxed: pairs with the fetch_sub in conn_end(), which wakes
+	 * this task after it (under the slot's lock). */
+	full = p->cfg.max_conns &&
+	       atomic_load_explicit(&p->slot[a->idx].open,
+				    memory_order_relaxed) >= p->cfg.max_conns;
+	if (full && !a->paused)
+		ctr_add(my_slot(p), X_PAUSES, 1);
+	a->paused = full;
+	return full;
+}
+
+/* pw_cli_accept_loop()'s take: start the connection task of @fd. */
+static void acceptor_take(void *arg, int fd)
+{
+	struct px_acceptor *a = arg;
 	struct pw_proxy *p = a->p;
 	struct px_slot *home = &p->slot[a->idx];
 	struct px_slot *s = my_slot(p);
 	struct px_conn c;
 
-	/* Relaxed: pairs with the fetch_sub in conn_end(); a count. */
-	if (p->cfg.max_conns &&
-	    atomic_load_explicit(&home->open, memory_order_relaxed) >=
-		    p->cfg.max_conns) {
-		ctr_add(s, X_REJECTED, 1);
-		close(fd);
-		return;
-	}
 	memset(&c, 0, sizeof(c));
 	c.p = p;
 	c.home = home;
 	c.cfd = fd;
 	c.ufd = -1;
 	c.up = a->rr++ % p->cfg.nupstreams;
-	pw_sleep_init_at(&c.idle, PW_TIME_NEVER);
+	c.armed = PW_TIME_NEVER;
+	pw_sleep_init_at(&c.timer, PW_TIME_NEVER);
 	pw_close_init(&c.cl[0], fd);
 	pw_close_init(&c.cl[1], -1);
 	/* Relaxed: pairs with the fetch_sub in conn_end(); a count. */
 	atomic_fetch_add_explicit(&home->open, 1, memory_order_relaxed);
 	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop)) {
 		atomic_fetch_sub_explicit(&home->open, 1, memory_order_relaxed);
-		ctr_add(s, X_REJECTED, 1);
+		ctr_add(s, X_SPAWN_ERR, 1);
 		close(fd);
 		return;
 	}
 	ctr_add(s, X_TOTAL, 1);
 }
 
+/* The acceptor ends: its waker is dropped, then the drain may close the
+ * listener. */
+static void acceptor_end(struct px_acceptor *a)
+{
+	struct px_slot *slot = &a->p->slot[a->idx];
+
+	pw_sleep_cancel(&a->tick);
+	pthread_mutex_lock(&slot->lock);
+	pw_waker_drop(&slot->waker);
+	pthread_mutex_unlock(&slot->lock);
+	/* Release: pairs with the acquire load in pw_proxy_drain(), so the
+	 * listener is closed only after this task stopped using it. */
+	atomic_store_explicit(&slot->acceptor_live, 0, memory_order_release);
+}
+
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct px_acceptor *a = state;
 	struct pw_proxy *p = a->p;
+	struct px_slot *slot = &p->slot[a->idx];
+	enum pw_poll r;
 
 	if (!a->started) {
+		struct pw_waker w = pw_cx_waker(cx);
+
 		/* Before the first receive on this shard creates the ring;
 		 * -EBUSY (a ring already made) keeps the old geometry. */
 		(void)pw_net_configure(&p->cfg.net);
 		a->started = true;
-		a->tick = (uint64_t)pw_time_now() + PX_TICK_NS;
+		pthread_mutex_lock(&slot->lock);
+		(void)pw_waker_clone(&slot->waker, &w);
+		pthread_mutex_unlock(&slot->lock);
+		pw_sleep_init(&a->tick, PX_TICK_NS);
 		acceptor_sample(p);
 	}
-	for (;;) {
-		int fd;
-
-		/* Relaxed: pairs with the store in pw_proxy_drain(). */
-		if (atomic_load_explicit(&p->draining, memory_order_relaxed))
-			break;
-		if (pw_accept_poll(cx, &a->acc, a->tick, &fd) == PW_PENDING)
-			return PW_PENDING;
-		if (fd == -ETIMEDOUT) {
-			acceptor_sample(p);
-			a->tick = (uint64_t)pw_time_now() + PX_TICK_NS;
-			continue;
-		}
-		if (fd == -EINVAL || fd == -EBADF) {
-			fprintf(stderr, "pinwheel proxy: accept: %s\n",
-				strerror(-fd));
-			break;
-		}
-		if (fd >= 0)
-			acceptor_spawn(a, fd);
+	/* The tick samples the ring and brings the stop flag to a look. */
+	while (pw_sleep_poll(cx, &a->tick) == PW_READY) {
+		acceptor_sample(p);
+		pw_sleep_reset(&a->tick, (uint64_t)pw_time_now() + PX_TICK_NS);
 	}
-	pw_accept_cancel(&a->acc);
-	/* Release: pairs with the acquire load in pw_proxy_drain(), so the
-	 * listener is closed only after this task stopped using it. */
-	atomic_store_explicit(&p->slot[a->idx].acceptor_live, 0,
-			      memory_order_release);
-	return pw_ready(cx, 0);
+	r = pw_cli_accept_loop(cx, &a->acc, "pinwheel proxy", acceptor_stop,
+			       acceptor_full, acceptor_take, a);
+	if (r == PW_READY)
+		acceptor_end(a);
+	return r;
 }
 
 static void acceptor_drop(void *state)
@@ -540,9 +884,7 @@ static void acceptor_drop(void *state)
 	struct px_acceptor *a = state;
 
 	pw_accept_cancel(&a->acc);
-	/* Release: as at the end of acceptor_poll(). */
-	atomic_store_explicit(&a->p->slot[a->idx].acceptor_live, 0,
-			      memory_order_release);
+	acceptor_end(a);
 }
 
 /* ---- the API ------------------------------------------------------------ */
@@ -554,6 +896,7 @@ void pw_proxy_config_init(struct pw_proxy_config *cfg)
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->high_water = 256 * 1024;
 	cfg->idle_timeout_ns = 60 * PW_NSEC_PER_SEC;
+	cfg->send_timeout_ns = 60 * PW_NSEC_PER_SEC;
 	cfg->connect_timeout_ns = 5 * PW_NSEC_PER_SEC;
 	pw_config_init(&cfg->rt);
 	pw_net_config_init(&cfg->net);
@@ -591,6 +934,22 @@ int pw_proxy_upstreams_parse(struct pw_proxy_config *cfg, const char *text)
 	return 0;
 }
 
+static void slots_free(struct pw_proxy *p)
+{
+	for (unsigned i = 0; p->slot && i < p->nshards; i++) {
+		struct px_slot *s = &p->slot[i];
+
+		while (s->spare) {
+			struct px_blk *b = s->spare;
+
+			s->spare = b->next;
+			free(b);
+		}
+		pthread_mutex_destroy(&s->lock);
+	}
+	free(p->slot);
+}
+
 int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 {
 	struct pw_proxy *p;
@@ -618,6 +977,8 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		goto fail;
 	}
 	memset(p->slot, 0, p->nshards * sizeof(*p->slot));
+	for (unsigned i = 0; i < p->nshards; i++)
+		pthread_mutex_init(&p->slot[i].lock, NULL);
 	/* Stealing mode runs an acceptor on whichever worker takes it, and
 	 * a multishot accept arms on the socket of the worker polling it:
 	 * with one SO_REUSEPORT socket per shard, a socket might have no
@@ -638,6 +999,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		a.p = p;
 		a.idx = i;
 		pw_accept_init(&a.acc, p->l, 0);
+		pw_sleep_init(&a.tick, PX_TICK_NS);
 		/* Relaxed: the spawn publishes it to the shard. */
 		atomic_store_explicit(&p->slot[i].acceptor_live, 1,
 				      memory_order_relaxed);
@@ -655,7 +1017,7 @@ fail:
 	pw_runtime_destroy(p->rt);
 	if (p->l)
 		pw_net_listener_destroy(p->l);
-	free(p->slot);
+	slots_free(p);
 	free(p);
 	return err;
 }
@@ -706,7 +1068,6 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 	uint64_t ended = sum(p, X_ENDED);
 	out->conns_open = out->conns_total > ended ? out->conns_total - ended :
 						     0;
-	out->rejected = sum(p, X_REJECTED);
 	out->bytes_up = sum(p, X_UP);
 	out->bytes_down = sum(p, X_DOWN);
 	out->connect_errors = sum(p, X_CONNECT_ERR);
@@ -714,6 +1075,9 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 	out->upstream_failed = sum(p, X_UP_FAILED);
 	out->resets = sum(p, X_RESETS);
 	out->idle_closed = sum(p, X_IDLE);
+	out->send_timeouts = sum(p, X_SEND_TMO);
+	out->aborts = sum(p, X_ABORTS);
+	out->accept_pauses = sum(p, X_PAUSES);
 	out->half_closes = sum(p, X_HALF);
 	out->drain_closed = sum(p, X_DRAIN);
 	out->release_errors = sum(p, X_RELEASE_ERR);
@@ -728,6 +1092,7 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 	} else {
 		out->accept_errors = p->lstats.accept_errors;
 	}
+	out->accept_errors += sum(p, X_SPAWN_ERR);
 	return 0;
 }
 
@@ -738,22 +1103,25 @@ int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
 	return snprintf(buf, size,
 			"open=%llu total=%llu up=%llu down=%llu errors=%llu "
 			"(connect=%llu timeouts=%llu no_upstream=%llu "
-			"resets=%llu idle=%llu rejected=%llu accept=%llu)",
+			"resets=%llu idle=%llu send=%llu accept=%llu) "
+			"aborts=%llu paused=%llu",
 			(unsigned long long)s->conns_open,
 			(unsigned long long)s->conns_total,
 			(unsigned long long)s->bytes_up,
 			(unsigned long long)s->bytes_down,
 			(unsigned long long)(s->connect_errors +
 					     s->upstream_failed + s->resets +
-					     s->idle_closed + s->rejected +
+					     s->idle_closed + s->send_timeouts +
 					     s->accept_errors),
 			(unsigned long long)s->connect_errors,
 			(unsigned long long)s->connect_timeouts,
 			(unsigned long long)s->upstream_failed,
 			(unsigned long long)s->resets,
 			(unsigned long long)s->idle_closed,
-			(unsigned long long)s->rejected,
-			(unsigned long long)s->accept_errors);
+			(unsigned long long)s->send_timeouts,
+			(unsigned long long)s->accept_errors,
+			(unsigned long long)s->aborts,
+			(unsigned long long)s->accept_pauses);
 }
 
 static bool acceptors_done(struct pw_proxy *p)
@@ -804,7 +1172,7 @@ int pw_proxy_destroy(struct pw_proxy *p, struct pw_proxy_stats *final)
 		pw_proxy_stats(p, final);
 	if (p->l)
 		pw_net_listener_destroy(p->l);
-	free(p->slot);
+	slots_free(p);
 	free(p);
 	return 0;
 }
@@ -823,7 +1191,7 @@ int pw_proxy_stop(struct pw_proxy *p, uint64_t drain_ns,
 /* The flags of `pinwheel proxy` and the proxy they start. */
 static struct px_cmd {
 	const char *listen, *upstreams;
-	uint64_t hw, idle, cto, maxc, drain, nbufs, bufsz;
+	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz;
 	bool stats, reuse_port;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
@@ -832,6 +1200,7 @@ static struct px_cmd {
 static const struct px_cmd px_defaults = {
 	.hw = 256 * 1024,
 	.idle = 60 * PW_NSEC_PER_SEC,
+	.sto = 60 * PW_NSEC_PER_SEC,
 	.cto = 5 * PW_NSEC_PER_SEC,
 	.drain = 5 * PW_NSEC_PER_SEC,
 	.nbufs = 1024,
@@ -847,11 +1216,15 @@ static const struct pw_cli_opt px_opts[] = {
 	  "unsent bytes that pause reading a side (256k)" },
 	{ "--idle-timeout", PW_CLI_DURATION, &P.idle, 0, 0, "DURATION",
 	  "close connections idle this long; 0: never (60s)" },
+	{ "--send-timeout", PW_CLI_DURATION, &P.sto, 0, 0, "DURATION",
+	  "reset connections whose send makes no progress this long; "
+	  "0: never (60s)" },
 	{ "--connect-timeout", PW_CLI_DURATION, &P.cto, 1,
 	  3600 * PW_NSEC_PER_SEC, "DURATION",
 	  "per upstream connect attempt (5s)" },
 	{ "--max-conns", PW_CLI_UINT, &P.maxc, 0, 0, "N",
-	  "open connections per shard; 0: no limit (0)" },
+	  "open connections per shard, the excess waits in the backlog; "
+	  "0: no limit (0)" },
 	{ "--drain", PW_CLI_DURATION, &P.drain, 0, 0, "DURATION",
 	  "on SIGINT/SIGTERM, wait this long for connections (5s)" },
 	{ "--buffers", PW_CLI_UINT, &P.nbufs, 1, 32768, "N",
@@ -925,6 +1298,7 @@ static int px_setup(struct pw_drv *d)
 				   (unsigned long long)P.nbufs);
 	P.cfg.high_water = P.hw;
 	P.cfg.idle_timeout_ns = P.idle;
+	P.cfg.send_timeout_ns = P.sto;
 	P.cfg.connect_timeout_ns = P.cto;
 	P.cfg.max_conns = P.maxc;
 	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;

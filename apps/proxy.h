@@ -5,9 +5,11 @@
  * pw_proxy_start() creates a runtime, listens, and serves every accepted
  * connection by one task on the shard that accepted it: connect to an
  * upstream (round robin, failing over to the next on a connect error),
- * then forward both directions straight from the receive buffers, with a
- * high-water mark per direction, half-close propagation, reset
- * propagation and an idle timeout. pw_proxy_stop() stops accepting,
+ * then forward both directions through a bounded byte FIFO each (the
+ * high-water mark, in memory the direction owns, so a stuck peer never
+ * holds the shard's receive buffers), with half-close propagation, reset
+ * propagation, an idle timeout, a send timeout and a connection cap
+ * that leaves the excess in the backlog. pw_proxy_stop() stops accepting,
  * drains the open connections up to a deadline and tears everything
  * down. docs/proxy.md describes the design.
  */
@@ -28,13 +30,17 @@ struct pw_proxy_config {
 	struct pw_net_addr listen;
 	struct pw_net_addr upstream[PW_PROXY_MAX_UPSTREAMS];
 	unsigned nupstreams;
-	uint64_t high_water;	     /* unsent bytes that stop a side's
-					reads (256 KiB) */
-	uint64_t idle_timeout_ns;    /* no bytes either way: close (60 s);
+	uint64_t high_water;	     /* unsent bytes a direction holds in
+					memory it owns; at it the side's
+					reads stop (256 KiB) */
+	uint64_t idle_timeout_ns;    /* no progress either way: close (60 s);
 					0 turns it off */
+	uint64_t send_timeout_ns;    /* a send with no progress: reset both
+					sides (60 s); 0 turns it off */
 	uint64_t connect_timeout_ns; /* per upstream attempt (5 s) */
-	uint64_t max_conns;	     /* open connections per shard; 0: no
-					limit (the default) */
+	uint64_t max_conns;	     /* open connections per shard, the
+					accept pauses at it; 0: no limit
+					(the default) */
 	uint32_t listen_flags;	     /* PW_NET_LISTEN_SHARE_PORT or 0 */
 	struct pw_config rt;	     /* the runtime's settings */
 	struct pw_net_config net;    /* each shard's buffer ring (1024
@@ -45,7 +51,6 @@ struct pw_proxy_config {
 struct pw_proxy_stats {
 	uint64_t conns_open;	     /* client connections being served */
 	uint64_t conns_total;	     /* client connections accepted */
-	uint64_t rejected;	     /* closed at once: --max-conns reached */
 	uint64_t bytes_up;	     /* client to upstream */
 	uint64_t bytes_down;	     /* upstream to client */
 	uint64_t connect_errors;     /* failed upstream attempts (timeouts
@@ -54,10 +59,15 @@ struct pw_proxy_stats {
 	uint64_t upstream_failed;    /* clients closed: no upstream answered */
 	uint64_t resets;	     /* connections ended by a socket error */
 	uint64_t idle_closed;	     /* connections ended by the idle timeout */
+	uint64_t send_timeouts;	     /* connections reset by the send timeout */
+	uint64_t aborts;	     /* connections cut (a timeout, the drain
+				      deadline) with bytes undelivered: reset */
+	uint64_t accept_pauses;	     /* accepts paused at max_conns */
 	uint64_t half_closes;	     /* end of stream passed on (SHUT_WR) */
 	uint64_t drain_closed;	     /* closed by the drain deadline */
-	uint64_t accept_errors;	     /* from the listener (EMFILE, ...) */
-	uint64_t buffered_peak;	     /* most bytes one direction held unsent */
+	uint64_t accept_errors;	     /* from the listener (EMFILE, ...), or a
+				      connection whose task could not start */
+	uint64_t buffered_peak;	     /* most bytes one direction's FIFO held */
 	uint64_t bufs_borrowed;	     /* ring buffers out of the ring, last seen
 				      (sampled every 50 ms) */
 	uint64_t bufs_borrowed_peak; /* the most seen at one sample */
@@ -69,7 +79,8 @@ struct pw_proxy;
 
 /**
  * pw_proxy_config_init - the defaults: no addresses, 256 KiB high water,
- * 60 s idle, 5 s connect timeout, no connection limit, pw_config_init()
+ * 60 s idle and send timeouts, 5 s connect timeout, no connection
+ * limit, pw_config_init()
  * and a ring of 1024 buffers of 16 KiB per shard.
  * Context: any thread.
  */

@@ -4,9 +4,12 @@
  * byte-exact forwarding (large and many connections, both schedulers),
  * half-close, resets both ways, upstream failover and connect timeout,
  * a client that does not read (bounded memory, upstream blocked, nothing
- * lost), idle timeout, connection limit, graceful drain, descriptor
- * exhaustion and ten thousand connections (forked children), and the
- * command's flag errors. Upstreams are a pinwheel echo service or plain
+ * lost), stalled uploaders and downloaders beside a good client (bounded
+ * ring use, no starvation), idle timeout (a slow steady reader is not
+ * cut; a cut with bytes undelivered is a reset), send timeout,
+ * connection limit (the excess waits in the backlog), graceful drain,
+ * descriptor exhaustion and ten thousand connections (forked children),
+ * and the command's flag errors. Upstreams are a pinwheel echo service or plain
  * threads scripted per test.
  */
 #include <errno.h>
@@ -619,6 +622,18 @@ Test(proxy, connect_timeout_then_failover)
 
 /* ---- a client that does not read --------------------------------------- */
 
+/*
+ * The most one direction's FIFO may hold under @cfg: the high-water mark,
+ * plus the bytes a parked receive gathered, which the direction takes in
+ * one piece when it resumes (at most one ring's worth: the receive is
+ * stopped before the kernel hands it more).
+ */
+static uint64_t px_fifo_max(const struct pw_proxy_config *cfg)
+{
+	return cfg->high_water +
+	       (uint64_t)cfg->net.buf_count * cfg->net.buf_size;
+}
+
 /* Writes as fast as the socket takes it until told to stop; s->count is
  * the bytes written, s->stage the number of 300 ms waits for room in a
  * row in which the socket took nothing: this workload's measure of being
@@ -684,9 +699,11 @@ Test(proxy, slow_reader_bounded_memory)
 	struct pw_proxy_stats st;
 	pw_proxy_stats(px.p, &st);
 	uint64_t w2 = s.count;
-	/* Held by the proxy: the socket buffers plus at most the ring. */
+	/* Held by the proxy: the socket buffers, and in a direction's FIFO
+	 * at most the high-water mark plus what its parked receive gathered
+	 * (px_fifo_max()). */
 	cr_assert_eq(st.bufs_total, 256);
-	cr_assert_leq(st.buffered_peak, px.cfg.high_water + px.cfg.net.buf_size,
+	cr_assert_leq(st.buffered_peak, px_fifo_max(&px.cfg),
 		      "a direction held %llu bytes",
 		      (unsigned long long)st.buffered_peak);
 	cr_assert_lt(w2 - w1, 4u << 20, "the upstream kept writing");
@@ -793,7 +810,452 @@ Test(proxy, idle_timeout_closes)
 	px_finish(&px, &e);
 }
 
-Test(proxy, max_conns_rejects_beyond)
+/* ---- hostile clients and upstreams ----------------------------------- */
+
+/* A client whose receive buffer is about @rcvbuf bytes (set before the
+ * connect, so the window is scaled to it), connected to @a. */
+static int dial_rcvbuf(const struct pw_net_addr *a, int rcvbuf)
+{
+	int fd = socket(a->u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf,
+				sizeof(rcvbuf)),
+		     0);
+	cr_assert_eq(connect(fd, &a->u.sa, a->len), 0);
+	return fd;
+}
+
+/* Read from @fd until end of stream or an error: the bytes read go to
+ * *@got, and the result is 0 for end of stream or the errno. */
+static int drain_fd(int fd, uint64_t *got)
+{
+	static char buf[65536];
+
+	*got = 0;
+	for (;;) {
+		cr_assert(pw_test_readable(fd, PW_TEST_WAIT_SECS * 1000),
+			  "stalled after %llu bytes", (unsigned long long)*got);
+		ssize_t r = recv(fd, buf, sizeof(buf), 0);
+		if (r < 0)
+			return errno;
+		if (!r)
+			return 0;
+		*got += (uint64_t)r;
+	}
+}
+
+/*
+ * An upstream serving each connection (a thread each) by the first byte
+ * it reads: 'E' echoes, 'U' never reads again, 'D' writes until the
+ * connection fails or the test stops it. Each connection's last socket
+ * error is kept.
+ */
+enum { MULTI_MAX = 32 };
+
+struct multi;
+
+struct multi_conn {
+	struct multi *u;
+	int fd;
+	pthread_t t;
+	_Atomic int err;
+};
+
+struct multi {
+	int lfd;
+	struct pw_net_addr addr;
+	pthread_t t;
+	_Atomic bool stop;
+	_Atomic int blocked; /* 'D' writers blocked for 300 ms */
+	_Atomic int n;	     /* connections accepted */
+	struct multi_conn c[MULTI_MAX];
+};
+
+/* Wait up to @ms for @ev on @fd: 1 when ready, 0 when not. */
+static int wait_fd(int fd, short ev, int ms)
+{
+	struct pollfd pf = { fd, ev, 0 };
+	return poll(&pf, 1, ms) == 1;
+}
+
+static void multi_echo(struct multi_conn *m)
+{
+	char buf[16384];
+
+	while (!m->u->stop) {
+		if (!wait_fd(m->fd, POLLIN, 100))
+			continue;
+		ssize_t r = recv(m->fd, buf, sizeof(buf), 0);
+		if (r <= 0)
+			return;
+		if (send(m->fd, buf, (size_t)r, MSG_NOSIGNAL) != r)
+			return;
+	}
+}
+
+static void multi_download(struct multi_conn *m)
+{
+	static char buf[65536];
+	bool counted = false;
+
+	fcntl(m->fd, F_SETFL, O_NONBLOCK);
+	while (!m->u->stop) {
+		if (send(m->fd, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+			continue;
+		if (errno != EAGAIN) {
+			m->err = errno;
+			return;
+		}
+		if (!wait_fd(m->fd, POLLOUT, 300) && !counted) {
+			counted = true;
+			atomic_fetch_add(&m->u->blocked, 1);
+		}
+	}
+}
+
+static void *multi_conn_main(void *arg)
+{
+	struct multi_conn *m = arg;
+	char mode = 0;
+
+	if (wait_fd(m->fd, POLLIN, PW_TEST_WAIT_SECS * 1000) &&
+	    recv(m->fd, &mode, 1, 0) == 1) {
+		if (mode == 'E')
+			multi_echo(m);
+		else if (mode == 'D')
+			multi_download(m);
+		while (mode == 'U' && !m->u->stop)
+			usleep(10000);
+	}
+	return NULL;
+}
+
+static void *multi_main(void *arg)
+{
+	struct multi *u = arg;
+
+	while (!u->stop && u->n < MULTI_MAX) {
+		if (!wait_fd(u->lfd, POLLIN, 100))
+			continue;
+		int fd = accept4(u->lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct multi_conn *m = &u->c[u->n];
+		m->u = u;
+		m->fd = fd;
+		if (pthread_create(&m->t, NULL, multi_conn_main, m)) {
+			close(fd);
+			continue;
+		}
+		u->n++;
+	}
+	return NULL;
+}
+
+static void multi_start(struct multi *u)
+{
+	memset(u, 0, sizeof(*u));
+	u->lfd = pw_test_listen_any(&u->addr, 64);
+	cr_assert_eq(pthread_create(&u->t, NULL, multi_main, u), 0);
+}
+
+static void multi_stop(struct multi *u)
+{
+	u->stop = true;
+	pthread_join(u->t, NULL);
+	for (int i = 0; i < u->n; i++) {
+		pthread_join(u->c[i].t, NULL);
+		close(u->c[i].fd);
+	}
+	close(u->lfd);
+}
+
+/* A client of mode @mode (see struct multi) through @pa. */
+static int dial_mode(const struct pw_net_addr *pa, char mode)
+{
+	int fd = dial_ok(pa);
+	cr_assert_eq(send(fd, &mode, 1, 0), 1);
+	return fd;
+}
+
+/* Write to @fd until it has taken nothing for 300 ms. */
+static void upload_until_blocked(int fd)
+{
+	static char buf[65536];
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	for (;;) {
+		if (send(fd, buf, sizeof(buf), MSG_NOSIGNAL) > 0)
+			continue;
+		cr_assert_eq(errno, EAGAIN, "upload: %s", strerror(errno));
+		if (!wait_fd(fd, POLLOUT, 300))
+			return;
+	}
+}
+
+/*
+ * One shard with a ring of 16 buffers: four clients upload to an
+ * upstream that never reads and ten download from upstreams that write
+ * without end while the clients never read. Each of them keeps its bytes
+ * in its own memory and its receives parked: a good client beside them
+ * has its bytes echoed intact and promptly, and the ring stays nearly
+ * all in the ring.
+ */
+Test(proxy, stalled_peers_beside_a_good_client)
+{
+	struct px px;
+	px_begin(&px, 120);
+	static struct multi u;
+	multi_start(&u);
+	px_config(&px, 1, u.addr);
+	px.cfg.net.buf_count = 16;
+	px_up(&px);
+	int good = dial_mode(&px.pa, 'E');
+	echo4(good, "ping");
+	enum { UP = 4, DOWN = 10 };
+	int up[UP], down[DOWN];
+	for (int i = 0; i < UP; i++) {
+		up[i] = dial_mode(&px.pa, 'U');
+		upload_until_blocked(up[i]);
+	}
+	for (int i = 0; i < DOWN; i++)
+		down[i] = dial_mode(&px.pa, 'D');
+	PW_TEST_WAIT_UNTIL(u.blocked == DOWN, PW_TEST_WAIT_SECS,
+			   "%d of %d downloads blocked", u.blocked, DOWN);
+	/* Rounds of 4 KiB each way, each answered within 3 s (the idle
+	 * timeout, 60 s, is what would end a starvation). */
+	static char out[4096], in[4096];
+	uint64_t seed = 7, most = 0;
+	for (int round = 0; round < 20; round++) {
+		for (size_t i = 0; i < sizeof(out); i++)
+			out[i] = (char)(pw_test_rng(&seed) >> 24);
+		uint64_t t0 = pw_test_mono_ms();
+		cr_assert_eq(send(good, out, sizeof(out), 0),
+			     (ssize_t)sizeof(out));
+		size_t n = 0;
+		while (n < sizeof(in)) {
+			cr_assert(pw_test_readable(good, 3000),
+				  "round %d: %zu of %zu bytes in 3 s", round, n,
+				  sizeof(in));
+			ssize_t r = recv(good, in + n, sizeof(in) - n, 0);
+			cr_assert_gt(r, 0);
+			n += (size_t)r;
+		}
+		cr_assert_eq(memcmp(in, out, sizeof(out)), 0, "round %d",
+			     round);
+		cr_assert_lt(pw_test_mono_ms() - t0, 3000);
+		struct pw_proxy_stats st;
+		pw_proxy_stats(px.p, &st);
+		most = st.bufs_borrowed > most ? st.bufs_borrowed : most;
+		usleep(20000); /* a ring sample every 50 ms */
+	}
+	/* Parked receives hold no ring buffer; a few may be in flight, and
+	 * a download whose client's kernel still takes bytes resumes now
+	 * and then (a slow machine samples those moments): the ring comes
+	 * back to nearly all free, as it never does while the attackers
+	 * hold it. */
+	struct pw_proxy_stats st;
+	WAIT_STATS(px.p, st, st.bufs_borrowed <= 4);
+	cr_assert_eq(st.bufs_total, 16);
+	cr_assert_leq(st.bufs_borrowed, 4,
+		      "%llu ring buffers held (at most %llu in the rounds)",
+		      (unsigned long long)st.bufs_borrowed,
+		      (unsigned long long)most);
+	cr_assert_leq(st.buffered_peak, px_fifo_max(&px.cfg),
+		      "a direction held %llu bytes",
+		      (unsigned long long)st.buffered_peak);
+	cr_assert_eq(st.release_errors, 0);
+	multi_stop(&u);
+	close(good);
+	for (int i = 0; i < UP; i++)
+		close(up[i]);
+	for (int i = 0; i < DOWN; i++)
+		close(down[i]);
+	px_idle(&px);
+	px_finish(&px, NULL);
+}
+
+/* Sends s->count bytes of a seeded stream, then ends its side and waits
+ * for the client's end; s->result is the stream's checksum. */
+enum { STREAM_BYTES = 16 << 20 };
+
+static void stream_upstream(struct script *s, int fd)
+{
+	static char buf[65536];
+	uint64_t seed = 99, h = PW_TEST_FNV_INIT, left = STREAM_BYTES;
+
+	while (left) {
+		size_t n = left < sizeof(buf) ? (size_t)left : sizeof(buf);
+		for (size_t i = 0; i < n; i++)
+			buf[i] = (char)(pw_test_rng(&seed) >> 24);
+		h = pw_test_fnv(h, buf, n);
+		if (send(fd, buf, n, MSG_NOSIGNAL) != (ssize_t)n)
+			return;
+		left -= n;
+		s->count += n;
+	}
+	s->result = (int)(h & 0x7fffffff);
+	shutdown(fd, SHUT_WR);
+	while (recv(fd, buf, sizeof(buf), 0) > 0)
+		;
+}
+
+/*
+ * Under the paused clock, a client that reads 64 KiB every 100 ms of
+ * virtual time through an idle timeout of 300 ms gets all 16 MiB (more
+ * than the socket buffers on the way hold) and the end of stream: its
+ * reads show as progress (partial sends, the kernel's send queue
+ * draining) although the proxy's sends complete seldom while its socket
+ * buffer is full. Counting only completed sends, the proxy cut it after
+ * about 4 MiB with a clean end of stream.
+ */
+Test(proxy, slow_steady_reader_not_cut)
+{
+	struct px px;
+	px_begin(&px, 120);
+	static struct script s;
+	script_start(&s, stream_upstream);
+	px_config(&px, 1, s.addr);
+	px.cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	px.cfg.rt.flags |= PW_CONFIG_PAUSED_CLOCK;
+	px_up(&px);
+	int fd = dial_rcvbuf(&px.pa, 64 << 10);
+	static char buf[65536];
+	uint64_t got = 0, h = PW_TEST_FNV_INIT;
+	int err = 0;
+	for (bool eof = false; !eof;) {
+		size_t n = 0;
+		while (n < sizeof(buf)) {
+			cr_assert(pw_test_readable(fd,
+						   PW_TEST_WAIT_SECS * 1000),
+				  "stalled after %llu bytes",
+				  (unsigned long long)got);
+			ssize_t r = recv(fd, buf + n, sizeof(buf) - n, 0);
+			if (r <= 0) {
+				err = r < 0 ? errno : 0;
+				eof = true;
+				break;
+			}
+			n += (size_t)r;
+		}
+		h = pw_test_fnv(h, buf, n);
+		got += n;
+		px_advance(&px, 100 * PW_NSEC_PER_MSEC);
+	}
+	cr_assert_eq(err, 0, "the reader saw %s", strerror(err));
+	cr_assert_eq(got, STREAM_BYTES, "got %llu of %d bytes",
+		     (unsigned long long)got, STREAM_BYTES);
+	cr_assert_eq((int)(h & 0x7fffffff), s.result, "bytes differ");
+	close(fd);
+	script_join(&s);
+	struct pw_proxy_stats st = px_idle(&px);
+	cr_assert_eq(st.idle_closed, 0);
+	cr_assert_eq(st.aborts, 0);
+	px_finish(&px, NULL);
+}
+
+/* Advance @x's paused clock by @ns until @pred holds (looked at for
+ * 500 ms after each advance), at most 10 times. */
+#define ADVANCE_UNTIL(x, ns, st, pred)                                     \
+	do {                                                               \
+		for (int k_ = 0; k_ < 10; k_++) {                          \
+			px_advance((x), (ns));                             \
+			uint64_t dl_ =                                     \
+				pw_test_now_ns() + 500 * PW_NSEC_PER_MSEC; \
+			while (pw_proxy_stats((x)->p, &(st)) == 0 &&       \
+			       !(pred) && pw_test_wait_step(dl_))          \
+				;                                          \
+			if (pred)                                          \
+				break;                                     \
+		}                                                          \
+		cr_assert(pred, "not after 10 advances: " #pred);          \
+	} while (0)
+
+/* Start a download that the client never reads, the upstream's writes
+ * blocked; returns the client. */
+static int stalled_download(struct px *x, struct multi *u)
+{
+	int fd = dial_mode(&x->pa, 'D');
+	PW_TEST_WAIT_UNTIL(u->blocked == 1, PW_TEST_WAIT_SECS,
+			   "the upstream never blocked");
+	return fd;
+}
+
+/*
+ * The idle timeout cuts a client that stopped reading while the proxy
+ * still holds bytes for it: the client reads what reached it, then a
+ * reset, not an end of stream that would pass for the whole response.
+ */
+Test(proxy, idle_cut_with_bytes_undelivered_resets)
+{
+	struct px px;
+	px_begin(&px, 60);
+	static struct multi u;
+	multi_start(&u);
+	px_config(&px, 1, u.addr);
+	px.cfg.idle_timeout_ns = 300 * PW_NSEC_PER_MSEC;
+	px.cfg.send_timeout_ns = 0;
+	px.cfg.rt.flags |= PW_CONFIG_PAUSED_CLOCK;
+	px_up(&px);
+	int fd = stalled_download(&px, &u);
+	struct pw_proxy_stats st;
+	ADVANCE_UNTIL(&px, 300 * PW_NSEC_PER_MSEC, st, st.idle_closed == 1);
+	uint64_t got;
+	int err = drain_fd(fd, &got);
+	cr_assert_eq(err, ECONNRESET, "after %llu bytes: %s",
+		     (unsigned long long)got, err ? strerror(err) : "EOF");
+	close(fd);
+	st = px_idle(&px);
+	cr_assert_eq(st.aborts, 1);
+	cr_assert_eq(st.send_timeouts, 0);
+	multi_stop(&u);
+	px_finish(&px, NULL);
+}
+
+/*
+ * --send-timeout: a send that makes no progress (the client never reads)
+ * resets both sides, whatever the idle timeout says.
+ */
+Test(proxy, send_timeout_resets_both_sides)
+{
+	struct px px;
+	px_begin(&px, 60);
+	static struct multi u;
+	multi_start(&u);
+	px_config(&px, 1, u.addr);
+	px.cfg.idle_timeout_ns = 0;
+	px.cfg.send_timeout_ns = PW_NSEC_PER_SEC;
+	px.cfg.rt.flags |= PW_CONFIG_PAUSED_CLOCK;
+	px_up(&px);
+	int fd = stalled_download(&px, &u);
+	struct pw_proxy_stats st;
+	/* Not before the timeout. */
+	px_advance(&px, 900 * PW_NSEC_PER_MSEC);
+	pw_proxy_stats(px.p, &st);
+	cr_assert_eq(st.send_timeouts, 0);
+	ADVANCE_UNTIL(&px, PW_NSEC_PER_SEC, st, st.send_timeouts == 1);
+	uint64_t got;
+	int err = drain_fd(fd, &got);
+	cr_assert_eq(err, ECONNRESET, "client, after %llu bytes: %s",
+		     (unsigned long long)got, err ? strerror(err) : "EOF");
+	PW_TEST_WAIT_UNTIL(u.c[0].err != 0, PW_TEST_WAIT_SECS,
+			   "the upstream's writes never failed");
+	cr_assert(u.c[0].err == ECONNRESET || u.c[0].err == EPIPE,
+		  "upstream: %s", strerror(u.c[0].err));
+	close(fd);
+	st = px_idle(&px);
+	cr_assert_eq(st.send_timeouts, 1);
+	cr_assert_eq(st.aborts, 1);
+	cr_assert_eq(st.idle_closed, 0);
+	multi_stop(&u);
+	px_finish(&px, NULL);
+}
+
+/*
+ * --max-conns 2: the third client waits in the backlog, not served and
+ * not closed, until one of the first two ends; then it is served.
+ */
+Test(proxy, max_conns_pauses_accept)
 {
 	struct px px;
 	struct echo_srv e;
@@ -806,18 +1268,31 @@ Test(proxy, max_conns_rejects_beyond)
 		fd[i] = dial_ok(&px.pa);
 		echo4(fd[i], "ping");
 	}
-	expect_closed(&px.pa);
+	int third = dial_ok(&px.pa); /* the kernel completes it */
+	cr_assert_eq(send(third, "wait", 4, 0), 4);
+	cr_assert(!pw_test_readable(third, 300), "served beyond the cap");
 	struct pw_proxy_stats st;
 	pw_proxy_stats(px.p, &st);
-	cr_assert_eq(st.rejected, 1);
+	cr_assert_eq(st.conns_total, 2);
 	cr_assert_eq(st.conns_open, 2);
+	cr_assert_eq(st.accept_pauses, 1);
 	close(fd[0]);
-	WAIT_STATS(px.p, st, st.conns_open == 1);
-	cr_assert_eq(st.conns_open, 1, "the closed client still counted");
-	ping(&px.pa); /* room again */
+	/* Its end wakes the acceptor: the third is served. */
+	char b[4];
+	cr_assert(pw_test_readable(third, PW_TEST_WAIT_SECS * 1000),
+		  "not served once below the cap");
+	cr_assert_eq(recv(third, b, 4, MSG_WAITALL), 4);
+	cr_assert_eq(memcmp(b, "wait", 4), 0);
+	echo4(third, "more");
+	pw_proxy_stats(px.p, &st);
+	cr_assert_eq(st.conns_total, 3);
+	cr_assert_eq(st.conns_open, 2);
+	cr_assert_eq(st.accept_pauses, 2, "paused again at the cap");
 	close(fd[1]);
+	close(third);
 	st = px_idle(&px);
-	cr_assert_eq(st.rejected, 1);
+	cr_assert_eq(st.conns_total, 3);
+	cr_assert_eq(st.accept_errors, 0);
 	px_finish(&px, &e);
 }
 
@@ -990,8 +1465,7 @@ static int many_proxy_child(int ctl, long nofile, int n,
 	WAIT_STATS(px.p, st, st.conns_open == 0);
 	EXPECT(st.conns_open == 0);
 	EXPECT(st.conns_total == (uint64_t)n);
-	EXPECT(st.resets + st.connect_errors + st.rejected + st.accept_errors ==
-	       0);
+	EXPECT(st.resets + st.connect_errors + st.accept_errors == 0);
 	EXPECT(pw_proxy_stop(px.p, 0, NULL) == 0);
 	c = 0;
 	EXPECT(write(ctl, &c, 1) == 1);
@@ -1118,6 +1592,9 @@ Test(proxy, command_flag_errors)
 		     2);
 	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
 			 "--idle-timeout=soon"),
+		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+			 "--send-timeout=soon"),
 		     2);
 	struct pw_proxy_config cfg;
 	pw_proxy_config_init(&cfg);
