@@ -191,8 +191,8 @@ static int echo_setup(struct pw_drv *d)
 static int echo_start(struct pw_drv *d)
 {
 	struct pw_net_listen_opts o = {
-		0, (E.shared ? PW_NET_LISTEN_SHARED : 0) |
-			   (E.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0)
+		.flags = (E.shared ? PW_NET_LISTEN_SHARED : 0) |
+			 (E.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0)
 	};
 	int err = pw_net_listener_create(&E.l, d->rt, &E.addr, &o);
 

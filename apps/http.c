@@ -45,7 +45,9 @@
  * oversized request, a head timeout, or a drain) is followed by a
  * half-close and a short linger that reads and drops what the client
  * still sends, so that unread bytes do not turn the close into a reset
- * that would destroy the response in flight.
+ * that would destroy the response in flight. The linger drops at most
+ * LINGER_BYTES: a client still sending past that gets a reset, so that
+ * a flood after the close costs the shard no more than that.
  *
  * Draining: the main thread sets the server's flag and wakes every task
  * registered with a shard's registry (a mutex-guarded list of owned
@@ -88,6 +90,7 @@
 #define OUT_MAX	     8192		   /* a connection's output buffer */
 #define OUT_POOL     64			   /* free output buffers per shard */
 #define LINGER_NS    (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
+#define LINGER_BYTES (64u << 10)	   /* the most it drops: then a reset */
 #define FANOUT_BATCH 16 /* --fanout calls in flight per request */
 
 /* A task the drain must wake: linked in a shard's registry. */
@@ -110,6 +113,7 @@ struct http_shard {
 	_Atomic uint64_t accepted, requests, errors, closed;
 	_Atomic uint64_t work, calls, timeouts, reads;
 	_Atomic uint64_t head_timeouts, send_timeouts, too_large, capped, full;
+	_Atomic uint64_t linger_resets;
 	/* This shard's thread only: */
 	struct pw_http_canned canned;
 	char *pool;	/* free output buffers, linked by their first word */
@@ -294,8 +298,9 @@ struct http_conn {
 	uint32_t off;	  /* bytes of buf parsed */
 	uint32_t out_len; /* bytes of out to send */
 	uint32_t nreq;	  /* requests answered, counted with max_requests */
-	uint32_t sent;	  /* pw_send_progress() at t_send, its low 32 bits
-			     (a send moves far less between two polls) */
+	uint32_t sent;	  /* C_SEND: pw_send_progress() at t_send, its low
+			     32 bits (a send moves far less between two
+			     polls); C_LINGER: the bytes dropped */
 	uint64_t t_idle;  /* keep-alive: when the last response went out */
 	uint64_t t_req;	  /* head timeout: the request's first byte, or for
 			     a body its last read */
@@ -762,15 +767,24 @@ static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
 		if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 			return true;
 		c->t_send = (uint64_t)pw_time_now() + LINGER_NS;
+		c->sent = 0;
 		c->step = C_LINGER;
 		pw_close_init(&c->cl, c->fd);
 	}
 	if (pw_recv_poll(cx, &c->rx, c->t_send, &c->buf, &res) == PW_PENDING)
 		return true;
-	if (res > 0)
+	if (res > 0) {
 		pw_net_buf_release(&c->buf);
-	else
-		conn_close(c);
+		c->sent += (uint32_t)res;
+		if (c->sent <= LINGER_BYTES)
+			return false;
+		/* A client that keeps sending after the closing answer
+		 * would have the shard drop its bytes for the whole
+		 * linger: it gets the reset instead. */
+		bump(&here(c->srv)->linger_resets, 1);
+		(void)pw_net_abort(c->fd);
+	}
+	conn_close(c);
 	return false;
 }
 
@@ -1045,6 +1059,8 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	body_len = o->body ? o->body_len : strlen(PW_HTTP_BODY_DEFAULT);
 	if (body_len > PW_HTTP_BODY_MAX)
 		return -EMSGSIZE;
+	if (o->sndbuf > (1u << 30))
+		return -EINVAL;
 	if (pw_http_parser_init(&probe, o->head_max))
 		return -EINVAL;
 	n = pw_runtime_shards(rt);
@@ -1054,6 +1070,7 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	if (err)
 		return err;
 	lo.flags = o->listen_flags;
+	lo.sndbuf = (int)o->sndbuf;
 	/* Per-shard sockets of shards that do not accept would keep the
 	 * connections the kernel hands them: share one socket instead. */
 	if (s->accept_shards < s->nshards)
@@ -1151,6 +1168,8 @@ int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
 		atomic_load_explicit(&h->too_large, memory_order_relaxed);
 	out->capped = atomic_load_explicit(&h->capped, memory_order_relaxed);
 	out->full = atomic_load_explicit(&h->full, memory_order_relaxed);
+	out->linger_resets =
+		atomic_load_explicit(&h->linger_resets, memory_order_relaxed);
 	return 0;
 }
 

@@ -44,12 +44,14 @@
 /* The longest body a server serves (the canned responses' limit). */
 #define PW_HTTP_BODY_MAX 256
 
-/* The command's defaults of the limits (nginx's). */
+/* The command's defaults of the limits (nginx's, but for the send
+ * buffer, which nginx leaves to the kernel). */
 #define PW_HTTP_HEAD_TIMEOUT_DEFAULT (60 * PW_NSEC_PER_SEC)
 #define PW_HTTP_KEEPALIVE_DEFAULT    (75 * PW_NSEC_PER_SEC)
 #define PW_HTTP_SEND_TIMEOUT_DEFAULT (60 * PW_NSEC_PER_SEC)
 #define PW_HTTP_MAX_REQUESTS_DEFAULT 1000
 #define PW_HTTP_MAX_BODY_DEFAULT     (1u << 20)
+#define PW_HTTP_SNDBUF_DEFAULT	     (16u << 10)
 
 /* Server options; zero fields take the defaults, and a limit of 0 is
  * off (the PW_HTTP_*_DEFAULT values are the command's, not these). */
@@ -87,6 +89,10 @@ struct pw_http_opts {
 	/* Body bytes a request may declare (Content-Length); above, 413
 	 * and close, the body unread. */
 	uint64_t max_body;
+	/* SO_SNDBUF of each connection (0: the kernel's autotuning, which
+	 * on loopback lets a client that never reads have megabytes of
+	 * answers queued before its send blocks). Up to 1 GiB. */
+	uint64_t sndbuf;
 	/* The shards' receive settings (pw_net_configure()), applied by
 	 * each acceptor before its shard's first receive; NULL: the
 	 * defaults. Copied at start. */
@@ -108,6 +114,8 @@ struct pw_http_stats {
 	uint64_t too_large;	/* requests answered 413 (also in errors) */
 	uint64_t capped;	/* connections closed by max_requests */
 	uint64_t full;		/* times the acceptor stopped at max_conns */
+	uint64_t linger_resets; /* closes reset: the client sent more than
+				   the linger drops */
 };
 
 struct pw_http_server;

@@ -26,7 +26,7 @@ static struct http_cmd {
 	const char *listen, *body;
 	uint64_t head_max, drain_ns, work, accept_shards;
 	uint64_t head_ns, keepalive_ns, send_ns;
-	uint64_t max_conns, max_requests, max_body;
+	uint64_t max_conns, max_requests, max_body, sndbuf;
 	bool shared, fanout, reuse_port;
 	struct pw_http_opts ho;
 	struct pw_net_addr addr;
@@ -41,6 +41,7 @@ static const struct http_cmd http_defaults = {
 	.send_ns = PW_HTTP_SEND_TIMEOUT_DEFAULT,
 	.max_requests = PW_HTTP_MAX_REQUESTS_DEFAULT,
 	.max_body = PW_HTTP_MAX_BODY_DEFAULT,
+	.sndbuf = PW_HTTP_SNDBUF_DEFAULT,
 };
 
 #define DAY_NS (24 * 3600 * PW_NSEC_PER_SEC)
@@ -92,6 +93,10 @@ static const struct pw_cli_opt http_opts[] = {
 	{ "--max-body", PW_CLI_SIZE, &H.max_body, 0, 0, "SIZE",
 	  "a request declaring a longer body gets 413 and the connection "
 	  "closes; 0: no cap (default 1m)" },
+	{ "--sndbuf", PW_CLI_SIZE, &H.sndbuf, 0, 1u << 30, "SIZE",
+	  "each connection's socket send buffer: what a client that "
+	  "does not read can have queued; 0: the kernel's autotuning "
+	  "(default 16k)" },
 	{ "--accept-shards", PW_CLI_UINT, &H.accept_shards, 1, PW_MAX_SHARDS,
 	  "N", "only shards 0..N-1 accept connections (default all)" },
 };
@@ -157,6 +162,7 @@ static int http_setup(struct pw_drv *d)
 		.max_conns = (unsigned)H.max_conns,
 		.max_requests = H.max_requests,
 		.max_body = H.max_body,
+		.sndbuf = H.sndbuf,
 	};
 	/* Under stealing an acceptor may run on any worker: accept from one
 	 * socket so that no worker's socket is left without an acceptor. */
@@ -197,7 +203,8 @@ static void http_report(struct pw_drv *d, bool final)
 		printf("shard %u http: accepted=%llu requests=%llu "
 		       "errors=%llu closed=%llu work=%llu calls=%llu "
 		       "timeouts=%llu head_timeouts=%llu send_timeouts=%llu "
-		       "too_large=%llu capped=%llu full=%llu\n",
+		       "too_large=%llu capped=%llu full=%llu "
+		       "linger_resets=%llu\n",
 		       i, (unsigned long long)st.accepted,
 		       (unsigned long long)st.requests,
 		       (unsigned long long)st.errors,
@@ -209,7 +216,8 @@ static void http_report(struct pw_drv *d, bool final)
 		       (unsigned long long)st.send_timeouts,
 		       (unsigned long long)st.too_large,
 		       (unsigned long long)st.capped,
-		       (unsigned long long)st.full);
+		       (unsigned long long)st.full,
+		       (unsigned long long)st.linger_resets);
 	}
 	fflush(stdout);
 }

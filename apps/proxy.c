@@ -984,9 +984,11 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	 * with one SO_REUSEPORT socket per shard, a socket might have no
 	 * acceptor and its connections would wait forever. One shared
 	 * socket is accepted from by every acceptor, wherever it runs. */
-	struct pw_net_listen_opts lo = { 0, cfg->rt.sched == PW_SCHED_STEAL ?
-						    PW_NET_LISTEN_SHARED :
-						    0 };
+	struct pw_net_listen_opts lo = {
+		.flags = cfg->rt.sched == PW_SCHED_STEAL ?
+				 PW_NET_LISTEN_SHARED :
+				 0
+	};
 	lo.flags |= cfg->listen_flags & PW_NET_LISTEN_SHARE_PORT;
 	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
 	if (err)

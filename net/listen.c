@@ -109,7 +109,8 @@ static int port_probe(const struct pw_net_addr *a)
 }
 
 /* A listening socket on @a; the port actually bound goes back in @a. */
-static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport)
+static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport,
+			 int sndbuf)
 {
 	int family = a->u.sa.sa_family;
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -124,6 +125,9 @@ static int open_listener(struct pw_net_addr *a, int backlog, bool reuseport)
 		if (!err) /* inherited by accepted sockets */
 			err = sock_opt(fd, IPPROTO_TCP, TCP_NODELAY);
 	}
+	if (!err && sndbuf &&
+	    setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sndbuf, sizeof(sndbuf)))
+		err = -errno;
 	if (!err)
 		err = bind_addr(fd, a);
 	if (!err && listen(fd, backlog))
@@ -211,12 +215,15 @@ static unsigned addr_port(const struct pw_net_addr *a)
 
 /*
  * Open @l's sockets. Per-shard TCP sockets carry SO_REUSEPORT, so first
- * a probe refuses a port another socket listens on (unless @share_port);
+ * a probe refuses a port another socket listens on (unless @o shares it);
  * with port 0 the first socket gets a fresh port, which no other socket
  * can hold, and the others join it. Return: 0 or -errno (nothing open).
  */
-static int open_all(struct pw_net_listener *l, int backlog, bool share_port)
+static int open_all(struct pw_net_listener *l,
+		    const struct pw_net_listen_opts *o)
 {
+	bool share_port = o->flags & PW_NET_LISTEN_SHARE_PORT;
+	int backlog = o->backlog ? o->backlog : 1024;
 	bool tcp = l->addr.u.sa.sa_family != AF_UNIX;
 	bool reuseport = tcp && (!l->shared || share_port);
 	int err = 0;
@@ -226,7 +233,8 @@ static int open_all(struct pw_net_listener *l, int backlog, bool share_port)
 	for (unsigned i = 0; i < l->n && !err; i++) {
 		int fd = l->shared && i > 0 ?
 				 l->per[0].fd :
-				 open_listener(&l->addr, backlog, reuseport);
+				 open_listener(&l->addr, backlog, reuseport,
+					       o->sndbuf);
 		if (fd < 0) {
 			close_all(l, i);
 			return fd;
@@ -241,14 +249,15 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 			   const struct pw_net_listen_opts *opts)
 {
 	const uint32_t known = PW_NET_LISTEN_SHARED | PW_NET_LISTEN_SHARE_PORT;
-	struct pw_net_listen_opts o = { 0, 0 };
+	struct pw_net_listen_opts o = { 0 };
 
 	if (!lp)
 		return -EINVAL;
 	*lp = NULL;
 	if (opts)
 		o = *opts;
-	if (!addr || o.backlog < 0 || (o.flags & ~known) || !addr_ok(addr))
+	if (!addr || o.backlog < 0 || o.sndbuf < 0 || (o.flags & ~known) ||
+	    !addr_ok(addr))
 		return -EINVAL;
 	int n = pw_runtime_shards(rt);
 	if (n < 1)
@@ -265,8 +274,7 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 	l->addr = *addr;
 	for (unsigned i = 0; i < l->n; i++)
 		l->per[i].fd = -1;
-	int err = open_all(l, o.backlog ? o.backlog : 1024,
-			   o.flags & PW_NET_LISTEN_SHARE_PORT);
+	int err = open_all(l, &o);
 	if (err) {
 		free(l);
 		return err;

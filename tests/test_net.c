@@ -192,7 +192,7 @@ static void server_init(struct server *s, unsigned shards, const char *at,
 			uint32_t flags)
 {
 	struct pw_net_addr a;
-	struct pw_net_listen_opts o = { 0, flags };
+	struct pw_net_listen_opts o = { .flags = flags };
 
 	atomic_store(&srv_sum, 0);
 	atomic_store(&srv_done, 0);
@@ -944,7 +944,9 @@ Test(net, bad_arguments)
 	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
 	cr_assert_eq(pw_net_listener_create(&l, NULL, &a, NULL), -EINVAL);
 	cr_assert_eq(pw_net_listener_create(NULL, rt, &a, NULL), -EINVAL);
-	struct pw_net_listen_opts o = { -1, 0 };
+	struct pw_net_listen_opts o = { .backlog = -1 };
+	cr_assert_eq(pw_net_listener_create(&l, rt, &a, &o), -EINVAL);
+	o = (struct pw_net_listen_opts){ .sndbuf = -1 };
 	cr_assert_eq(pw_net_listener_create(&l, rt, &a, &o), -EINVAL);
 	cr_assert_eq(pw_net_listener_destroy(NULL), -EINVAL);
 	cr_assert_eq(pw_net_listener_stats(NULL, NULL), -EINVAL);
@@ -965,7 +967,7 @@ Test(net, bad_arguments)
 static int listen_on(struct pw_runtime *rt, const struct pw_net_addr *a,
 		     uint32_t flags, struct pw_net_listener **l)
 {
-	struct pw_net_listen_opts o = { 0, flags };
+	struct pw_net_listen_opts o = { .flags = flags };
 
 	return pw_net_listener_create(l, rt, a, &o);
 }

@@ -147,6 +147,10 @@ struct pw_net_op {
 struct pw_net_listen_opts {
 	int backlog;	/* listen(2) backlog; 0 means 1024 */
 	uint32_t flags; /* PW_NET_LISTEN_* */
+	/* SO_SNDBUF of the accepted sockets (set on the listening ones,
+	 * which pass it on); 0 keeps the kernel's autotuning. A bound on
+	 * what a client that does not read can have queued for it. */
+	int sndbuf;
 };
 
 struct pw_net_listener;
@@ -159,12 +163,13 @@ struct pw_net_listener;
  * socket every shard accepts from. Port 0 picks a free port, the same for
  * every shard (pw_net_listener_addr() tells which). Unix sockets always
  * use one shared socket. TCP_NODELAY is set on the listening sockets and
- * inherited by accepted ones. @opts may be NULL.
+ * inherited by accepted ones, and so is @opts->sndbuf. @opts may be NULL.
  * A TCP port another socket listens on is refused with -EADDRINUSE, as
  * a second server on it would be (unless PW_NET_LISTEN_SHARE_PORT); a
  * Unix path that exists is replaced only when it is a socket nobody
  * listens on (a server killed before it removed it), never otherwise.
- * Return: 0 with *@lp set; -EINVAL for bad arguments; -EADDRINUSE for a
+ * Return: 0 with *@lp set; -EINVAL for bad arguments (a negative
+ * sndbuf among them); -EADDRINUSE for a
  * port or path in use; other -errno from socket/bind/listen; nothing is
  * left open on error.
  * Context: any thread.
