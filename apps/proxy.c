@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * proxy.c - `pinwheel proxy`: an L4 TCP proxy (see proxy.h, docs/proxy.md).
+ * proxy.c - the L4 TCP proxy of proxy.h (docs/proxy.md): its acceptors,
+ * its connections and its API. The `pinwheel proxy` command (flags,
+ * banner, counters line) is proxy_cmd.c; a direction's byte FIFO is
+ * proxy_fifo.c.
  *
  * One acceptor task per shard takes connections from the shard's
  * SO_REUSEPORT socket and spawns one task per connection on that shard,
@@ -17,11 +20,11 @@
  * buffer goes back at once, so a send that does not move (its peer does
  * not read) pins only the direction's own memory, never the shard's
  * ring. The FIFO is a chain of blocks allocated as bytes arrive and freed
- * as they are sent (full-size ones kept per shard for reuse): an idle
- * connection owns none. A FIFO at the mark stops polling its receive and
- * parks it (pw_recv_park(): the leaf copies what still arrives into its
- * own memory, then the socket buffer fills and TCP's window stops the
- * sender) until it is down to half the mark.
+ * as they are sent (full-size ones kept per shard for reuse, in the
+ * shard's slot): an idle connection owns none. A FIFO at the mark stops
+ * polling its receive and parks it (pw_recv_park(): the leaf copies what
+ * still arrives into its own memory, then the socket buffer fills and
+ * TCP's window stops the sender) until it is down to half the mark.
  *
  * End of stream on one side becomes shutdown(SHUT_WR) on the other once
  * the bytes before it are sent; the other direction goes on. A socket
@@ -50,22 +53,12 @@
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
-#include "apps/apps.h"
 #include "apps/cli.h"
-#include "apps/driver.h"
 #include "apps/proxy.h"
+#include "apps/proxy_fifo.h"
 
-/* Most bytes in one block of a direction's FIFO. */
-#define PX_BLK (16 * 1024)
 /* How often an acceptor looks at the drain flag and samples the ring. */
 #define PX_TICK_NS (50 * PW_NSEC_PER_MSEC)
-
-/* A message this small into an empty FIFO gets a block its size. */
-#define PX_SMALL 512
-/* Full-size FIFO blocks a shard keeps for reuse (1 MiB). */
-#define PX_SPARE_MAX 64
-
-struct px_blk;
 
 /* Per-shard counters (indices into struct px_slot.c). */
 enum {
@@ -111,8 +104,7 @@ struct px_slot {
 	 * slot's shard (only that thread touches them): freeing and
 	 * allocating 16 KiB per chunk would let the allocator hand pages
 	 * back to the kernel and fault them in again. */
-	struct px_blk *spare;
-	unsigned nspare;
+	struct px_spares spare;
 } __attribute__((aligned(64)));
 
 struct pw_proxy {
@@ -160,54 +152,7 @@ static struct px_slot *my_slot(struct pw_proxy *p)
 	return &p->slot[id >= 0 && (unsigned)id < p->nshards ? (unsigned)id : 0];
 }
 
-/* ---- a direction's byte FIFO ----------------------------------------- */
-
-/* One block of a FIFO: bytes [off, fill) of its cap wait to be sent. */
-struct px_blk {
-	struct px_blk *next;
-	uint32_t off, fill, cap;
-	char data[];
-};
-
-/*
- * A block for @n more bytes: for a small message into an empty FIFO, one
- * just big enough (from the allocator's per-thread cache); else a
- * full-size one, from @s's spares when it has one. NULL when out of
- * memory.
- */
-static struct px_blk *blk_new(struct px_slot *s, bool first, uint32_t n)
-{
-	uint32_t cap = PX_BLK;
-	struct px_blk *b;
-
-	if (first && n <= PX_SMALL)
-		cap = (n + 63) & ~63u;
-	if (cap == PX_BLK && s->spare) {
-		b = s->spare;
-		s->spare = b->next;
-		s->nspare--;
-	} else {
-		b = malloc(sizeof(*b) + cap);
-		if (!b)
-			return NULL;
-	}
-	b->next = NULL;
-	b->off = b->fill = 0;
-	b->cap = cap;
-	return b;
-}
-
-/* Free @b, or keep it among @s's spares. */
-static void blk_free(struct px_slot *s, struct px_blk *b)
-{
-	if (b->cap == PX_BLK && s->nspare < PX_SPARE_MAX) {
-		b->next = s->spare;
-		s->spare = b;
-		s->nspare++;
-		return;
-	}
-	free(b);
-}
+/* ---- one connection ---------------------------------------------------- */
 
 enum { D_RUN, D_EOF, D_SHUT, D_DONE };
 enum { P_CONNECT, P_RUN, P_CLOSE_SENDS, P_CLOSE_FDS, P_DONE };
@@ -217,87 +162,18 @@ struct px_dir {
 	struct pw_recv rx;
 	struct pw_send tx;
 	struct pw_close sh; /* shutdown(dst, SHUT_WR) after end of stream */
-	struct px_blk *head, *tail; /* the FIFO; NULL when empty */
-	uint64_t queued;	    /* unsent bytes in the FIFO */
-	uint64_t rcvd;		    /* bytes received in all */
-	uint64_t prog;		    /* pw_send_progress() when last seen */
-	uint64_t outq;		    /* dst's unacknowledged bytes, last look */
-	uint64_t wait_from;	    /* since when it waits on its send */
-	uint32_t slen;		    /* bytes of the send in flight, 0: none */
-	uint8_t st;		    /* D_* */
-	bool waiting;		    /* bytes to send: wait_from counts */
-	bool full;		    /* reached high water, not yet half */
-	int ctr;		    /* X_UP or X_DOWN */
+	struct px_fifo q;   /* the bytes received, not yet sent */
+	uint64_t rcvd;	    /* bytes received in all */
+	uint64_t prog;	    /* pw_send_progress() when last seen */
+	uint64_t outq;	    /* dst's unacknowledged bytes, last look */
+	uint64_t wait_from; /* since when it waits on its send */
+	uint32_t slen;	    /* bytes of the send in flight, 0: none */
+	uint8_t st;	    /* D_* */
+	bool waiting;	    /* bytes to send: wait_from counts */
+	bool full;	    /* reached high water, not yet half */
+	int ctr;	    /* X_UP or X_DOWN */
 	int src, dst;
 };
-
-/*
- * Copy @n bytes at @p to the tail of @d's FIFO, allocating blocks as
- * needed. Return: the bytes copied (fewer than @n only when out of
- * memory).
- */
-static uint32_t fifo_put(struct px_dir *d, struct px_slot *s, const char *p,
-			 uint32_t n)
-{
-	uint32_t done = 0;
-
-	while (done < n) {
-		struct px_blk *t = d->tail;
-
-		if (!t || t->fill == t->cap) {
-			struct px_blk *b = blk_new(s, !t, n - done);
-
-			if (!b)
-				break;
-			if (t)
-				t->next = b;
-			else
-				d->head = b;
-			d->tail = t = b;
-		}
-		uint32_t k = t->cap - t->fill;
-		if (k > n - done)
-			k = n - done;
-		memcpy(t->data + t->fill, p + done, k);
-		t->fill += k;
-		done += k;
-	}
-	d->queued += done;
-	return done;
-}
-
-/* The send in flight ended: drop its @n bytes from the FIFO's head. */
-static void fifo_sent(struct px_dir *d, struct px_slot *s, uint32_t n)
-{
-	struct px_blk *h = d->head;
-
-	h->off += n;
-	d->queued -= n;
-	if (h->off == h->fill) {
-		/* Blocks before the tail are full: a sent head is done. */
-		d->head = h->next;
-		if (!d->head)
-			d->tail = NULL;
-		blk_free(s, h);
-	}
-}
-
-/* Free the FIFO's blocks to the allocator: closing may run off the
- * shard (a drop at runtime shutdown), where the spares are not ours. */
-static void fifo_free(struct px_dir *d)
-{
-	while (d->head) {
-		struct px_blk *h = d->head;
-
-		d->head = h->next;
-		free(h);
-	}
-	d->tail = NULL;
-	d->queued = 0;
-	d->slen = 0;
-}
-
-/* ---- one connection ---------------------------------------------------- */
 
 struct px_conn {
 	struct pw_proxy *p;
@@ -330,6 +206,14 @@ static void dir_init(struct px_dir *d, int src, int dst, int ctr)
 	d->dst = dst;
 }
 
+/* Free @d's FIFO and forget its send in flight (on any thread, as
+ * pw_proxy_fifo_free()). */
+static void dir_free(struct px_dir *d)
+{
+	pw_proxy_fifo_free(&d->q);
+	d->slen = 0;
+}
+
 /*
  * Receive into @d's FIFO while it has room: each chunk is copied and its
  * ring buffer given back; the tail of one that does not fit goes back to
@@ -346,10 +230,10 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 {
 	uint64_t hw = c->p->cfg.high_water;
 
-	if (d->full && d->queued > hw / 2)
+	if (d->full && d->q.queued > hw / 2)
 		goto park;
 	d->full = false;
-	while (d->st == D_RUN && d->queued < hw) {
+	while (d->st == D_RUN && d->q.queued < hw) {
 		struct pw_net_buf b;
 		int32_t res;
 
@@ -362,12 +246,13 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			d->st = D_EOF;
 			return 0;
 		}
-		uint64_t room = hw - d->queued;
+		uint64_t room = hw - d->q.queued;
 		uint32_t want = (uint64_t)b.len < room ||
 						b.bid == PW_NET_BUF_OWN ?
 					b.len :
 					(uint32_t)room;
-		uint32_t took = fifo_put(d, s, b.data, want);
+		uint32_t took =
+			pw_proxy_fifo_put(&d->q, &s->spare, b.data, want);
 
 		if (took < b.len) {
 			if (pw_recv_unread(&d->rx, &b, took)) {
@@ -382,7 +267,7 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			return -ENOMEM;
 		d->rcvd += took;
 		ctr_add(s, d->ctr, took);
-		ctr_max(s, X_BUFFERED_PEAK, d->queued);
+		ctr_max(s, X_BUFFERED_PEAK, d->q.queued);
 	}
 	if (d->st != D_RUN)
 		return 0;
@@ -402,20 +287,23 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 {
 	for (;;) {
 		int err = dir_recv(cx, c, d, s);
+		const char *h;
+		uint32_t len;
 		int32_t res;
 
 		if (err)
 			return err;
-		if (!d->head)
+		h = pw_proxy_fifo_head(&d->q, &len);
+		if (!h)
 			break;
 		if (!d->slen)
-			d->slen = d->head->fill - d->head->off;
-		if (pw_send_poll(cx, &d->tx, d->head->data + d->head->off,
-				 d->slen, PW_TIME_NEVER, &res) == PW_PENDING)
+			d->slen = len;
+		if (pw_send_poll(cx, &d->tx, h, d->slen, PW_TIME_NEVER, &res) ==
+		    PW_PENDING)
 			return 0;
 		if (res < 0)
 			return res;
-		fifo_sent(d, s, d->slen);
+		pw_proxy_fifo_sent(&d->q, &s->spare, d->slen);
 		d->slen = 0;
 	}
 	if (d->st == D_EOF) {
@@ -494,7 +382,7 @@ static void cut(struct px_conn *c, struct px_slot *s)
 	for (int i = 0; i < 2 && c->ufd >= 0; i++) {
 		struct px_dir *d = &c->d[i];
 
-		if (d->queued || outq(d->dst, SIOCOUTQNSD)) {
+		if (d->q.queued || outq(d->dst, SIOCOUTQNSD)) {
 			(void)pw_net_abort(d->dst);
 			lost = true;
 		}
@@ -553,7 +441,7 @@ static void note_progress(struct px_conn *c, uint64_t now)
 		uint64_t sent = pw_send_progress(&d->tx);
 
 		moved += d->rcvd + sent;
-		if (!d->head) {
+		if (!d->q.head) {
 			d->waiting = false;
 		} else if (!d->waiting || sent != d->prog) {
 			d->waiting = true;
@@ -680,8 +568,8 @@ static enum pw_poll close_sends(struct pw_cx *cx, struct px_conn *c)
 		return PW_PENDING;
 	pw_sleep_cancel(&c->timer);
 	if (c->ufd >= 0) {
-		fifo_free(&c->d[0]);
-		fifo_free(&c->d[1]);
+		dir_free(&c->d[0]);
+		dir_free(&c->d[1]);
 	}
 	c->phase = P_CLOSE_FDS;
 	return PW_READY;
@@ -739,7 +627,7 @@ static void conn_drop(void *state)
 		for (int i = 0; i < 2; i++) {
 			pw_recv_cancel(&c->d[i].rx);
 			pw_send_cancel(&c->d[i].tx);
-			fifo_free(&c->d[i]);
+			dir_free(&c->d[i]);
 		}
 	}
 	if (cut_short)
@@ -939,12 +827,7 @@ static void slots_free(struct pw_proxy *p)
 	for (unsigned i = 0; p->slot && i < p->nshards; i++) {
 		struct px_slot *s = &p->slot[i];
 
-		while (s->spare) {
-			struct px_blk *b = s->spare;
-
-			s->spare = b->next;
-			free(b);
-		}
+		pw_proxy_spares_free(&s->spare);
 		pthread_mutex_destroy(&s->lock);
 	}
 	free(p->slot);
@@ -1186,232 +1069,4 @@ int pw_proxy_stop(struct pw_proxy *p, uint64_t drain_ns,
 		return -EINVAL;
 	pw_proxy_drain(p, drain_ns);
 	return pw_proxy_destroy(p, final);
-}
-
-/* ---- the command ---------------------------------------------------- */
-
-/* The flags of `pinwheel proxy` and the proxy they start. */
-static struct px_cmd {
-	const char *listen, *upstreams;
-	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz;
-	bool stats, reuse_port;
-	struct pw_proxy_config cfg;
-	struct pw_proxy *p;
-} P;
-
-static const struct px_cmd px_defaults = {
-	.hw = 256 * 1024,
-	.idle = 60 * PW_NSEC_PER_SEC,
-	.sto = 60 * PW_NSEC_PER_SEC,
-	.cto = 5 * PW_NSEC_PER_SEC,
-	.drain = 5 * PW_NSEC_PER_SEC,
-	.nbufs = 1024,
-	.bufsz = 16 * 1024,
-};
-
-static const struct pw_cli_opt px_opts[] = {
-	{ "--listen", PW_CLI_STRING, &P.listen, 0, 0, "ADDR",
-	  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
-	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0, "ADDR[,ADDR...]",
-	  "upstreams, used round robin with failover (required)" },
-	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
-	  "unsent bytes that pause reading a side (256k)" },
-	{ "--idle-timeout", PW_CLI_DURATION, &P.idle, 0, 0, "DURATION",
-	  "close connections idle this long; 0: never (60s)" },
-	{ "--send-timeout", PW_CLI_DURATION, &P.sto, 0, 0, "DURATION",
-	  "reset connections whose send makes no progress this long; "
-	  "0: never (60s)" },
-	{ "--connect-timeout", PW_CLI_DURATION, &P.cto, 1,
-	  3600 * PW_NSEC_PER_SEC, "DURATION",
-	  "per upstream connect attempt (5s)" },
-	{ "--max-conns", PW_CLI_UINT, &P.maxc, 0, 0, "N",
-	  "open connections per shard, the excess waits in the backlog; "
-	  "0: no limit (0)" },
-	{ "--drain", PW_CLI_DURATION, &P.drain, 0, 0, "DURATION",
-	  "on SIGINT/SIGTERM, wait this long for connections (5s)" },
-	{ "--buffers", PW_CLI_UINT, &P.nbufs, 1, 32768, "N",
-	  "receive buffers per shard, a power of two (1024)" },
-	{ "--buffer-size", PW_CLI_SIZE, &P.bufsz, 64, 1 << 20, "SIZE",
-	  "bytes per receive buffer (16k)" },
-	{ "--stats", PW_CLI_BOOL, &P.stats, 0, 0, NULL,
-	  "print connections, bytes and errors every second" },
-	{ "--reuse-port", PW_CLI_BOOL, &P.reuse_port, 0, 0, NULL,
-	  "share a port other servers already listen on (SO_REUSEPORT); "
-	  "without it a port in use is refused" },
-};
-
-static const struct pw_cli_cmd px_cmd = {
-	.name = "pinwheel proxy",
-	.about = "Forward TCP connections from --listen to the --upstream "
-		 "servers until SIGINT or SIGTERM.",
-	.opts = px_opts,
-	.nopts = sizeof(px_opts) / sizeof(px_opts[0]),
-	.common = PW_CLI_RUNTIME,
-};
-
-/* --upstream into P.cfg, or the message naming what is wrong in it:
- * each item goes through pw_cli_addr() (port 0 refused), then the list
- * into P.cfg. */
-static int px_upstreams(struct pw_drv *d)
-{
-	const char *p = P.upstreams;
-	struct pw_net_addr a;
-	char item[256];
-	int err;
-
-	if (!p)
-		return pw_cli_fail(&d->cli, 2,
-				   "--upstream ADDR[,ADDR...] is required "
-				   "(see --help)");
-	err = pw_proxy_upstreams_parse(&P.cfg, p);
-	if (err == -E2BIG)
-		return pw_cli_fail(&d->cli, 2,
-				   "--upstream: more than %d addresses",
-				   PW_PROXY_MAX_UPSTREAMS);
-	/* Every item (a longer one than item holds is no address either). */
-	for (;; p += strcspn(p, ",") + 1) {
-		size_t len = strcspn(p, ",");
-
-		snprintf(item, sizeof(item), "%.*s", (int)len, p);
-		if (pw_cli_addr(&d->cli, "--upstream", item,
-				PW_CLI_ADDR_CONNECT, &a))
-			return 2;
-		if (!p[len])
-			break;
-	}
-	if (err)
-		return pw_cli_fail(
-			&d->cli, 2,
-			"--upstream: '%s' is not a list of addresses",
-			P.upstreams);
-	return 0;
-}
-
-static int px_setup(struct pw_drv *d)
-{
-	if (pw_cli_addr(&d->cli, "--listen", P.listen, PW_CLI_ADDR_LISTEN,
-			&P.cfg.listen))
-		return 2;
-	if (px_upstreams(d))
-		return 2;
-	if (P.nbufs & (P.nbufs - 1))
-		return pw_cli_fail(&d->cli, 2,
-				   "--buffers: %llu is not a power of two",
-				   (unsigned long long)P.nbufs);
-	P.cfg.high_water = P.hw;
-	P.cfg.idle_timeout_ns = P.idle;
-	P.cfg.send_timeout_ns = P.sto;
-	P.cfg.connect_timeout_ns = P.cto;
-	P.cfg.max_conns = P.maxc;
-	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
-	P.cfg.net.buf_count = (uint32_t)P.nbufs;
-	P.cfg.net.buf_size = (uint32_t)P.bufsz;
-	d->drain_ns = P.drain;
-	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
-	return 0;
-}
-
-/* The proxy, with the runtime it creates. */
-static int px_start(struct pw_drv *d)
-{
-	int err;
-
-	P.cfg.rt = d->cfg;
-	err = pw_proxy_start(&P.p, &P.cfg);
-	if (err) {
-		P.p = NULL;
-		return pw_cli_fail(&d->cli, 1, "cannot start: %s",
-				   err == -EADDRINUSE || err == -EACCES ||
-						   err == -EADDRNOTAVAIL ?
-					   strerror(-err) :
-					   pw_strerror_setup(err));
-	}
-	d->rt = pw_proxy_runtime(P.p);
-	pw_proxy_addr(P.p, &d->addr);
-	return 0;
-}
-
-static void px_banner(struct pw_drv *d, FILE *f)
-{
-	int n = pw_runtime_shards(d->rt);
-
-	fprintf(f, ", %u upstream%s, %d shard%s", P.cfg.nupstreams,
-		P.cfg.nupstreams == 1 ? "" : "s", n, n == 1 ? "" : "s");
-}
-
-/* The counters as one line, "pinwheel proxy: open=...". */
-static void px_line(void)
-{
-	struct pw_proxy_stats st;
-	char line[512];
-
-	pw_proxy_stats(P.p, &st);
-	pw_proxy_stats_line(&st, line, sizeof(line));
-	printf("pinwheel proxy: %s\n", line);
-	fflush(stdout);
-}
-
-static void px_tick(struct pw_drv *d)
-{
-	(void)d;
-	px_line();
-}
-
-/* On SIGUSR1 the counters, then (and at exit) the metrics. */
-static void px_report(struct pw_drv *d, bool final)
-{
-	if (!final)
-		px_line();
-	pw_drv_metrics(d, stdout);
-}
-
-static void px_drain(struct pw_drv *d)
-{
-	(void)d;
-	pw_proxy_drain(P.p, 0);
-}
-
-static int px_open(struct pw_drv *d)
-{
-	struct pw_proxy_stats st;
-
-	(void)d;
-	pw_proxy_stats(P.p, &st);
-	return (int)st.conns_open;
-}
-
-/* Destroy the proxy and its runtime; the final counters. */
-static int px_stop(struct pw_drv *d, int status)
-{
-	struct pw_proxy_stats st;
-	char line[512];
-
-	if (!P.p)
-		return status;
-	pw_proxy_destroy(P.p, &st);
-	pw_proxy_stats_line(&st, line, sizeof(line));
-	printf("pinwheel proxy: stopped (%d connection%s closed at the drain "
-	       "deadline); %s\n",
-	       d->left, d->left == 1 ? "" : "s", line);
-	fflush(stdout);
-	return status;
-}
-
-static const struct pw_drv_ops px_ops = {
-	.setup = px_setup,
-	.start = px_start,
-	.banner = px_banner,
-	.tick = px_tick,
-	.report = px_report,
-	.drain = px_drain,
-	.open = px_open,
-	.stop = px_stop,
-	.own_runtime = true,
-};
-
-int pw_app_proxy(int argc, char **argv)
-{
-	P = px_defaults;
-	pw_proxy_config_init(&P.cfg);
-	return pw_drv_main(&px_cmd, &px_ops, argc, argv);
 }

@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * proxy_cmd.c - the `pinwheel proxy` command: its flags, the proxy they
+ * start on the driver (driver.h), its banner, its counters line (every
+ * second with --stats, on SIGUSR1) and its summary at the end. The proxy
+ * itself is proxy.c, reached only through proxy.h.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "pinwheel.h"
+#include "pinwheel/net.h"
+#include "apps/apps.h"
+#include "apps/cli.h"
+#include "apps/driver.h"
+#include "apps/proxy.h"
+
+/* ---- the command ---------------------------------------------------- */
+
+/* The flags of `pinwheel proxy` and the proxy they start. */
+static struct px_cmd {
+	const char *listen, *upstreams;
+	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz;
+	bool stats, reuse_port;
+	struct pw_proxy_config cfg;
+	struct pw_proxy *p;
+} P;
+
+static const struct px_cmd px_defaults = {
+	.hw = 256 * 1024,
+	.idle = 60 * PW_NSEC_PER_SEC,
+	.sto = 60 * PW_NSEC_PER_SEC,
+	.cto = 5 * PW_NSEC_PER_SEC,
+	.drain = 5 * PW_NSEC_PER_SEC,
+	.nbufs = 1024,
+	.bufsz = 16 * 1024,
+};
+
+static const struct pw_cli_opt px_opts[] = {
+	{ "--listen", PW_CLI_STRING, &P.listen, 0, 0, "ADDR",
+	  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
+	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0, "ADDR[,ADDR...]",
+	  "upstreams, used round robin with failover (required)" },
+	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
+	  "unsent bytes that pause reading a side (256k)" },
+	{ "--idle-timeout", PW_CLI_DURATION, &P.idle, 0, 0, "DURATION",
+	  "close connections idle this long; 0: never (60s)" },
+	{ "--send-timeout", PW_CLI_DURATION, &P.sto, 0, 0, "DURATION",
+	  "reset connections whose send makes no progress this long; "
+	  "0: never (60s)" },
+	{ "--connect-timeout", PW_CLI_DURATION, &P.cto, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "per upstream connect attempt (5s)" },
+	{ "--max-conns", PW_CLI_UINT, &P.maxc, 0, 0, "N",
+	  "open connections per shard, the excess waits in the backlog; "
+	  "0: no limit (0)" },
+	{ "--drain", PW_CLI_DURATION, &P.drain, 0, 0, "DURATION",
+	  "on SIGINT/SIGTERM, wait this long for connections (5s)" },
+	{ "--buffers", PW_CLI_UINT, &P.nbufs, 1, 32768, "N",
+	  "receive buffers per shard, a power of two (1024)" },
+	{ "--buffer-size", PW_CLI_SIZE, &P.bufsz, 64, 1 << 20, "SIZE",
+	  "bytes per receive buffer (16k)" },
+	{ "--stats", PW_CLI_BOOL, &P.stats, 0, 0, NULL,
+	  "print connections, bytes and errors every second" },
+	{ "--reuse-port", PW_CLI_BOOL, &P.reuse_port, 0, 0, NULL,
+	  "share a port other servers already listen on (SO_REUSEPORT); "
+	  "without it a port in use is refused" },
+};
+
+static const struct pw_cli_cmd px_cmd = {
+	.name = "pinwheel proxy",
+	.about = "Forward TCP connections from --listen to the --upstream "
+		 "servers until SIGINT or SIGTERM.",
+	.opts = px_opts,
+	.nopts = sizeof(px_opts) / sizeof(px_opts[0]),
+	.common = PW_CLI_RUNTIME,
+};
+
+/* --upstream into P.cfg, or the message naming what is wrong in it:
+ * each item goes through pw_cli_addr() (port 0 refused), then the list
+ * into P.cfg. */
+static int px_upstreams(struct pw_drv *d)
+{
+	const char *p = P.upstreams;
+	struct pw_net_addr a;
+	char item[256];
+	int err;
+
+	if (!p)
+		return pw_cli_fail(&d->cli, 2,
+				   "--upstream ADDR[,ADDR...] is required "
+				   "(see --help)");
+	err = pw_proxy_upstreams_parse(&P.cfg, p);
+	if (err == -E2BIG)
+		return pw_cli_fail(&d->cli, 2,
+				   "--upstream: more than %d addresses",
+				   PW_PROXY_MAX_UPSTREAMS);
+	/* Every item (a longer one than item holds is no address either). */
+	for (;; p += strcspn(p, ",") + 1) {
+		size_t len = strcspn(p, ",");
+
+		snprintf(item, sizeof(item), "%.*s", (int)len, p);
+		if (pw_cli_addr(&d->cli, "--upstream", item,
+				PW_CLI_ADDR_CONNECT, &a))
+			return 2;
+		if (!p[len])
+			break;
+	}
+	if (err)
+		return pw_cli_fail(
+			&d->cli, 2,
+			"--upstream: '%s' is not a list of addresses",
+			P.upstreams);
+	return 0;
+}
+
+static int px_setup(struct pw_drv *d)
+{
+	if (pw_cli_addr(&d->cli, "--listen", P.listen, PW_CLI_ADDR_LISTEN,
+			&P.cfg.listen))
+		return 2;
+	if (px_upstreams(d))
+		return 2;
+	if (P.nbufs & (P.nbufs - 1))
+		return pw_cli_fail(&d->cli, 2,
+				   "--buffers: %llu is not a power of two",
+				   (unsigned long long)P.nbufs);
+	P.cfg.high_water = P.hw;
+	P.cfg.idle_timeout_ns = P.idle;
+	P.cfg.send_timeout_ns = P.sto;
+	P.cfg.connect_timeout_ns = P.cto;
+	P.cfg.max_conns = P.maxc;
+	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
+	P.cfg.net.buf_count = (uint32_t)P.nbufs;
+	P.cfg.net.buf_size = (uint32_t)P.bufsz;
+	d->drain_ns = P.drain;
+	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
+	return 0;
+}
+
+/* The proxy, with the runtime it creates. */
+static int px_start(struct pw_drv *d)
+{
+	int err;
+
+	P.cfg.rt = d->cfg;
+	err = pw_proxy_start(&P.p, &P.cfg);
+	if (err) {
+		P.p = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot start: %s",
+				   err == -EADDRINUSE || err == -EACCES ||
+						   err == -EADDRNOTAVAIL ?
+					   strerror(-err) :
+					   pw_strerror_setup(err));
+	}
+	d->rt = pw_proxy_runtime(P.p);
+	pw_proxy_addr(P.p, &d->addr);
+	return 0;
+}
+
+static void px_banner(struct pw_drv *d, FILE *f)
+{
+	int n = pw_runtime_shards(d->rt);
+
+	fprintf(f, ", %u upstream%s, %d shard%s", P.cfg.nupstreams,
+		P.cfg.nupstreams == 1 ? "" : "s", n, n == 1 ? "" : "s");
+}
+
+/* The counters as one line, "pinwheel proxy: open=...". */
+static void px_line(void)
+{
+	struct pw_proxy_stats st;
+	char line[512];
+
+	pw_proxy_stats(P.p, &st);
+	pw_proxy_stats_line(&st, line, sizeof(line));
+	printf("pinwheel proxy: %s\n", line);
+	fflush(stdout);
+}
+
+static void px_tick(struct pw_drv *d)
+{
+	(void)d;
+	px_line();
+}
+
+/* On SIGUSR1 the counters, then (and at exit) the metrics. */
+static void px_report(struct pw_drv *d, bool final)
+{
+	if (!final)
+		px_line();
+	pw_drv_metrics(d, stdout);
+}
+
+static void px_drain(struct pw_drv *d)
+{
+	(void)d;
+	pw_proxy_drain(P.p, 0);
+}
+
+static int px_open(struct pw_drv *d)
+{
+	struct pw_proxy_stats st;
+
+	(void)d;
+	pw_proxy_stats(P.p, &st);
+	return (int)st.conns_open;
+}
+
+/* Destroy the proxy and its runtime; the final counters. */
+static int px_stop(struct pw_drv *d, int status)
+{
+	struct pw_proxy_stats st;
+	char line[512];
+
+	if (!P.p)
+		return status;
+	pw_proxy_destroy(P.p, &st);
+	pw_proxy_stats_line(&st, line, sizeof(line));
+	printf("pinwheel proxy: stopped (%d connection%s closed at the drain "
+	       "deadline); %s\n",
+	       d->left, d->left == 1 ? "" : "s", line);
+	fflush(stdout);
+	return status;
+}
+
+static const struct pw_drv_ops px_ops = {
+	.setup = px_setup,
+	.start = px_start,
+	.banner = px_banner,
+	.tick = px_tick,
+	.report = px_report,
+	.drain = px_drain,
+	.open = px_open,
+	.stop = px_stop,
+	.own_runtime = true,
+};
+
+int pw_app_proxy(int argc, char **argv)
+{
+	P = px_defaults;
+	pw_proxy_config_init(&P.cfg);
+	return pw_drv_main(&px_cmd, &px_ops, argc, argv);
+}
