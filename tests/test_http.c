@@ -1206,6 +1206,92 @@ Test(http, max_requests_closes_after_the_last)
 }
 
 /*
+ * A socket send buffer of 16 KiB: a client that pipelines GETs and never
+ * reads stops being served once that buffer and its own small window are
+ * full, far below --max-requests, and the connection stays open (no cap
+ * reached, nothing reset). With the kernel's autotuning on loopback the
+ * same client had all 1000 answers queued, was closed at the cap and
+ * could reconnect for the next 1000 at once: a flood of work for the
+ * shard.
+ */
+Test(http, sndbuf_stalls_a_nonreader_below_max_requests)
+{
+	struct srv v;
+	struct pw_http_opts o = { .max_requests = 1000, .sndbuf = 16384 };
+
+	srv_start_pass(&v, 1, &o);
+	size_t sent;
+	int bad = nonreader(&v, &sent);
+	cr_assert_gt(sent / strlen(REQ), 1000, "the client sent %zu requests",
+		     sent / strlen(REQ));
+	uint64_t served = SUM(&v, requests);
+	cr_assert_gt(served, 0);
+	cr_assert_lt(served, 1000, "%llu answers queued for a nonreader",
+		     (unsigned long long)served);
+	cr_assert_eq(SUM(&v, capped), 0);
+	int good = client(&v);
+	send_all(good, REQ, strlen(REQ));
+	expect_ok(good, true);
+	cr_assert_eq(SUM(&v, requests), served + 1, "the nonreader moved on");
+	close(good);
+	close(bad);
+	srv_stop(&v);
+}
+
+/* Send @n bytes of zeros on @fd until done or an error; 0 or the errno. */
+static int send_zeros(int fd, size_t n)
+{
+	static char zeros[16384];
+
+	while (n) {
+		size_t k = n < sizeof(zeros) ? n : sizeof(zeros);
+		ssize_t w = send(fd, zeros, k, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return errno;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * After a closing answer the server lingers, reading and dropping what
+ * the client still sends (so that unread bytes do not reset the answer
+ * away), but drops at most 64 KiB: a client that sends 1 KiB after the
+ * answer gets a clean end of stream; one that floods gets a reset once
+ * 64 KiB are dropped, counted. The clock is paused: the linger's time
+ * never runs out here.
+ */
+Test(http, linger_drops_at_most_64k_then_resets)
+{
+	struct srv v;
+	const char *req =
+		"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
+
+	srv_start_paused(&v, 1, NULL);
+	int calm = client(&v);
+	send_all(calm, req, strlen(req));
+	expect_ok(calm, false);
+	cr_assert_eq(send_zeros(calm, 1024), 0);
+	shutdown(calm, SHUT_WR);
+	expect_eof(calm);
+	int flood = client(&v);
+	send_all(flood, req, strlen(req));
+	expect_ok(flood, false);
+	int err = send_zeros(flood, 64u << 20);
+	cr_assert(err == ECONNRESET || err == EPIPE, "the flood ended by %s",
+		  strerror(err));
+	PW_TEST_WAIT_UNTIL(SUM(&v, linger_resets) >= 1, PW_TEST_WAIT_SECS,
+			   "the flood was not reset");
+	cr_assert_eq(SUM(&v, linger_resets), 1);
+	cr_assert_eq(SUM(&v, requests), 2);
+	close(calm);
+	close(flood);
+	srv_stop(&v);
+}
+
+/*
  * --max-body 100: a body of exactly 100 bytes is read and answered; a
  * head declaring 101 bytes (or the largest length the parser takes,
  * 2^64 - 7) gets 413 and the end of the stream at once, its body never
@@ -1450,6 +1536,8 @@ Test(http, command_limit_flags)
 		"(default 1000)",
 		"--max-body SIZE",
 		"(default 1m)",
+		"--sndbuf SIZE",
+		"(default 16k)",
 		"--timeout DURATION",
 	};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
@@ -1467,6 +1555,7 @@ Test(http, command_limit_flags)
 		  "-1" },
 		{ bin, "http", "--listen", "127.0.0.1:0", "--max-body",
 		  "lots" },
+		{ bin, "http", "--listen", "127.0.0.1:0", "--sndbuf", "2g" },
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		char *argv[7];
@@ -1492,6 +1581,8 @@ Test(http, command_limit_flags)
 			  "--max-body",
 			  "0",
 			  "--max-conns",
+			  "0",
+			  "--sndbuf",
 			  "0",
 			  "--metrics",
 			  NULL };
