@@ -50,19 +50,20 @@ int pw_cli_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
-/* Leading digits of *@s into *@v; how many digits, or -ERANGE. */
+/* Leading digits of *@s into *@v, *@s moved past them: 0; -EINVAL when
+ * there is none, -ERANGE past 2^64 - 1. */
 static int digits(const char **s, uint64_t *v)
 {
-	int n = 0;
+	const char *start = *s;
 
 	*v = 0;
-	for (; **s >= '0' && **s <= '9'; (*s)++, n++) {
+	for (; **s >= '0' && **s <= '9'; (*s)++) {
 		unsigned d = (unsigned)(**s - '0');
 		if (*v > (UINT64_MAX - d) / 10)
 			return -ERANGE;
 		*v = *v * 10 + d;
 	}
-	return n;
+	return *s == start ? -EINVAL : 0;
 }
 
 int pw_cli_parse_duration(const char *s, uint64_t *ns)
@@ -85,10 +86,8 @@ int pw_cli_parse_duration(const char *s, uint64_t *ns)
 	if (!s || !ns)
 		return -EINVAL;
 	n = digits(&s, &whole);
-	if (n < 0)
+	if (n)
 		return n;
-	if (!n)
-		return -EINVAL;
 	if (*s == '.') {
 		s++;
 		for (n = 0; *s >= '0' && *s <= '9'; s++, n++) {
@@ -124,10 +123,8 @@ int pw_cli_parse_size(const char *s, uint64_t *bytes)
 	if (!s || !bytes)
 		return -EINVAL;
 	n = digits(&s, &v);
-	if (n < 0)
+	if (n)
 		return n;
-	if (!n)
-		return -EINVAL;
 	if (*s) {
 		const char *u = strchr("kmgt", *s | 0x20);
 
@@ -159,10 +156,8 @@ int pw_cli_parse_fraction(const char *s, uint64_t *ppm)
 	if (!s || !ppm)
 		return -EINVAL;
 	n = digits(&s, &whole);
-	if (n < 0)
+	if (n)
 		return n;
-	if (!n)
-		return -EINVAL;
 	if (whole > 100) /* beyond 1 either way; keeps v below from wrapping */
 		whole = 101;
 	v = whole * scale;

@@ -47,41 +47,7 @@ mkdir -p "$LOGDIR" || exit 2
 front=127.0.0.1:$PORT_BASE
 upstream=127.0.0.1:$((PORT_BASE + 1))
 
-pids=""
-cleanup() {
-	for p in $pids; do
-		kill -TERM "$p" 2>/dev/null
-	done
-	sleep 0.5
-	for p in $pids; do
-		kill -KILL "$p" 2>/dev/null
-		wait "$p" 2>/dev/null
-	done
-	pids=""
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-# start LOG CPU CMD...: run CMD pinned in the background; pid in $last.
-start() {
-	local log=$1 cpu=$2
-	shift 2
-	taskset -c "$cpu" "$@" >"$log" 2>&1 &
-	last=$!
-	pids="$pids $last"
-}
-
-# wait_for LOG TEXT SECONDS: until TEXT appears in LOG; 1 on timeout.
-wait_for() {
-	local _
-	for _ in $(seq $(($3 * 10))); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "$0: no \"$2\" in $1 after $3 s" >&2
-	return 1
-}
+. scripts/procs.sh
 
 # rss PID: its VmRSS in KiB.
 rss() {
