@@ -163,15 +163,17 @@ struct px_dir {
 	struct pw_send tx;
 	struct pw_close sh; /* shutdown(dst, SHUT_WR) after end of stream */
 	struct px_fifo q;   /* the bytes received, not yet sent */
-	uint64_t rcvd;	    /* bytes received in all */
-	uint64_t prog;	    /* pw_send_progress() when last seen */
-	uint64_t outq;	    /* dst's unacknowledged bytes, last look */
-	uint64_t wait_from; /* since when it waits on its send */
-	uint32_t slen;	    /* bytes of the send in flight, 0: none */
-	uint8_t st;	    /* D_* */
-	bool waiting;	    /* bytes to send: wait_from counts */
-	bool full;	    /* reached high water, not yet half */
-	int ctr;	    /* X_UP or X_DOWN */
+	struct pw_net_buf direct; /* a ring buffer tried straight at dst,
+				     kept until the try ends (len 0: none) */
+	uint64_t rcvd;		  /* bytes received in all */
+	uint64_t prog;		  /* pw_send_progress() when last seen */
+	uint64_t outq;		  /* dst's unacknowledged bytes, last look */
+	uint64_t wait_from;	  /* since when it waits on its send */
+	uint32_t slen;		  /* bytes of the send in flight, 0: none */
+	uint8_t st;		  /* D_* */
+	bool waiting;		  /* bytes to send: wait_from counts */
+	bool full;		  /* reached high water, not yet half */
+	int ctr;		  /* X_UP or X_DOWN */
 	int src, dst;
 };
 
@@ -207,22 +209,97 @@ static void dir_init(struct px_dir *d, int src, int dst, int ctr)
 }
 
 /* Free @d's FIFO and forget its send in flight (on any thread, as
- * pw_proxy_fifo_free()). */
+ * pw_proxy_fifo_free()). A chunk tried straight from the ring goes back
+ * only once its try ended: the kernel may read it until then (a drop at
+ * the runtime's shutdown leaves it to the ring's end). */
 static void dir_free(struct px_dir *d)
 {
 	pw_proxy_fifo_free(&d->q);
 	d->slen = 0;
+	if (d->direct.len && !pw_send_in_flight(&d->tx))
+		(void)pw_net_buf_release(&d->direct);
+	d->direct.len = 0;
+}
+
+/* Count @n bytes of @d as received (kept in the FIFO, or sent). */
+static void dir_count(struct px_dir *d, struct px_slot *s, uint32_t n)
+{
+	d->rcvd += n;
+	ctr_add(s, d->ctr, n);
+	ctr_max(s, X_BUFFERED_PEAK, d->q.queued);
 }
 
 /*
- * Receive into @d's FIFO while it has room: each chunk is copied and its
- * ring buffer given back; the tail of one that does not fit goes back to
- * the leaf (pw_recv_unread()). The bytes a parked receive gathered in its
+ * Copy the chunk @b into @d's FIFO, as much as there is room for below
+ * @hw, and give @b back; the tail that does not fit goes back to the
+ * leaf (pw_recv_unread()). The bytes a parked receive gathered in its
  * own memory are taken whole, even past the mark: a poll that hands them
  * out re-arms the receive, so leaving a remainder there would let it
- * gather more at each resume than the resume takes. A FIFO that reached
- * the mark parks the receive until it is down to half of it, so a slow
- * peer costs one park and one resume per half mark, not per send.
+ * gather more at each resume than the resume takes.
+ * Return: 0 or -ENOMEM.
+ */
+static int dir_keep(struct px_dir *d, struct px_slot *s, struct pw_net_buf *b,
+		    uint64_t hw)
+{
+	uint64_t room = hw > d->q.queued ? hw - d->q.queued : 0;
+	uint32_t want = (uint64_t)b->len < room || b->bid == PW_NET_BUF_OWN ?
+				b->len :
+				(uint32_t)room;
+	uint32_t took = pw_proxy_fifo_put(&d->q, &s->spare, b->data, want);
+
+	if (took < b->len) {
+		if (pw_recv_unread(&d->rx, b, took)) {
+			if (pw_net_buf_release(b))
+				ctr_add(s, X_RELEASE_ERR, 1);
+			return -ENOMEM;
+		}
+	} else if (pw_net_buf_release(b)) {
+		ctr_add(s, X_RELEASE_ERR, 1);
+	}
+	if (!took)
+		return -ENOMEM;
+	dir_count(d, s, took);
+	return 0;
+}
+
+/*
+ * The try of d->direct ended with @res (bytes taken, or -errno): what
+ * the socket did not take goes into the FIFO (or, short of memory, back
+ * to the leaf), and the chunk goes back.
+ * Return: 0, or -errno for a socket error or -ENOMEM.
+ */
+static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res)
+{
+	struct pw_net_buf *b = &d->direct;
+	uint32_t sent = res > 0 ? (uint32_t)res : 0, kept = 0;
+	int err = res < 0 ? res : 0;
+
+	if (!err && sent < b->len)
+		kept = pw_proxy_fifo_put(&d->q, &s->spare,
+					 (const char *)b->data + sent,
+					 b->len - sent);
+	if (!err && sent + kept < b->len) {
+		if (pw_recv_unread(&d->rx, b, sent + kept))
+			err = -ENOMEM;
+	}
+	if (b->len && pw_net_buf_release(b))
+		ctr_add(s, X_RELEASE_ERR, 1);
+	b->len = 0;
+	if (!err)
+		dir_count(d, s, sent + kept);
+	return err;
+}
+
+/*
+ * Receive for @d while its FIFO has room. A ring buffer that nothing
+ * waits before (the FIFO empty) is tried straight at dst (d->direct):
+ * no copy while the peer keeps up, and no buffer held while it does
+ * not, since a try never waits. Other chunks, and the leaf's own bytes
+ * (freed by a cancel that a cut may do while a try is in flight), are
+ * copied into the FIFO (dir_keep()). A FIFO
+ * that reached the mark parks the receive until it is down to half of
+ * it, so a slow peer costs one park and one resume per half mark, not
+ * per send.
  * Return: 0, or -errno for a socket error or -ENOMEM.
  */
 static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
@@ -246,28 +323,13 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			d->st = D_EOF;
 			return 0;
 		}
-		uint64_t room = hw - d->q.queued;
-		uint32_t want = (uint64_t)b.len < room ||
-						b.bid == PW_NET_BUF_OWN ?
-					b.len :
-					(uint32_t)room;
-		uint32_t took =
-			pw_proxy_fifo_put(&d->q, &s->spare, b.data, want);
-
-		if (took < b.len) {
-			if (pw_recv_unread(&d->rx, &b, took)) {
-				if (pw_net_buf_release(&b))
-					ctr_add(s, X_RELEASE_ERR, 1);
-				return -ENOMEM;
-			}
-		} else if (pw_net_buf_release(&b)) {
-			ctr_add(s, X_RELEASE_ERR, 1);
+		if (!d->q.queued && b.bid != PW_NET_BUF_OWN) {
+			d->direct = b;
+			return 0;
 		}
-		if (!took)
-			return -ENOMEM;
-		d->rcvd += took;
-		ctr_add(s, d->ctr, took);
-		ctr_max(s, X_BUFFERED_PEAK, d->q.queued);
+		int err = dir_keep(d, s, &b, hw);
+		if (err)
+			return err;
 	}
 	if (d->st != D_RUN)
 		return 0;
@@ -286,13 +348,24 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 		    struct px_slot *s)
 {
 	for (;;) {
-		int err = dir_recv(cx, c, d, s);
 		const char *h;
 		uint32_t len;
 		int32_t res;
+		int err;
 
+		if (d->direct.len) {
+			if (pw_send_try_poll(cx, &d->tx, d->direct.data,
+					     d->direct.len, &res) == PW_PENDING)
+				return 0;
+			err = direct_end(d, s, res);
+			if (err)
+				return err;
+		}
+		err = dir_recv(cx, c, d, s);
 		if (err)
 			return err;
+		if (d->direct.len)
+			continue;
 		h = pw_proxy_fifo_head(&d->q, &len);
 		if (!h)
 			break;
@@ -382,7 +455,7 @@ static void cut(struct px_conn *c, struct px_slot *s)
 	for (int i = 0; i < 2 && c->ufd >= 0; i++) {
 		struct px_dir *d = &c->d[i];
 
-		if (d->q.queued || outq(d->dst, SIOCOUTQNSD)) {
+		if (d->q.queued || d->direct.len || outq(d->dst, SIOCOUTQNSD)) {
 			(void)pw_net_abort(d->dst);
 			lost = true;
 		}

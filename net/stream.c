@@ -7,7 +7,10 @@
  * and resubmits the rest after a short send, so a send that moves bytes
  * slowly is seen moving (pw_send_progress()) and one that moves none is
  * seen stuck; with SEND_ZC a request ends at its notification CQE, when
- * the kernel no longer reads the bytes.
+ * the kernel no longer reads the bytes. A try (pw_send_try_poll()) is one
+ * MSG_DONTWAIT request: io_uring completes it with what the socket took,
+ * or -EAGAIN, instead of waiting for room, so the caller holds its bytes
+ * for one turn at most.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -41,6 +44,8 @@ void pw__send_cqe(struct pw__shard *sh, struct pw_net_op *op,
 		s->total += (uint64_t)cqe->res;
 		if (sh->net)
 			sh->net->st.send_bytes += (uint64_t)cqe->res;
+	} else if (cqe->res == -EAGAIN && s->once) {
+		/* no room: the try took nothing */
 	} else if (cqe->res == 0) {
 		s->err = -EPIPE; /* no progress: do not spin */
 	} else if (!s->err) {
@@ -48,11 +53,50 @@ void pw__send_cqe(struct pw__shard *sh, struct pw_net_op *op,
 	}
 }
 
-enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
-			  size_t len, uint64_t deadline, int32_t *res)
+/* Submit the rest of @s: SEND_ZC from the shard's threshold on, never
+ * for a try, which asks MSG_DONTWAIT instead. */
+static void send_arm(struct pw_cx *cx, struct pw_send *s)
 {
 	int err = 0;
+	struct pw__net *n = pw__net_get(cx->shard, &err);
+	uint32_t zc = n && !s->once ? n->cfg.zc_threshold : 0;
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+	size_t left = s->len - s->done;
 
+	if (!sqe)
+		return; /* polled again once the ring has room */
+	s->zc = zc && left >= zc;
+	if (s->zc) {
+		io_uring_prep_send_zc(sqe, s->fd, s->data + s->done, left,
+				      MSG_NOSIGNAL, 0);
+		n->st.zc_sends++;
+	} else {
+		io_uring_prep_send(sqe, s->fd, s->data + s->done, left,
+				   MSG_NOSIGNAL | (s->once ? MSG_DONTWAIT : 0));
+	}
+	s->tried = true;
+	pw__nop_arm(cx, &s->op, sqe, PW__NK_SEND);
+}
+
+/* The send's end, once reached: *@res and PW_READY, @s idle again. */
+static enum pw_poll send_end(struct pw_cx *cx, struct pw_send *s, int32_t *res)
+{
+	if (!pw__coop_proceed(cx))
+		return PW_PENDING;
+	*res = (s->op.flags & PW__NF_TIMEDOUT) ? -ETIMEDOUT :
+	       s->err			       ? s->err :
+	       s->once			       ? (int32_t)s->done :
+						 (int32_t)s->len;
+	s->started = false;
+	s->op.flags = 0;
+	pw_sleep_cancel(&s->timer);
+	return PW_READY;
+}
+
+static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
+			      const void *data, size_t len, uint64_t deadline,
+			      int32_t *res, bool once)
+{
 	if (!res)
 		return PW_READY;
 	if (!cx || !s || s->fd < 0 || (!data && len) || len > INT32_MAX) {
@@ -67,6 +111,8 @@ enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
 		s->len = len;
 		s->done = 0;
 		s->err = 0;
+		s->once = once;
+		s->tried = false;
 		s->started = true;
 		op->flags = 0;
 	}
@@ -78,39 +124,28 @@ enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
 		}
 		return PW_PENDING;
 	}
-	if ((op->flags & PW__NF_TIMEDOUT) || s->err || s->done >= s->len) {
-		if (!pw__coop_proceed(cx))
-			return PW_PENDING;
-		*res = (op->flags & PW__NF_TIMEDOUT) ? -ETIMEDOUT :
-		       s->err			     ? s->err :
-						       (int32_t)s->len;
-		s->started = false;
-		op->flags = 0;
-		pw_sleep_cancel(&s->timer);
-		return PW_READY;
-	}
+	if ((op->flags & PW__NF_TIMEDOUT) || s->err || s->done >= s->len ||
+	    (s->once && s->tried))
+		return send_end(cx, s, res);
 	if (pw__net_deadline(cx, &s->timer, deadline)) {
 		s->started = false;
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}
-	struct pw__net *n = pw__net_get(cx->shard, &err);
-	uint32_t zc = n ? n->cfg.zc_threshold : 0;
-	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
-	if (!sqe)
-		return PW_PENDING;
-	size_t left = s->len - s->done;
-	s->zc = zc && left >= zc;
-	if (s->zc) {
-		io_uring_prep_send_zc(sqe, s->fd, s->data + s->done, left,
-				      MSG_NOSIGNAL, 0);
-		n->st.zc_sends++;
-	} else {
-		io_uring_prep_send(sqe, s->fd, s->data + s->done, left,
-				   MSG_NOSIGNAL);
-	}
-	pw__nop_arm(cx, op, sqe, PW__NK_SEND);
+	send_arm(cx, s);
 	return PW_PENDING;
+}
+
+enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
+			  size_t len, uint64_t deadline, int32_t *res)
+{
+	return send_poll(cx, s, data, len, deadline, res, false);
+}
+
+enum pw_poll pw_send_try_poll(struct pw_cx *cx, struct pw_send *s,
+			      const void *data, size_t len, int32_t *res)
+{
+	return send_poll(cx, s, data, len, PW_TIME_NEVER, res, true);
 }
 
 void pw_send_cancel(struct pw_send *s)
@@ -122,6 +157,11 @@ void pw_send_cancel(struct pw_send *s)
 	pw__nop_cancel(sh, &s->op);
 	s->started = false;
 	pw_sleep_cancel(&s->timer);
+}
+
+bool pw_send_in_flight(const struct pw_send *s)
+{
+	return s && s->op.state != PW__NS_IDLE;
 }
 
 uint64_t pw_send_progress(const struct pw_send *s)

@@ -356,6 +356,65 @@ Test(net_park, send_progress_counts_partial_sends)
 	close(sv[1]);
 }
 
+/* ---- a send that never waits ------------------------------------------ */
+
+struct try_send {
+	int step, peer;
+	size_t drained; /* bytes the peer read between the tries */
+	int32_t took[3];
+	struct pw_send tx;
+};
+
+static enum pw_poll try_poll(struct pw_cx *cx, void *state)
+{
+	struct try_send *t = state;
+	static char sink[8192];
+
+	while (t->step < 3) {
+		int32_t res;
+		if (pw_send_try_poll(cx, &t->tx, big, sizeof(big), &res) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		t->took[t->step++] = res;
+		while (t->step == 2 && unread_bytes(t->peer) > 0) {
+			/* the peer reads it all: room again */
+			ssize_t k = read(t->peer, sink, sizeof(sink));
+			cr_assert_gt(k, 0);
+			t->drained += (size_t)k;
+		}
+	}
+	return pw_ready(cx, 0);
+}
+
+/*
+ * A try takes what fits and ends: part of 4 MiB into an empty socket, 0
+ * bytes into a full one (it does not wait for the peer), and some again
+ * once the peer read it all. The peer can read exactly what the tries took.
+ */
+Test(net_park, send_try_takes_what_fits_and_never_waits)
+{
+	int sv[2];
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	struct pw_runtime *rt = pw_test_runtime(1);
+	static struct try_send t;
+	memset(&t, 0, sizeof(t));
+	memset(big, 'y', sizeof(big));
+	t.peer = sv[1];
+	pw_send_init(&t.tx, sv[0]);
+	pw_test_block_on(rt, try_poll, &t);
+	cr_assert_gt(t.took[0], 0);
+	cr_assert_lt(t.took[0], (int32_t)sizeof(big), "a partial take");
+	cr_assert_eq(t.took[1], 0, "a full socket: nothing, and no wait");
+	cr_assert_gt(t.took[2], 0, "room after the peer read");
+	uint64_t took = (uint64_t)t.took[0] + (uint64_t)t.took[2];
+	cr_assert_eq(pw_send_progress(&t.tx), took);
+	cr_assert_eq(t.drained, (size_t)t.took[0]);
+	cr_assert_eq((uint64_t)unread_bytes(sv[1]) + t.drained, took);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+
 /* ---- a reset on close ------------------------------------------------- */
 
 /* pw_net_abort() turns the close into a reset the peer reads. */

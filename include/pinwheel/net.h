@@ -389,7 +389,9 @@ struct pw_send {
 	size_t len, done;
 	uint64_t total; /* bytes sent since init: pw_send_progress() */
 	bool started;
-	bool zc; /* the request in flight is a SEND_ZC */
+	bool zc;    /* the request in flight is a SEND_ZC */
+	bool once;  /* pw_send_try_poll(): one attempt, no wait for room */
+	bool tried; /* that attempt was made */
 };
 
 /** pw_send_init - an idle send on @fd. Context: any thread. */
@@ -429,8 +431,35 @@ PW_API enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s,
 				 const void *data, size_t len,
 				 uint64_t deadline, int32_t *res);
 
+/**
+ * pw_send_try_poll - one attempt to send @len bytes at @data that never
+ * waits for room in the socket (MSG_DONTWAIT): the socket takes what fits
+ * now. For bytes the caller must not hold while a peer stalls (a buffer
+ * borrowed from the shard's ring): what the socket did not take can be
+ * kept elsewhere and sent with pw_send_poll(). Never SEND_ZC. Pass the
+ * same @data and @len on every poll of one attempt; they stay in use
+ * until PW_READY.
+ * Return: PW_READY with *@res = the bytes taken, 0..@len (0: no room),
+ * or -errno (a socket error; -EINVAL for bad arguments); then @s is idle
+ * for the next send. PW_PENDING until the attempt's completion arrives
+ * (one turn of the shard).
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_send_try_poll(struct pw_cx *cx, struct pw_send *s,
+				     const void *data, size_t len,
+				     int32_t *res);
+
 /** pw_send_cancel - cancel a send in flight (from a drop hook too). */
 PW_API void pw_send_cancel(struct pw_send *s);
+
+/**
+ * pw_send_in_flight - whether the kernel may still read the bytes of
+ * @s's last send: a request is in flight (cancelled or not) until its
+ * final completion. The bytes may be reused or freed once it is false.
+ * Return: the answer; false for NULL.
+ * Context: the shard that polls @s.
+ */
+PW_API bool pw_send_in_flight(const struct pw_send *s);
 
 /* ---- connect ------------------------------------------------------------ */
 
