@@ -60,27 +60,14 @@ NONREADERS=${NONREADERS:-1000}
 SLOWLORIS=${SLOWLORIS:-3000}
 UPLOADERS=${UPLOADERS:-100}
 DOWNLOADERS=${DOWNLOADERS:-100}
-SERVER_CPU=${SERVER_CPU:-0}
-CLIENT_CPU=${CLIENT_CPU:-1}
-PINWHEEL=${PINWHEEL:-build/pinwheel}
-HTTP_FLAGS=${HTTP_FLAGS:-}
-PROXY_FLAGS=${PROXY_FLAGS:-}
+. scripts/procs.sh
 UPSTREAM_FLAGS=${UPSTREAM_FLAGS:-}
 PORT_BASE=${PORT_BASE:-$((19000 + ($$ % 1000) * 4))}
-LOGDIR=${LOGDIR:-build/attack}
-ATTACK=(python3 scripts/attack.py)
-
-# Four thousand sockets on each side and as many in the server.
-ulimit -n "$(ulimit -Hn)" || exit 2
-[ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
-mkdir -p "$LOGDIR" || exit 2
 
 front=127.0.0.1:$PORT_BASE
 upstream=127.0.0.1:$((PORT_BASE + 1))
 sink=127.0.0.1:$((PORT_BASE + 2))
 source=127.0.0.1:$((PORT_BASE + 3))
-
-. scripts/procs.sh
 
 # run_load NAME: the good client against $front; JSON in $LOGDIR/NAME.json.
 run_load() {

@@ -1,6 +1,23 @@
+# shellcheck shell=bash disable=SC2034
 # procs.sh - the background processes of a measuring script: each is
 # started pinned and logged, and every one still running is stopped when
-# the script exits, whatever the exit. Sourced from the repository's root.
+# the script exits, whatever the exit. Sourced from the repository's root,
+# after the script's own settings: it adds the common ones (the CPUs, the
+# binary, the servers' extra flags, the log folder), raises the
+# descriptor limit to the hard one (thousands of sockets on each side)
+# and checks the binary.
+
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+PINWHEEL=${PINWHEEL:-build/pinwheel}
+HTTP_FLAGS=${HTTP_FLAGS:-}
+PROXY_FLAGS=${PROXY_FLAGS:-}
+LOGDIR=${LOGDIR:-build/attack}
+ATTACK=(python3 scripts/attack.py)
+
+ulimit -n "$(ulimit -Hn)" || exit 2
+[ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
+mkdir -p "$LOGDIR" || exit 2
 
 pids=""
 cleanup() {

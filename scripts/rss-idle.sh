@@ -31,23 +31,11 @@ cd "$(dirname "$0")/.." || exit 2
 N=${N:-2000}
 WARM=${WARM:-16}
 SETTLE=${SETTLE:-1}
-SERVER_CPU=${SERVER_CPU:-0}
-CLIENT_CPU=${CLIENT_CPU:-1}
-PINWHEEL=${PINWHEEL:-build/pinwheel}
-HTTP_FLAGS=${HTTP_FLAGS:-}
-PROXY_FLAGS=${PROXY_FLAGS:-}
+. scripts/procs.sh
 PORT_BASE=${PORT_BASE:-$((23000 + ($$ % 1000) * 2))}
-LOGDIR=${LOGDIR:-build/attack}
-ATTACK=(python3 scripts/attack.py)
-
-ulimit -n "$(ulimit -Hn)" || exit 2
-[ -x "$PINWHEEL" ] || { echo "$0: no $PINWHEEL (make -j2)" >&2; exit 2; }
-mkdir -p "$LOGDIR" || exit 2
 
 front=127.0.0.1:$PORT_BASE
 upstream=127.0.0.1:$((PORT_BASE + 1))
-
-. scripts/procs.sh
 
 # rss PID: its VmRSS in KiB.
 rss() {
