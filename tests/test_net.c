@@ -487,9 +487,10 @@ Test(net, echo_send_zc)
 	srv_cfg = NULL;
 }
 
-/* A ring of 4 buffers for 6 connections: receives run dry (ENOBUFS),
- * wait, re-arm, and every byte still arrives. */
-Test(net, enobufs_recovery_with_a_tiny_ring)
+/* A ring of 4 buffers for 6 echoing connections: every byte still
+ * arrives, whether or not the ring runs dry on the way (a receive that
+ * finds it dry is made certain in net_park/a_dry_ring_starves_and_recovers). */
+Test(net, tiny_ring_echoes_every_byte)
 {
 	int fds0 = pw_test_open_fds();
 	struct pw_net_config cfg;
@@ -502,7 +503,6 @@ Test(net, enobufs_recovery_with_a_tiny_ring)
 	run_clients(&s, 6, scaled(256u << 10), 6);
 	struct pw_net_stats st;
 	pw_test_block_on(s.rt, stats_poll, &st);
-	cr_assert_gt(st.enobufs, 0, "the ring ran dry at least once");
 	cr_assert_eq(st.bufs_total, 4);
 	cr_assert_eq(st.bufs_borrowed, 0);
 	check_idle(&s);
