@@ -484,6 +484,11 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 			return PW_PENDING;
 		c->connecting = false;
 		if (fd >= 0) {
+			int sb = (int)c->p->cfg.sndbuf;
+			/* The client side inherited it from the listener. */
+			if (sb)
+				(void)setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &sb,
+						 sizeof(sb));
 			c->ufd = fd;
 			dir_init(&c->d[0], c->cfd, fd, X_UP);
 			dir_init(&c->d[1], fd, c->cfd, X_DOWN);
@@ -913,7 +918,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 
 	if (!pp || !cfg || !cfg->nupstreams ||
 	    cfg->nupstreams > PW_PROXY_MAX_UPSTREAMS || !cfg->high_water ||
-	    !cfg->connect_timeout_ns)
+	    !cfg->connect_timeout_ns || cfg->sndbuf > (1u << 30))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -946,6 +951,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 				 0
 	};
 	lo.flags |= cfg->listen_flags & PW_NET_LISTEN_SHARE_PORT;
+	lo.sndbuf = (int)cfg->sndbuf;
 	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
 	if (err)
 		goto fail;

@@ -41,6 +41,9 @@ struct pw_proxy_config {
 	uint64_t max_conns;	     /* open connections per shard, the
 					accept pauses at it; 0: no limit
 					(the default) */
+	uint64_t sndbuf;	     /* SO_SNDBUF of both sockets of a
+					connection, up to 1 GiB; 0: the
+					kernel's autotuning (the default) */
 	uint32_t listen_flags;	     /* PW_NET_LISTEN_SHARE_PORT or 0 */
 	struct pw_config rt;	     /* the runtime's settings */
 	struct pw_net_config net;    /* each shard's buffer ring (1024

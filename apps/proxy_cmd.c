@@ -21,7 +21,7 @@
 /* The flags of `pinwheel proxy` and the proxy they start. */
 static struct px_cmd {
 	const char *listen, *upstreams;
-	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz;
+	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz, sndbuf;
 	bool stats, reuse_port;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
@@ -44,6 +44,9 @@ static const struct pw_cli_opt px_opts[] = {
 	  "upstreams, used round robin with failover (required)" },
 	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
 	  "unsent bytes that pause reading a side (256k)" },
+	{ "--sndbuf", PW_CLI_SIZE, &P.sndbuf, 0, 1u << 30, "SIZE",
+	  "each socket's send buffer: what a peer that does not read can "
+	  "have queued in the kernel; 0: the kernel's autotuning (0)" },
 	{ "--idle-timeout", PW_CLI_DURATION, &P.idle, 0, 0, "DURATION",
 	  "close connections idle this long; 0: never (60s)" },
 	{ "--send-timeout", PW_CLI_DURATION, &P.sto, 0, 0, "DURATION",
@@ -131,6 +134,7 @@ static int px_setup(struct pw_drv *d)
 	P.cfg.send_timeout_ns = P.sto;
 	P.cfg.connect_timeout_ns = P.cto;
 	P.cfg.max_conns = P.maxc;
+	P.cfg.sndbuf = P.sndbuf;
 	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
 	P.cfg.net.buf_count = (uint32_t)P.nbufs;
 	P.cfg.net.buf_size = (uint32_t)P.bufsz;

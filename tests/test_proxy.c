@@ -1596,6 +1596,9 @@ Test(proxy, command_flag_errors)
 	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
 			 "--send-timeout=soon"),
 		     2);
+	cr_assert_eq(app("--listen", "127.0.0.1:0", "--upstream", "127.0.0.1:1",
+			 "--sndbuf=2g"),
+		     2);
 	struct pw_proxy_config cfg;
 	pw_proxy_config_init(&cfg);
 	cr_assert_eq(pw_proxy_upstreams_parse(&cfg, "127.0.0.1:1,[::1]:2"), 0);
@@ -1603,6 +1606,9 @@ Test(proxy, command_flag_errors)
 	cr_assert_eq(pw_proxy_upstreams_parse(&cfg, ""), -EINVAL);
 	cr_assert_eq(cfg.nupstreams, 2, "a bad list leaves the old one");
 	struct pw_proxy *p;
+	cfg.sndbuf = 2ull << 30;
+	cr_assert_eq(pw_proxy_start(&p, &cfg), -EINVAL);
+	cfg.sndbuf = 0;
 	cfg.nupstreams = 0;
 	cr_assert_eq(pw_proxy_start(&p, &cfg), -EINVAL);
 	cr_assert_eq(pw_proxy_stop(NULL, 0, NULL), -EINVAL);
