@@ -667,8 +667,31 @@ static bool eperm_is_fatal(void *arg, int64_t err)
 	return err == -EPERM;
 }
 
-static const struct pw_retry_ops flaky_ops = { flaky_start, NULL };
-static const struct pw_retry_ops fatal_ops = { flaky_start, eperm_is_fatal };
+/* The failed hook: each call's attempt, error and back-off, in order. */
+static int nfailed;
+static unsigned failed_attempt[8];
+static int64_t failed_err[8];
+static uint64_t failed_delay[8];
+
+static void flaky_failed(void *arg, unsigned attempt, int64_t err,
+			 uint64_t delay_ns)
+{
+	struct flaky *f = arg;
+
+	cr_assert_lt(nfailed, 8);
+	cr_assert_eq(attempt, (unsigned)f->nstart, "after the attempt began");
+	failed_attempt[nfailed] = attempt;
+	failed_err[nfailed] = err;
+	failed_delay[nfailed] = delay_ns;
+	nfailed++;
+}
+
+static const struct pw_retry_ops flaky_ops = { .start = flaky_start };
+static const struct pw_retry_ops fatal_ops = { .start = flaky_start,
+					       .is_fatal = eperm_is_fatal };
+static const struct pw_retry_ops hooked_ops = { .start = flaky_start,
+						.is_fatal = eperm_is_fatal,
+						.failed = flaky_failed };
 
 struct retry_root {
 	unsigned max;
@@ -772,6 +795,55 @@ Test(combinators, retry_fatal_error_stops_at_once)
 	cr_assert_eq(rr.at, 10);
 	cr_assert_eq(pw_retry_attempts(&rr.r), 2);
 	cr_assert_eq(idle_stats(rt).timers_fired, 1, "only the 10 ms sleep");
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/*
+ * The failed hook sees every failed attempt in order, with its error and
+ * the back-off chosen after it: 10 then 20 ms, then 0 for the fatal
+ * -EPERM that ends the retry; the success is not reported.
+ */
+Test(combinators, retry_failed_hook_after_each_failure)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static const int64_t res[] = { -ENOMEM, -EIO, -EPERM, 7 };
+	static struct retry_root rr = { .max = 5,
+					.base = 10 * MS,
+					.ops = &hooked_ops };
+
+	nfailed = 0;
+	rr.f.results = res;
+	cr_assert_eq(pw_test_block_on(rt, retry_root_poll, &rr), -EPERM);
+	cr_assert_eq(nfailed, 3);
+	const unsigned attempt[] = { 1, 2, 3 };
+	const int64_t err[] = { -ENOMEM, -EIO, -EPERM };
+	const uint64_t delay[] = { 10 * MS, 20 * MS, 0 };
+	for (int i = 0; i < 3; i++) {
+		cr_assert_eq(failed_attempt[i], attempt[i]);
+		cr_assert_eq(failed_err[i], err[i]);
+		cr_assert_eq(failed_delay[i], delay[i], "call %d: %llu ns", i,
+			     (unsigned long long)failed_delay[i]);
+	}
+	cr_assert_eq(rr.at, 30);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Every attempt fails: the last call says no back-off follows. */
+Test(combinators, retry_failed_hook_last_attempt_has_no_backoff)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	static const int64_t res[] = { -EIO, -EIO };
+	static struct retry_root rr = { .max = 2,
+					.base = 5 * MS,
+					.ops = &hooked_ops };
+
+	nfailed = 0;
+	rr.f.results = res;
+	cr_assert_eq(pw_test_block_on(rt, retry_root_poll, &rr), -EIO);
+	cr_assert_eq(nfailed, 2);
+	cr_assert_eq(failed_delay[0], 5 * MS);
+	cr_assert_eq(failed_delay[1], 0);
+	cr_assert_eq(failed_attempt[1], 2);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -1030,8 +1102,8 @@ static int null_start(void *arg, unsigned attempt, struct pw_future **fut)
 	return 0;
 }
 
-static const struct pw_retry_ops null_ops = { null_start, NULL };
-static const struct pw_retry_ops no_start_ops = { NULL, NULL };
+static const struct pw_retry_ops null_ops = { .start = null_start };
+static const struct pw_retry_ops no_start_ops = { .start = NULL };
 
 static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
 {

@@ -400,15 +400,21 @@ static void retry_finish(struct pw_retry *r, int64_t result)
 	pw_sleep_cancel(&r->sleep);
 }
 
-/* Attempt r->attempt ended with @v < 0: finish or schedule the next. */
+/* Attempt r->attempt ended with @v < 0: tell the failed hook, then
+ * finish or schedule the next. */
 static void retry_failed(struct pw_retry *r, int64_t v)
 {
-	if (r->attempt >= r->max_attempts ||
-	    (r->ops->is_fatal && r->ops->is_fatal(r->arg, v))) {
+	bool last = r->attempt >= r->max_attempts ||
+		    (r->ops->is_fatal && r->ops->is_fatal(r->arg, v));
+
+	if (!last)
+		r->last_delay = retry_delay(r, r->attempt);
+	if (r->ops->failed)
+		r->ops->failed(r->arg, r->attempt, v, last ? 0 : r->last_delay);
+	if (last) {
 		retry_finish(r, v);
 		return;
 	}
-	r->last_delay = retry_delay(r, r->attempt);
 	pw_sleep_reset_after(&r->sleep, r->last_delay);
 	r->state = R_SLEEPING;
 }

@@ -183,6 +183,15 @@ struct pw_retry_ops {
 	int (*start)(void *arg, unsigned attempt, struct pw_future **fut);
 	/* Optional: true when @err (< 0) must not be retried. */
 	bool (*is_fatal)(void *arg, int64_t err);
+	/*
+	 * Optional: attempt @attempt failed with @err (< 0), after
+	 * is_fatal was asked. @delay_ns is the back-off before the next
+	 * attempt, jitter included, or 0 when there is none (the retry
+	 * ends with @err). For logging and metrics: it must not poll or
+	 * drop the retry. Called on the retry's task.
+	 */
+	void (*failed)(void *arg, unsigned attempt, int64_t err,
+		       uint64_t delay_ns);
 };
 
 /* Repeats an operation with exponential back-off. Fields are private. */
