@@ -95,7 +95,9 @@ typedef int pw_async_t;
  * evaluates @expr again, here. @expr is evaluated once per poll, so it
  * must be safe to repeat (every pinwheel *_poll call is). An output it
  * writes is valid after the await; write it into the state, or into a
- * local read before the next await.
+ * local read before the next await. (The goto to the line's own label
+ * reaches the case without falling into it, which keeps
+ * -Wimplicit-fallthrough quiet; it compiles to nothing.)
  * Context: between PW_ASYNC_BEGIN and PW_ASYNC_END, one per line.
  */
 #define PW_AWAIT(expr)                            \
