@@ -9,6 +9,7 @@
 #include "pinwheel/version.h"
 #include "pinwheel/list.h"
 #include "pinwheel/task.h"
+#include "pinwheel/async.h"
 #include "pinwheel/runtime.h"
 #include "pinwheel/op.h"
 #include "pinwheel/time.h"
