@@ -78,6 +78,13 @@ void pw_bench_skip(struct pw_bench *b, const char *why);
 struct pw_runtime;
 
 /**
+ * pw_bench_runtime - the runtime of the task benchmarks: the defaults,
+ * on the one CPU PW_BENCH_CPU names when it is set; NULL after
+ * pw_bench_skip() when it cannot start. (bench_task.c)
+ */
+struct pw_runtime *pw_bench_runtime(struct pw_bench *b);
+
+/**
  * pw_bench_call_roundtrips - time pw_call round trips from shard 0 to
  * shard 1 of @rt for benchmark @b, one call in flight; with @busy, shard
  * 1 runs a task that yields without pause meanwhile. (bench_mesh.c)

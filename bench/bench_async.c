@@ -19,27 +19,6 @@
 
 #define BATCH 256
 
-static struct pw_runtime *async_runtime(struct pw_bench *b)
-{
-	struct pw_runtime *rt;
-	struct pw_config cfg;
-
-	pw_config_init(&cfg);
-	/* PW_BENCH_CPU picks the shard's CPU (default: the first allowed). */
-	static int cpu;
-	const char *env = getenv("PW_BENCH_CPU");
-	if (env) {
-		cpu = atoi(env);
-		cfg.cpus = &cpu;
-	}
-	int err = pw_runtime_create(&rt, &cfg);
-	if (err) {
-		pw_bench_skip(b, pw_strerror_setup(err));
-		return NULL;
-	}
-	return rt;
-}
-
 /* Pending once (after waking the task), then ready. */
 static inline enum pw_poll self_wake_poll(struct pw_cx *cx, bool *woke)
 {
@@ -123,7 +102,7 @@ static const int64_t variants[] = { 0, 1 }; /* 0: by hand, 1: macros */
 
 static void bm_async_macro_vs_hand(struct pw_bench *b)
 {
-	struct pw_runtime *rt = async_runtime(b);
+	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
 	struct spin_hand hand = { .b = b };

@@ -18,7 +18,7 @@
 
 #define BATCH 256
 
-static struct pw_runtime *bench_runtime(struct pw_bench *b)
+struct pw_runtime *pw_bench_runtime(struct pw_bench *b)
 {
 	struct pw_runtime *rt;
 	struct pw_config cfg;
@@ -94,7 +94,7 @@ static enum pw_poll spawn_detached_root(struct pw_cx *cx, void *state)
 
 static void bm_spawn_detached(struct pw_bench *b)
 {
-	struct pw_runtime *rt = bench_runtime(b);
+	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
 	int64_t res = run_in_task(rt, spawn_detached_root, b);
@@ -134,7 +134,7 @@ static enum pw_poll spawn_join_root(struct pw_cx *cx, void *state)
 
 static void bm_spawn_join(struct pw_bench *b)
 {
-	struct pw_runtime *rt = bench_runtime(b);
+	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
 	struct join_root r = { .b = b };
@@ -218,7 +218,7 @@ static enum pw_poll pp_root_poll(struct pw_cx *cx, void *state)
 
 static void bm_wake_to_poll(struct pw_bench *b)
 {
-	struct pw_runtime *rt = bench_runtime(b);
+	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
 	static struct pp_root r;
