@@ -230,25 +230,28 @@ static void dir_count(struct px_dir *d, struct px_slot *s, uint32_t n)
 }
 
 /*
- * Copy the chunk @b into @d's FIFO, as much as there is room for below
- * @hw, and give @b back; the tail that does not fit goes back to the
- * leaf (pw_recv_unread()). The bytes a parked receive gathered in its
- * own memory are taken whole, even past the mark: a poll that hands them
- * out re-arms the receive, so leaving a remainder there would let it
- * gather more at each resume than the resume takes.
- * Return: 0 or -ENOMEM.
+ * Copy the chunk @b, from byte @from on (the bytes before it were sent
+ * straight), into @d's FIFO, as much as there is room for below @hw, and
+ * give @b back; the tail that does not fit goes back to the leaf
+ * (pw_recv_unread()). The bytes a parked receive gathered in its own
+ * memory are taken whole, even past the mark: a poll that hands them out
+ * re-arms the receive, so leaving a remainder there would let it gather
+ * more at each resume than the resume takes.
+ * Return: 0 or -ENOMEM (nothing kept).
  */
 static int dir_keep(struct px_dir *d, struct px_slot *s, struct pw_net_buf *b,
-		    uint64_t hw)
+		    uint32_t from, uint64_t hw)
 {
 	uint64_t room = hw > d->q.queued ? hw - d->q.queued : 0;
-	uint32_t want = (uint64_t)b->len < room || b->bid == PW_NET_BUF_OWN ?
-				b->len :
+	uint32_t left = b->len - from;
+	uint32_t want = (uint64_t)left < room || b->bid == PW_NET_BUF_OWN ?
+				left :
 				(uint32_t)room;
-	uint32_t took = pw_proxy_fifo_put(&d->q, &s->spare, b->data, want);
+	uint32_t took = pw_proxy_fifo_put(&d->q, &s->spare,
+					  (const char *)b->data + from, want);
 
-	if (took < b->len) {
-		if (pw_recv_unread(&d->rx, b, took)) {
+	if (took < left) {
+		if (pw_recv_unread(&d->rx, b, from + took)) {
 			if (pw_net_buf_release(b))
 				ctr_add(s, X_RELEASE_ERR, 1);
 			return -ENOMEM;
@@ -256,38 +259,28 @@ static int dir_keep(struct px_dir *d, struct px_slot *s, struct pw_net_buf *b,
 	} else if (pw_net_buf_release(b)) {
 		ctr_add(s, X_RELEASE_ERR, 1);
 	}
-	if (!took)
+	if (!from && !took)
 		return -ENOMEM;
-	dir_count(d, s, took);
+	dir_count(d, s, from + took);
 	return 0;
 }
 
 /*
  * The try of d->direct ended with @res (bytes taken, or -errno): what
- * the socket did not take goes into the FIFO (or, short of memory, back
- * to the leaf), and the chunk goes back.
+ * the socket did not take is kept as any chunk is (dir_keep()).
  * Return: 0, or -errno for a socket error or -ENOMEM.
  */
-static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res)
+static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res,
+		      uint64_t hw)
 {
-	struct pw_net_buf *b = &d->direct;
-	uint32_t sent = res > 0 ? (uint32_t)res : 0, kept = 0;
-	int err = res < 0 ? res : 0;
+	struct pw_net_buf b = d->direct;
 
-	if (!err && sent < b->len)
-		kept = pw_proxy_fifo_put(&d->q, &s->spare,
-					 (const char *)b->data + sent,
-					 b->len - sent);
-	if (!err && sent + kept < b->len) {
-		if (pw_recv_unread(&d->rx, b, sent + kept))
-			err = -ENOMEM;
-	}
-	if (b->len && pw_net_buf_release(b))
+	d->direct.len = 0;
+	if (res >= 0)
+		return dir_keep(d, s, &b, (uint32_t)res, hw);
+	if (pw_net_buf_release(&b))
 		ctr_add(s, X_RELEASE_ERR, 1);
-	b->len = 0;
-	if (!err)
-		dir_count(d, s, sent + kept);
-	return err;
+	return res;
 }
 
 /*
@@ -296,10 +289,9 @@ static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res)
  * no copy while the peer keeps up, and no buffer held while it does
  * not, since a try never waits. Other chunks, and the leaf's own bytes
  * (freed by a cancel that a cut may do while a try is in flight), are
- * copied into the FIFO (dir_keep()). A FIFO
- * that reached the mark parks the receive until it is down to half of
- * it, so a slow peer costs one park and one resume per half mark, not
- * per send.
+ * copied into the FIFO (dir_keep()). A FIFO that reached the mark parks
+ * the receive until it is down to half of it, so a slow peer costs one
+ * park and one resume per half mark, not per send.
  * Return: 0, or -errno for a socket error or -ENOMEM.
  */
 static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
@@ -327,7 +319,7 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			d->direct = b;
 			return 0;
 		}
-		int err = dir_keep(d, s, &b, hw);
+		int err = dir_keep(d, s, &b, 0, hw);
 		if (err)
 			return err;
 	}
@@ -357,7 +349,7 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 			if (pw_send_try_poll(cx, &d->tx, d->direct.data,
 					     d->direct.len, &res) == PW_PENDING)
 				return 0;
-			err = direct_end(d, s, res);
+			err = direct_end(d, s, res, c->p->cfg.high_water);
 			if (err)
 				return err;
 		}
