@@ -227,14 +227,46 @@ Test(net_park, unread_and_park_keep_order_and_free_the_ring)
 	close(sv[1]);
 }
 
-/* ---- a kernel without the multishot byte limit ----------------------- */
+/* ---- several streams at once ------------------------------------------ */
 
-#define OLD_BYTES (48u * 1024u)
+#define MAX_STREAMS 6
 
-struct old_kernel {
-	int step;
-	struct park leaf[2];
+/* Streams received by one task, each from a socketpair whose peer wrote
+ * its bytes before the task first polls. */
+struct streams {
+	int n, step;
+	const struct pw_net_config *cfg; /* set on the shard first, or NULL */
+	struct pw_net_stats st;		 /* at the end */
+	struct park leaf[MAX_STREAMS];
 };
+
+/* @n socketpairs, each peer writing @bytes of its stream now. */
+static void streams_open(struct streams *m, int n, size_t bytes)
+{
+	cr_assert_leq(n, MAX_STREAMS);
+	m->n = n;
+	for (int i = 0; i < n; i++) {
+		int sv[2];
+		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
+					sv),
+			     0);
+		cr_assert_eq(fcntl(sv[1], F_SETFL, O_NONBLOCK), 0);
+		m->leaf[i].fd = sv[0];
+		m->leaf[i].peer = sv[1];
+		cr_assert_eq(peer_write(&m->leaf[i], bytes), bytes);
+	}
+}
+
+/* Every stream came whole (@bytes each, checked byte by byte on the
+ * way); close them. */
+static void streams_close(struct streams *m, size_t bytes)
+{
+	for (int i = 0; i < m->n; i++) {
+		cr_assert_eq(m->leaf[i].got, bytes, "stream %d", i);
+		close(m->leaf[i].fd);
+		close(m->leaf[i].peer);
+	}
+}
 
 /* Receive the rest of @p's stream; true once all of it came. */
 static bool drain_leaf(struct pw_cx *cx, struct park *p)
@@ -245,33 +277,40 @@ static bool drain_leaf(struct pw_cx *cx, struct park *p)
 		if (pw_recv_poll(cx, &p->rx, PW_TIME_NEVER, &p->buf, &res) ==
 		    PW_PENDING)
 			return false;
-		cr_assert_gt(res, 0, "the refusal must not end the stream: %d",
-			     res);
+		cr_assert_gt(res, 0, "a stream ended early: %d", res);
 		consume(p, p->buf.data, (size_t)res);
 		cr_assert_eq(pw_net_buf_release(&p->buf), 0);
 	}
 	return true;
 }
 
-static enum pw_poll old_kernel_poll(struct pw_cx *cx, void *state)
+/* Receive every stream to its end. The first pass arms all the receives
+ * before any completion: the kernel issues them in one submit. */
+static enum pw_poll streams_poll(struct pw_cx *cx, void *state)
 {
-	struct old_kernel *k = state;
+	struct streams *m = state;
 	bool done = true;
 
-	if (k->step == 0) {
-		/* Both receives armed before the first refusal comes back. */
-		for (int i = 0; i < 2; i++)
-			pw_recv_init(&k->leaf[i].rx, k->leaf[i].fd);
-		k->step = 1;
+	if (m->step == 0) {
+		if (m->cfg)
+			cr_assert_eq(pw_net_configure(m->cfg), 0);
+		for (int i = 0; i < m->n; i++)
+			pw_recv_init(&m->leaf[i].rx, m->leaf[i].fd);
+		m->step = 1;
 	}
-	for (int i = 0; i < 2; i++)
-		done &= drain_leaf(cx, &k->leaf[i]);
+	for (int i = 0; i < m->n; i++)
+		done &= drain_leaf(cx, &m->leaf[i]);
 	if (!done)
 		return PW_PENDING;
-	for (int i = 0; i < 2; i++)
-		pw_recv_cancel(&k->leaf[i].rx);
+	for (int i = 0; i < m->n; i++)
+		pw_recv_cancel(&m->leaf[i].rx);
+	m->st = stats();
 	return pw_ready(cx, 0);
 }
+
+/* ---- a kernel without the multishot byte limit ----------------------- */
+
+#define OLD_BYTES (48u * 1024u)
 
 /*
  * A kernel older than the byte limit refuses it (-EINVAL) on every
@@ -280,107 +319,50 @@ static enum pw_poll old_kernel_poll(struct pw_cx *cx, void *state)
  */
 Test(net_park, a_kernel_without_the_byte_limit_loses_nothing)
 {
-	static struct old_kernel k;
-	int sv[2][2];
+	static struct streams m;
 
-	memset(&k, 0, sizeof(k));
-	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-					sv[i]),
-			     0);
-		cr_assert_eq(fcntl(sv[i][1], F_SETFL, O_NONBLOCK), 0);
-		k.leaf[i].fd = sv[i][0];
-		k.leaf[i].peer = sv[i][1];
-		cr_assert_eq(peer_write(&k.leaf[i], OLD_BYTES), OLD_BYTES);
-	}
+	memset(&m, 0, sizeof(m));
+	streams_open(&m, 2, OLD_BYTES);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pw__fault_arm(PW__FAULT_RECV_LIMIT, 0, ULONG_MAX);
-	pw_test_block_on(rt, old_kernel_poll, &k);
+	pw_test_block_on(rt, streams_poll, &m);
 	pw__fault_disarm();
 	cr_assert_eq(pw__fault_failed(PW__FAULT_RECV_LIMIT), 2,
 		     "refused once per receive armed before the answer");
 	cr_assert_eq(pw__fault_seen(PW__FAULT_RECV_LIMIT), 2,
 		     "not asked again once refused");
-	for (int i = 0; i < 2; i++) {
-		cr_assert_eq(k.leaf[i].got, OLD_BYTES);
-		close(sv[i][0]);
-		close(sv[i][1]);
-	}
+	streams_close(&m, OLD_BYTES);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
 /* ---- a ring that runs dry --------------------------------------------- */
 
-#define DRY_LEAVES 6
-#define DRY_BYTES  4096u
-
-struct dry {
-	int step;
-	struct pw_net_stats st; /* at the end */
-	struct park leaf[DRY_LEAVES];
-};
-
-static enum pw_poll dry_poll(struct pw_cx *cx, void *state)
-{
-	struct dry *d = state;
-	bool done = true;
-
-	if (d->step == 0) {
-		struct pw_net_config c;
-		pw_net_config_init(&c);
-		c.buf_count = 4;
-		c.buf_size = 256;
-		cr_assert_eq(pw_net_configure(&c), 0);
-		for (int i = 0; i < DRY_LEAVES; i++)
-			pw_recv_init(&d->leaf[i].rx, d->leaf[i].fd);
-		d->step = 1;
-	}
-	/* The first pass arms all six before any completion: the kernel
-	 * issues them in one submit, four find a buffer, two find none. */
-	for (int i = 0; i < DRY_LEAVES; i++)
-		done &= drain_leaf(cx, &d->leaf[i]);
-	if (!done)
-		return PW_PENDING;
-	for (int i = 0; i < DRY_LEAVES; i++)
-		pw_recv_cancel(&d->leaf[i].rx);
-	d->st = stats();
-	return pw_ready(cx, 0);
-}
+#define DRY_BYTES 4096u
 
 /*
- * Six receives with data waiting and a ring of four buffers: the two
- * that find it dry (-ENOBUFS) wait on the shard's starved list, re-arm
- * as buffers come back, and every byte of every stream arrives in order.
+ * Six receives with data waiting and a ring of four buffers: four find
+ * a buffer, the two that find it dry (-ENOBUFS) wait on the shard's
+ * starved list, re-arm as buffers come back, and every byte of every
+ * stream arrives in order.
  */
 Test(net_park, a_dry_ring_starves_and_recovers)
 {
-	static struct dry d;
-	int sv[DRY_LEAVES][2];
+	static struct streams m;
+	static struct pw_net_config c;
 
-	memset(&d, 0, sizeof(d));
-	for (int i = 0; i < DRY_LEAVES; i++) {
-		cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0,
-					sv[i]),
-			     0);
-		cr_assert_eq(fcntl(sv[i][1], F_SETFL, O_NONBLOCK), 0);
-		d.leaf[i].fd = sv[i][0];
-		d.leaf[i].peer = sv[i][1];
-		cr_assert_eq(peer_write(&d.leaf[i], DRY_BYTES), DRY_BYTES);
-	}
+	memset(&m, 0, sizeof(m));
+	pw_net_config_init(&c);
+	c.buf_count = 4;
+	c.buf_size = 256;
+	m.cfg = &c;
+	streams_open(&m, 6, DRY_BYTES);
 	struct pw_runtime *rt = pw_test_runtime(1);
-	pw_test_block_on(rt, dry_poll, &d);
-	struct pw_net_stats st = d.st;
-	cr_assert_geq(st.enobufs, DRY_LEAVES - 4,
-		      "%llu receives found the "
-		      "ring dry",
-		      (unsigned long long)st.enobufs);
-	cr_assert_eq(st.bufs_total, 4);
-	cr_assert_eq(st.bufs_borrowed, 0);
-	for (int i = 0; i < DRY_LEAVES; i++) {
-		cr_assert_eq(d.leaf[i].got, DRY_BYTES);
-		close(sv[i][0]);
-		close(sv[i][1]);
-	}
+	pw_test_block_on(rt, streams_poll, &m);
+	cr_assert_geq(m.st.enobufs, 6 - 4, "%llu receives found the ring dry",
+		      (unsigned long long)m.st.enobufs);
+	cr_assert_eq(m.st.bufs_total, 4);
+	cr_assert_eq(m.st.bufs_borrowed, 0);
+	streams_close(&m, DRY_BYTES);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
