@@ -85,6 +85,7 @@ task_init(struct pw__task *t, struct pw__shard *home, int cls, pw_poll_fn fn,
 		t->bound = NULL;
 		t->fixed = false;
 	}
+	t->out_size = 0;
 	atomic_init(&t->pins, 0);
 	atomic_init(&t->inbox.next, NULL);
 	t->inbox.kind = PW__MSG_TASK;
@@ -181,16 +182,79 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 	return 0;
 }
 
-enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
+void pw__task_out_layout(struct pw__task *t, size_t out, const void *state,
+			 size_t size)
 {
-	if (!cx || !j || !result || !j->task) {
-		if (result)
-			*result = -EINVAL;
-		return PW_READY;
+	char *area = (char *)t + PW__TASK_HDR;
+
+	t->out_size = (uint16_t)out;
+	memset(area, 0, out);
+	if (size) {
+		t->state = area + pw__task_out_block(out, 0);
+		copy_state(t->state, state, size);
+	} else {
+		t->state = (void *)state;
 	}
+}
+
+void pw__task_out_copy(const struct pw__task *t, void *out, size_t n)
+{
+	memcpy(out, (const char *)t + PW__TASK_HDR, n);
+}
+
+int pw_spawn_out(struct pw_join *join, pw_poll_fn fn, const void *state,
+		 size_t size, pw_drop_fn drop, size_t out_size)
+{
+	struct pw__shard *s = pw__cur_shard;
+	struct pw__task *t;
+
+	if (!out_size)
+		return pw_spawn(join, fn, state, size, drop);
+	if (join) {
+		join->task = NULL;
+		join->cancelled = false;
+	}
+	if (!fn || out_size > PW_TASK_STATE_MAX ||
+	    size > PW_TASK_STATE_MAX - out_size || (size && !state))
+		return -EINVAL;
+	if (!s)
+		return -EPERM;
+	if (s->stopping)
+		return -ESHUTDOWN;
+	int err = task_new(s, &t, fn, NULL, pw__task_out_block(out_size, size),
+			   drop);
+	if (err)
+		return err;
+	pw__task_out_layout(t, out_size, state, size);
+	if (join) {
+		if (t->steal)
+			pw__task_ref_steal(t); /* not yet visible elsewhere */
+		else
+			t->refs++;
+		join->task = t;
+	}
+	task_start(t);
+	return 0;
+}
+
+void *pw_task_output(struct pw_cx *cx)
+{
+	if (!cx || !cx->task || !cx->task->out_size)
+		return NULL;
+	return (char *)cx->task + PW__TASK_HDR;
+}
+
+/*
+ * pw_join_poll() and pw_join_poll_out() of a shard-mode task, @out
+ * receiving the first @n bytes of a completed task's output area (@n 0:
+ * none). Inline in pw_join_poll(), where @n is 0.
+ */
+static inline __attribute__((always_inline)) enum pw_poll
+join_poll_shard(struct pw_cx *cx, struct pw_join *j, int64_t *result, void *out,
+		size_t n)
+{
 	struct pw__task *t = j->task;
-	if (t->steal)
-		return pw__task_join_poll_steal(cx, j, result);
+
 	if (t->shard != cx->shard) {
 		*result = -EXDEV;
 		return PW_READY;
@@ -200,6 +264,8 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 	if (t->flags & PW__T_DONE) {
 		*result = t->result;
 		j->cancelled = (t->flags & PW__T_CANCELLED) != 0;
+		if (n && !j->cancelled)
+			pw__task_out_copy(t, out, n);
 		j->task = NULL;
 		pw__task_unref(cx->shard, t);
 		return PW_READY;
@@ -212,6 +278,32 @@ enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
 		cx->task->refs++;
 	}
 	return PW_PENDING;
+}
+
+enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j, int64_t *result)
+{
+	if (!cx || !j || !result || !j->task) {
+		if (result)
+			*result = -EINVAL;
+		return PW_READY;
+	}
+	if (j->task->steal)
+		return pw__task_join_poll_steal(cx, j, result, NULL, 0);
+	return join_poll_shard(cx, j, result, NULL, 0);
+}
+
+enum pw_poll pw_join_poll_out(struct pw_cx *cx, struct pw_join *j,
+			      int64_t *result, void *out, size_t out_size)
+{
+	if (!cx || !j || !result || !j->task ||
+	    (out_size && (!out || out_size > j->task->out_size))) {
+		if (result)
+			*result = -EINVAL;
+		return PW_READY;
+	}
+	if (j->task->steal)
+		return pw__task_join_poll_steal(cx, j, result, out, out_size);
+	return join_poll_shard(cx, j, result, out, out_size);
 }
 
 bool pw_join_is_finished(const struct pw_join *j)

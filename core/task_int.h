@@ -114,6 +114,10 @@ struct pw__task {
 	 * worker running the task; read by whoever queues or pops it,
 	 * ordered by the state word's CAS or the queue's release. */
 	bool fixed;
+	/* Bytes of the output area at the start of the block (after this
+	 * header, before the state; pw_spawn_out()), 0 for none. Set once
+	 * when the task is made, before any other thread sees it. */
+	uint16_t out_size;
 	struct pw__shard *bound;    /* stealing mode: where pins are held */
 	struct pw__mpsc_node inbox; /* pushed when PW__R_QUEUED is set */
 	/* 16-byte aligned state follows when copied */
@@ -121,6 +125,8 @@ struct pw__task {
 
 _Static_assert(offsetof(struct pw__task, drop) == 64,
 	       "the shard-mode hot fields fill the first cache line");
+_Static_assert(offsetof(struct pw__task, out_size) < 80,
+	       "out_size sits in the padding before bound");
 
 #define PW__TASK_HDR ((sizeof(struct pw__task) + 15) & ~(size_t)15)
 
@@ -184,6 +190,23 @@ int pw__task_new(struct pw__shard *s, struct pw__task **tp, pw_poll_fn fn,
 void pw__task_init(struct pw__task *t, struct pw__shard *home, int cls,
 		   pw_poll_fn fn, const void *state, size_t size,
 		   pw_drop_fn drop, bool steal);
+/* Give @t, just made with @size bytes of block from pw__task_new() or
+ * pw__steal_spawn_foreign() (a NULL state), an output area of @out bytes
+ * (zeroed) at the start of the block and the state after it: @size
+ * bytes of @state copied, or @state borrowed when @size is 0. The
+ * block must hold pw__task_out_block(@out, @size) bytes. */
+void pw__task_out_layout(struct pw__task *t, size_t out, const void *state,
+			 size_t size);
+/* Bytes of block a task with an output area of @out bytes and @size
+ * bytes of copied state needs after its header. */
+static inline size_t pw__task_out_block(size_t out, size_t size)
+{
+	return ((out + 15) & ~(size_t)15) + size;
+}
+/* Copy the first @n bytes of finished task @t's output area to @out.
+ * The joining side, after it saw @t completed. */
+void pw__task_out_copy(const struct pw__task *t, void *out, size_t n);
+
 /* Queue a task made by pw__task_new() once its state is complete: in
  * shard mode it is queued already; in stealing mode it goes to the
  * worker's LIFO slot now. */

@@ -14,7 +14,9 @@
  * block (steal.c). The result, flags and drop hook are written before
  * COMPLETE (release) and read after it (acquire). The join side owns
  * task->joiner while JOINW is clear; the finisher takes it when its
- * COMPLETE transition sees JOINW. The plain fields (flags, cur_task,
+ * COMPLETE transition sees JOINW. The output area (pw_spawn_out()) is
+ * written by the task's polls before COMPLETE and copied by the join
+ * side after it, like the result. The plain fields (flags, cur_task,
  * pins' owner) belong to the worker running the task, and while a task
  * holds pins to the worker they are bound to.
  */
@@ -148,7 +150,7 @@ void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake)
 }
 
 static enum pw_poll join_poll(struct pw_cx *cx, struct pw_join *j,
-			      int64_t *result)
+			      int64_t *result, void *out, size_t n)
 {
 	struct pw__task *t = j->task;
 	/* acquire: pairs with the finisher's release of COMPLETE. */
@@ -187,6 +189,8 @@ static enum pw_poll join_poll(struct pw_cx *cx, struct pw_join *j,
 ready:
 	*result = t->result;
 	j->cancelled = (t->flags & PW__T_CANCELLED) != 0;
+	if (n && !j->cancelled)
+		pw__task_out_copy(t, out, n);
 	j->task = NULL;
 	pw__task_unref_steal(t);
 	return PW_READY;
@@ -209,11 +213,11 @@ void pw__task_join_detach_steal(struct pw__task *t)
 }
 
 enum pw_poll pw__task_join_poll_steal(struct pw_cx *cx, struct pw_join *j,
-				      int64_t *result)
+				      int64_t *result, void *out, size_t n)
 {
 	if (!pw__coop_proceed(cx))
 		return PW_PENDING;
-	enum pw_poll r = join_poll(cx, j, result);
+	enum pw_poll r = join_poll(cx, j, result, out, n);
 	if (r == PW_PENDING)
 		pw_coop_unspend(cx);
 	return r;

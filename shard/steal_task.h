@@ -47,9 +47,11 @@ void pw__task_abort_steal(struct pw__task *t);
 /* Drop a pin of @t held on @s (and its reference), waking @t first if
  * @wake and it is not done. The worker the pin is on. */
 void pw__task_unpin_steal(struct pw__shard *s, struct pw__task *t, bool wake);
-/* pw_join_poll() and pw_join_detach() of a stealing-mode task. */
+/* pw_join_poll() (@n 0) or pw_join_poll_out() (@n bytes of the output
+ * area to @out once completed) and pw_join_detach() of a stealing-mode
+ * task. The joining task's worker. */
 enum pw_poll pw__task_join_poll_steal(struct pw_cx *cx, struct pw_join *j,
-				      int64_t *result);
+				      int64_t *result, void *out, size_t n);
 void pw__task_join_detach_steal(struct pw__task *t);
 
 #endif /* PW_SHARD_STEAL_TASK_H */

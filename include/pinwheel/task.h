@@ -137,6 +137,50 @@ PW_API enum pw_poll pw_join_poll(struct pw_cx *cx, struct pw_join *j,
 				 int64_t *result);
 
 /**
+ * pw_spawn_out - pw_spawn() for a task whose result is larger than an
+ * int64_t: Tokio's JoinHandle<T> for any T that is plain bytes.
+ * @out_size: bytes of the output area reserved in the task's block after
+ *            its header, zeroed; 0 makes this pw_spawn().
+ *
+ * The task writes its output into pw_task_output(cx) (any poll, before it
+ * returns PW_READY); its int64_t result travels as always. The joiner
+ * copies the output with pw_join_poll_out(). The area lives in the task's
+ * memory, which the join handle keeps until consumed, so no pointer into
+ * a finished task is ever handed out. The runtime never reads the bytes:
+ * a pointer stored there (an owned result) is the joiner's to free, and
+ * is lost when the handle is detached or the task aborted.
+ *
+ * Return: as pw_spawn(), and -EINVAL when @out_size + @size exceeds
+ * PW_TASK_STATE_MAX.
+ * Context: a shard thread (normally inside a poll function).
+ */
+PW_API int pw_spawn_out(struct pw_join *join, pw_poll_fn fn, const void *state,
+			size_t size, pw_drop_fn drop, size_t out_size);
+
+/**
+ * pw_task_output - the running task's output area (pw_spawn_out(),
+ * pw_runtime_spawn_join()), the same address at every poll; NULL when
+ * the task has none.
+ * Context: inside a poll function.
+ */
+PW_API void *pw_task_output(struct pw_cx *cx);
+
+/**
+ * pw_join_poll_out - pw_join_poll() that also copies the output.
+ * @out: receives the first @out_size bytes of the task's output area when
+ *       it completed; untouched when it was aborted (*@result -ECANCELED,
+ *       @j->cancelled set). NULL with @out_size 0: no copy.
+ *
+ * Return: as pw_join_poll(). PW_READY with *@result = -EINVAL, @j left
+ * as it was, when @out_size is larger than the spawn's output area or
+ * @out is NULL with @out_size > 0.
+ * Context: a task on the spawned task's shard.
+ */
+PW_API enum pw_poll pw_join_poll_out(struct pw_cx *cx, struct pw_join *j,
+				     int64_t *result, void *out,
+				     size_t out_size);
+
+/**
  * pw_join_is_finished - true when the task completed or was aborted.
  * Context: the task's shard.
  */
