@@ -23,6 +23,7 @@
 #include "pinwheel/topo.h"
 #include "pinwheel/version.h"
 #include "shard/mesh_int.h"
+#include "shard/rjoin.h"
 #include "shard/shard_int.h"
 #include "shard/steal.h"
 #include "timer/time_int.h"
@@ -34,6 +35,7 @@ struct pw__spawn_msg {
 	pw_drop_fn drop;
 	const void *state;
 	size_t size;
+	size_t out; /* output area (pw__runtime_spawn_out()), or 0 */
 	struct pw__blockon *bo;
 	_Alignas(16) unsigned char data[];
 };
@@ -132,14 +134,20 @@ void pw__runtime_spawn_arrived(struct pw__shard *s, struct pw__mpsc_node *n)
 	struct pw__task *t;
 	int err = -ESHUTDOWN;
 
+	const void *st = m->size ? m->data : m->state;
+
 	if (!s->stopping) {
 		if (m->bo)
 			err = pw__task_new(s, &t, blockon_poll, m->bo, 0, NULL);
+		else if (m->out)
+			err = pw__task_new(s, &t, m->fn, NULL,
+					   pw__task_out_block(m->out, m->size),
+					   m->drop);
 		else
-			err = pw__task_new(s, &t, m->fn,
-					   m->size ? m->data : m->state,
-					   m->size, m->drop);
+			err = pw__task_new(s, &t, m->fn, st, m->size, m->drop);
 	}
+	if (!err && m->out)
+		pw__task_out_layout(t, m->out, st, m->size);
 	if (!err && m->bo)
 		t->flags |= PW__T_BLOCKON;
 	if (!err)
@@ -154,7 +162,7 @@ void pw__runtime_spawn_arrived(struct pw__shard *s, struct pw__mpsc_node *n)
 				"thread failed: %s\n",
 				s->id, strerror(-err));
 			if (m->drop)
-				m->drop(m->size ? m->data : (void *)m->state);
+				m->drop((void *)st);
 		}
 	}
 	free(m);
@@ -356,27 +364,41 @@ int pw_runtime_destroy(struct pw_runtime *rt)
 	return 0;
 }
 
+/* Stealing mode's post_spawn(): made here and queued on the inject
+ * queue, as Tokio's spawn from outside the runtime. */
+static int post_foreign(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
+			const void *state, size_t size, pw_drop_fn drop,
+			size_t out, struct pw__blockon *bo)
+{
+	struct pw__task *t;
+	int err;
+
+	if (bo)
+		err = pw__steal_spawn_foreign(rt, &t, blockon_poll, bo, 0,
+					      NULL);
+	else if (out)
+		err = pw__steal_spawn_foreign(
+			rt, &t, fn, NULL, pw__task_out_block(out, size), drop);
+	else
+		err = pw__steal_spawn_foreign(rt, &t, fn, state, size, drop);
+	if (err)
+		return err;
+	if (out)
+		pw__task_out_layout(t, out, state, size);
+	if (bo)
+		t->flags |= PW__T_BLOCKON;
+	if (shard != PW_SHARD_ANY)
+		pw__task_fix(t, rt->shards[shard]);
+	pw__steal_schedule(t, false);
+	return 0;
+}
+
 static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 		      const void *state, size_t size, pw_drop_fn drop,
-		      struct pw__blockon *bo)
+		      size_t out, struct pw__blockon *bo)
 {
-	if (rt->steal) {
-		/* Made here and queued on the inject queue, as Tokio's
-		 * spawn from outside the runtime. */
-		struct pw__task *t;
-		int err = bo ? pw__steal_spawn_foreign(rt, &t, blockon_poll, bo,
-						       0, NULL) :
-			       pw__steal_spawn_foreign(rt, &t, fn, state, size,
-						       drop);
-		if (err)
-			return err;
-		if (bo)
-			t->flags |= PW__T_BLOCKON;
-		if (shard != PW_SHARD_ANY)
-			pw__task_fix(t, rt->shards[shard]);
-		pw__steal_schedule(t, false);
-		return 0;
-	}
+	if (rt->steal)
+		return post_foreign(rt, shard, fn, state, size, drop, out, bo);
 	struct pw__spawn_msg *m =
 		pw__fault_malloc(PW__FAULT_SPAWN, sizeof(*m) + size);
 
@@ -387,6 +409,7 @@ static int post_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 	m->drop = drop;
 	m->state = state;
 	m->size = size;
+	m->out = out;
 	m->bo = bo;
 	if (size)
 		memcpy(m->data, state, size);
@@ -399,6 +422,13 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 {
 	if (!fn || size > PW_TASK_STATE_MAX || (size && !state))
 		return -EINVAL;
+	return pw__runtime_spawn_out(rt, shard, fn, state, size, drop, 0);
+}
+
+int pw__runtime_spawn_out(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
+			  const void *state, size_t size, pw_drop_fn drop,
+			  size_t out)
+{
 	/* On a shard of @rt that is stopping (a drop hook run at shutdown,
 	 * when @rt has left the registry): the shard outlives this call. */
 	if (on_shard_of(rt) && pw__cur_shard->stopping)
@@ -410,9 +440,10 @@ int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard, pw_poll_fn fn,
 		shard = atomic_fetch_add_explicit(&rt->next_any, 1,
 						  memory_order_relaxed) %
 			rt->nshards;
-	int err = shard >= rt->nshards && shard != PW_SHARD_ANY ?
-			  -ENODEV :
-			  post_spawn(rt, shard, fn, state, size, drop, NULL);
+	int err =
+		shard >= rt->nshards && shard != PW_SHARD_ANY ?
+			-ENODEV :
+			post_spawn(rt, shard, fn, state, size, drop, out, NULL);
 	rt_leave(rt);
 	return err;
 }
@@ -431,7 +462,7 @@ int pw_block_on(struct pw_runtime *rt, pw_poll_fn fn, void *state,
 	pthread_mutex_init(&bo.mu, NULL);
 	pthread_cond_init(&bo.cv, NULL);
 	bool paused = rt->paused; /* read while @rt is surely alive */
-	int err = post_spawn(rt, PW_SHARD_ANY, NULL, NULL, 0, NULL, &bo);
+	int err = post_spawn(rt, PW_SHARD_ANY, NULL, NULL, 0, NULL, 0, &bo);
 	if (!err && paused) {
 		/* The clock may move now: let idle shards look again. */
 		atomic_fetch_add(&rt->blockers, 1);

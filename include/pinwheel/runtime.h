@@ -196,6 +196,75 @@ PW_API int pw_runtime_spawn(struct pw_runtime *rt, unsigned shard,
 			    pw_poll_fn fn, const void *state, size_t size,
 			    pw_drop_fn drop);
 
+/*
+ * A join handle for a task spawned from outside the runtime: a plain
+ * thread (main, a blocking-pool job) awaits the task's result and output
+ * through it. Opaque; made by pw_runtime_spawn_join(), freed by
+ * pw_rjoin_wait() or pw_rjoin_detach() (exactly one of them, once), even
+ * after pw_runtime_destroy().
+ */
+struct pw_rjoin;
+
+/**
+ * pw_runtime_spawn_join - pw_runtime_spawn() with a join handle.
+ * @shard/@fn/@state/@size/@drop: as pw_runtime_spawn().
+ * @out_size: bytes of output area for the task (pw_task_output(), as
+ *            pw_spawn_out()), or 0.
+ * @h: receives the handle (NULL on failure).
+ *
+ * Return: 0; -EINVAL for a bad @rt, NULL @fn or @h, or @out_size + @size
+ * larger than PW_TASK_STATE_MAX; -ENODEV, -ESHUTDOWN, -ENOMEM as
+ * pw_runtime_spawn(). On failure nothing is called back.
+ * Context: any thread.
+ */
+PW_API int pw_runtime_spawn_join(struct pw_runtime *rt, unsigned shard,
+				 pw_poll_fn fn, const void *state, size_t size,
+				 pw_drop_fn drop, size_t out_size,
+				 struct pw_rjoin **h);
+
+/**
+ * pw_rjoin_wait - block until the task of @h has ended, then free @h.
+ * @result: receives the task's result, or -ECANCELED; may be NULL.
+ * @out: receives the first @out_size bytes of its output when it
+ *       completed, untouched otherwise; NULL with @out_size 0.
+ *
+ * Sleeps in the kernel (a futex), no spinning; returns once the task's
+ * drop hook has run. Other tasks run on meanwhile. Under the paused clock
+ * time does not move for this caller (only pw_block_on() lets it).
+ * Return: 0 when the task completed; -ECANCELED (and @h freed) when it
+ * was aborted, dropped by the runtime's shutdown or never made (shard
+ * mode: no memory on its shard); -EINVAL for a NULL @h, @out_size larger
+ * than the spawn's or a NULL @out with @out_size > 0, and -EDEADLK on a
+ * shard thread: both leave @h as it was.
+ * Context: any thread that is not a shard.
+ */
+PW_API int pw_rjoin_wait(struct pw_rjoin *h, int64_t *result, void *out,
+			 size_t out_size);
+
+/**
+ * pw_rjoin_abort - request that the task of @h stop, as pw_join_abort():
+ * at its next poll boundary the task's poll function is no longer called
+ * and its drop hook runs; pw_rjoin_wait() then gives -ECANCELED. A task
+ * that completed keeps its result. @h stays valid (wait or detach it).
+ * Return: 0; -EINVAL for a NULL @h; -EALREADY when the task has ended.
+ * Context: any thread, while the runtime exists or after the task ended.
+ */
+PW_API int pw_rjoin_abort(struct pw_rjoin *h);
+
+/**
+ * pw_rjoin_detach - free @h without waiting; the task runs on,
+ * unobserved (its output is discarded). A NULL @h does nothing.
+ * Context: any thread.
+ */
+PW_API void pw_rjoin_detach(struct pw_rjoin *h);
+
+/**
+ * pw_rjoin_is_finished - true once the task of @h has ended (a
+ * pw_rjoin_wait() would not block).
+ * Context: any thread.
+ */
+PW_API bool pw_rjoin_is_finished(const struct pw_rjoin *h);
+
 /**
  * pw_runtime_destroy - stop every shard and free the runtime.
  *
