@@ -4,8 +4,9 @@
  * word in both modes, and the shard-mode reference protocol's calls
  * (core/task_ref.c). Private to the library.
  *
- * A task is one slab block: this header, then the copied state (or a
- * pointer to a borrowed one). In shard mode its fields are touched only by
+ * A task is one slab block: this header, then its output area if it has
+ * one (pw_spawn_out(), out_size bytes rounded up to 16), then the copied
+ * state (or a pointer to a borrowed one). In shard mode its fields are touched only by
  * the owning shard's thread, except `remote` and `inbox`, through which
  * other threads clone, drop and wake it (core/task_ref.c). In stealing
  * mode `remote` is the task's state word and reference count, and the
