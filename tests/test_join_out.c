@@ -85,6 +85,7 @@ struct root {
 	int64_t res[4];
 	bool cancelled[4];
 	atomic_int dropped;
+	struct filler borrowed; /* a state passed by pointer (size 0) */
 };
 
 static enum pw_poll large_root(struct pw_cx *cx, void *state)
@@ -103,11 +104,15 @@ static enum pw_poll large_root(struct pw_cx *cx, void *state)
 		cr_assert_eq(pw_spawn_out(&r->j[1], filler_poll, &f, sizeof(f),
 					  NULL, OUT),
 			     0);
+		r->borrowed = make_filler(8);
+		cr_assert_eq(pw_spawn_out(&r->j[2], filler_poll, &r->borrowed,
+					  0, NULL, OUT),
+			     0);
 	}
-	for (; r->step <= 2; r->step++) {
+	for (; r->step <= 3; r->step++) {
 		int i = r->step - 1;
 		/* The second is read in part: its first 100 bytes. */
-		size_t n = i ? 100 : OUT;
+		size_t n = i == 1 ? 100 : OUT;
 		if (pw_join_poll_out(cx, &r->j[i], &r->res[i], r->out[i], n) ==
 		    PW_PENDING)
 			return PW_PENDING;
@@ -131,6 +136,9 @@ Test(join_out, large_result_exact_through_join)
 	check_out(r.out[1], 4, 100);
 	for (int i = 100; i < OUT; i++)
 		cr_assert_eq(r.out[1][i], 0, "bytes past out_size untouched");
+	cr_assert_eq(r.res[2], 1008);
+	check_out(r.out[2], 8, OUT);
+	cr_assert_eq(r.borrowed.polls, 2, "the borrowed state used in place");
 }
 
 /* A pointer result: the task allocates, the joiner owns and frees. */
