@@ -131,10 +131,9 @@ void pw__runtime_spawn_arrived(struct pw__shard *s, struct pw__mpsc_node *n)
 {
 	struct pw__spawn_msg *m =
 		pw_container_of(n, struct pw__spawn_msg, node);
+	const void *st = m->size ? m->data : m->state;
 	struct pw__task *t;
 	int err = -ESHUTDOWN;
-
-	const void *st = m->size ? m->data : m->state;
 
 	if (!s->stopping) {
 		if (m->bo)
