@@ -49,13 +49,22 @@ count() {
 	END { print lines + 0 }' "$1"
 }
 
+# row EXAMPLE STYLE LINES TOKIO RATIO: one line of the table.
+row() {
+	if [ $md = 1 ]; then
+		echo "| $1 | $2 | $3 | $4 | $5 |"
+	else
+		printf '%-12s %-6s %6s %12s %6s\n' "$1" "$2" "$3" "$4" "$5"
+	fi
+}
+
 md=0
 [ "${1:-}" = --markdown ] && md=1
 if [ $md = 1 ]; then
 	echo "| example | style | lines | Tokio lines | ratio |"
 	echo "|---|---|---:|---:|---:|"
 else
-	printf '%-12s %-6s %6s %12s %6s\n' example style lines "Tokio lines" ratio
+	row example style lines "Tokio lines" ratio
 fi
 for f in examples/*.c; do
 	[ -e "$f" ] || continue
@@ -72,10 +81,14 @@ for f in examples/*.c; do
 		tokio=-
 		ratio=-
 	fi
-	if [ $md = 1 ]; then
-		echo "| $name | $style | $lines | $tokio | $ratio |"
-	else
-		printf '%-12s %-6s %6s %12s %6s\n' "$name" "$style" "$lines" \
-			"$tokio" "$ratio"
-	fi
+	row "$name" "$style" "$lines" "$tokio" "$ratio"
+done
+# Tokio examples that have no pinwheel counterpart yet.
+for rs in bench/peers/tokio/examples/*.rs; do
+	[ -e "$rs" ] || continue
+	name=$(basename "$rs" .rs)
+	for f in examples/"$name"_*.c; do
+		[ -e "$f" ] && continue 2
+	done
+	row "$name" - - "$(count "$rs")" -
 done
