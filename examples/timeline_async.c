@@ -6,7 +6,9 @@
  * bench/peers/tokio/examples/timeline.rs; both print
  * examples/timeline.expected on a paused clock. Unlike the Rust, nothing
  * here writes the combinators: pinwheel supplies pw_timeout, pw_retry and
- * pw_debounce. A task's state is a struct: locals do not survive an await.
+ * pw_debounce. A task's state is a struct: locals do not survive an
+ * await. The set-up calls (inits, spawns) are not checked: with these
+ * arguments they only fail when memory runs out.
  */
 #include <errno.h>
 #include <stdio.h>

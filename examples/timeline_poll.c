@@ -8,7 +8,8 @@
  * bench/peers/tokio/examples/timeline.rs. All print
  * examples/timeline.expected on a paused clock. Unlike the Rust, nothing
  * here writes the combinators: pinwheel supplies pw_timeout, pw_retry and
- * pw_debounce.
+ * pw_debounce. The set-up calls (inits, spawns) are not checked: with these
+ * arguments they only fail when memory runs out.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -55,7 +56,7 @@ static struct pw_future *nap(struct nap *n, uint64_t ms, int64_t v)
 
 /* One arm of join!(race("first", 30), race("second", 300)). */
 struct race {
-	bool started;
+	bool started; /* the timeout is set up */
 	const char *name;
 	int d;
 	struct nap work;
