@@ -3,6 +3,9 @@
 #   make examples        build every examples/*.c into $(BUILD)/examples/
 #   make test-examples   build them and run the runnable ones (make test
 #                        runs this after the test suite)
+#   make test-examples-tokio   the same checks on the Tokio counterparts
+#                        (bench/peers/tokio/examples, built offline with
+#                        cargo from Debian's crates; not part of make test)
 #
 # Every examples/NAME.c is one program, compiled as a user would compile
 # it: C11, only the public headers (-Iinclude, no _GNU_SOURCE), -Wall
@@ -21,7 +24,7 @@ EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
 EXAMPLES := $(EXAMPLE_SRCS:examples/%.c=$(BUILD)/examples/%)
 EXAMPLE_CFLAGS := -std=c11 $(OPT) -g $(WARN) -Iinclude $(CFLAGS)
 
-.PHONY: examples test-examples
+.PHONY: examples test-examples test-examples-tokio
 
 examples: $(EXAMPLES)
 
@@ -36,6 +39,14 @@ $(BUILD)/examples/%: examples/%.c $(LIB_A) examples/examples.mk
 test: test-examples
 test-examples: $(EXAMPLES) $(if $(filter test,$(MAKECMDGOALS)),test-run)
 	$(Q)sh scripts/run-example.sh $(EXAMPLES)
+
+TOKIO_DIR := bench/peers/tokio
+TOKIO_EXAMPLES := $(patsubst $(TOKIO_DIR)/examples/%.rs,%,\
+	$(sort $(wildcard $(TOKIO_DIR)/examples/*.rs)))
+test-examples-tokio:
+	$(Q)cd $(TOKIO_DIR) && cargo build --release --offline -q --examples
+	$(Q)sh scripts/run-example.sh \
+		$(TOKIO_EXAMPLES:%=$(TOKIO_DIR)/target/release/examples/%)
 
 FORMAT_SRCS += $(EXAMPLE_SRCS)
 
