@@ -1,7 +1,8 @@
 # pinwheel - one non-recursive Makefile.
 #
 #   make              build build/libpinwheel.{a,so} and build/pinwheel
-#   make test         install missing packages, build, run every test
+#   make test         install missing packages, build, run every test and
+#                     the examples (examples/examples.mk)
 #   make check-exports   libpinwheel.so exports its API, nothing else
 #   make check-includes  no include circle crosses module folders except
 #                        through the headers docs/architecture.md names
@@ -301,6 +302,9 @@ fuzz: $(FUZZ_BIN)
 		$(FUZZ_DIR)/corpus tests/fuzz/corpus/http || { \
 		echo "fuzz: a finding in $(FUZZ_DIR)/artifacts/;" \
 			"rerun one input with: $(FUZZ_BIN) FILE" >&2; exit 1; }
+
+# The examples: examples/examples.mk.
+include examples/examples.mk
 
 clean:
 	rm -rf build build-asan build-tsan build-ubsan
