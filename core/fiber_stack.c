@@ -70,12 +70,7 @@ static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pool_key;
 static bool pool_key_ok;
 static struct sigaction old_segv; /* written once, before ours is in */
-
-static size_t page_size(void)
-{
-	long p = sysconf(_SC_PAGESIZE);
-	return p > 0 ? (size_t)p : 4096;
-}
+static size_t page; /* written once by install_handler(), under the once */
 
 /* Append @s to @buf at *@n, within @cap. */
 static void put_str(char *buf, size_t *n, size_t cap, const char *s)
@@ -154,7 +149,9 @@ static void pool_key_free(void *unused)
 static void install_handler(void)
 {
 	struct sigaction sa;
+	long p = sysconf(_SC_PAGESIZE);
 
+	page = p > 0 ? (size_t)p : 4096;
 	pool_key_ok = !pthread_key_create(&pool_key, pool_key_free);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
@@ -187,15 +184,14 @@ static void thread_setup(void)
 	}
 }
 
-/* Size class of @size usable bytes, or -1 beyond the last. */
-static int size_class(size_t size, size_t page)
+/* Size class of @size usable bytes (page << class), or -1 beyond the
+ * last. */
+static int size_class(size_t size)
 {
-	int c = 0;
+	size_t pages = size / page + (size % page != 0);
+	int c = pages <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)pages - 1);
 
-	while ((page << c) < size)
-		if (++c == NCLASS)
-			return -1;
-	return c;
+	return c < NCLASS ? c : -1;
 }
 
 /* @len bytes, page-aligned, read-write: NUMA-local on a bound shard. */
@@ -218,18 +214,17 @@ static void *map_stack(size_t len)
 
 int pw__fstack_get(size_t size, struct pw__fstack *st)
 {
-	size_t page = page_size();
 	int c;
 
 	if (!size)
 		size = PW_FIBER_STACK_DEFAULT;
 	if (size > PW__FSTACK_MAX)
 		return -EINVAL;
-	c = size_class(size, page);
-	if (c < 0)
-		return -EINVAL;
 	if (!pool.ready)
 		thread_setup();
+	c = size_class(size);
+	if (c < 0)
+		return -EINVAL;
 	struct free_stack *f = pool.free[c];
 	if (f) {
 		pool.free[c] = f->next;
@@ -254,10 +249,11 @@ int pw__fstack_get(size_t size, struct pw__fstack *st)
 
 void pw__fstack_put(struct pw__fstack *st)
 {
-	int c = size_class(st->size, page_size());
+	int c;
 
 	if (!pool.ready)
 		thread_setup();
+	c = size_class(st->size);
 	if (c >= 0 && (pool.count[c] < POOL_MIN ||
 		       (size_t)pool.count[c] * st->size < POOL_BYTES)) {
 		struct free_stack *f =
