@@ -43,10 +43,11 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define NCLASS	      24		 /* page << 0 .. page << 23 */
+#define NCLASS	      15 /* page << 0 .. page << 14: 64 MiB of 4 KiB pages */
 #define POOL_BYTES    ((size_t)16 << 20) /* kept per class, at most */
 #define POOL_MIN      2			 /* kept per class, at least */
 #define ALT_STACK_LEN ((size_t)64 << 10)
+#define TRIM_ABOVE    ((size_t)256 << 10) /* pooled stacks drop pages */
 
 struct free_stack {
 	struct free_stack *next;
@@ -55,7 +56,7 @@ struct free_stack {
 
 struct fstack_pool {
 	struct free_stack *free[NCLASS];
-	unsigned count[NCLASS];
+	uint16_t count[NCLASS];
 	bool ready; /* thread set up: key, handler, alternate stack */
 	void *alt;  /* our alternate signal stack, or NULL */
 	const struct pw__fstack *run; /* the fiber running here, or NULL */
@@ -262,6 +263,10 @@ void pw__fstack_put(struct pw__fstack *st)
 		/* The frames the last fiber never returned from may still
 		 * be poisoned. */
 		UNPOISON(f, sizeof(*f));
+		/* A large stack keeps only its top page resident while
+		 * pooled (the mapping and its node policy stay). */
+		if (st->size > TRIM_ABOVE)
+			madvise(st->lo, st->size - page, MADV_DONTNEED);
 		f->st = *st;
 		f->next = pool.free[c];
 		pool.free[c] = f;
