@@ -57,15 +57,17 @@ struct free_stack {
 struct fstack_pool {
 	struct free_stack *free[NCLASS];
 	uint16_t count[NCLASS];
-	bool ready; /* thread set up: key, handler, alternate stack */
-	void *alt;  /* our alternate signal stack, or NULL */
-	const struct pw__fstack *run; /* the fiber running here, or NULL */
-	const char *run_name;	      /* its function's name */
+	void *alt; /* our alternate signal stack, or NULL */
 };
 
-/* initial-exec: read by the signal handler, which must not allocate. */
+/* The calling thread's pool. initial-exec: one load from the thread
+ * pointer on the get and put paths, in the .so too. */
 static _Thread_local struct fstack_pool pool
 	__attribute__((tls_model("initial-exec")));
+
+/* Written by its thread (pw__fstack_running()), read by the SIGSEGV
+ * handler on the same thread: no other thread touches it. */
+_Thread_local struct pw__fstack_cur pw__fstack_cur;
 
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pool_key;
@@ -115,13 +117,13 @@ static void report_overflow(const struct pw__fstack *st, const char *name)
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-	const struct pw__fstack *st = pool.run;
+	const struct pw__fstack *st = pw__fstack_cur.st;
 	uintptr_t a = (uintptr_t)si->si_addr;
 
 	if (st && a >= (uintptr_t)st->map && a < (uintptr_t)st->lo) {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-		report_overflow(st, pool.run_name);
+		report_overflow(st, pw__fstack_cur.name);
 		/* Returning re-runs the faulting access, which now kills
 		 * the process with SIGSEGV (and a core if enabled). */
 		sigaction(SIGSEGV, &dfl, NULL);
@@ -161,13 +163,11 @@ static void install_handler(void)
 	sigaction(SIGSEGV, &sa, &old_segv);
 }
 
-/* Once per thread: the process-wide handler, the pool's destructor and
- * an alternate signal stack unless the thread has one. */
-static void thread_setup(void)
+void pw__fstack_thread_setup(void)
 {
 	stack_t old;
 
-	pool.ready = true;
+	pw__fstack_cur.ready = true;
 	pthread_once(&handler_once, install_handler);
 	if (pool_key_ok)
 		pthread_setspecific(pool_key, &pool);
@@ -221,8 +221,8 @@ int pw__fstack_get(size_t size, struct pw__fstack *st)
 		size = PW_FIBER_STACK_DEFAULT;
 	if (size > PW__FSTACK_MAX)
 		return -EINVAL;
-	if (!pool.ready)
-		thread_setup();
+	if (!pw__fstack_cur.ready)
+		pw__fstack_thread_setup();
 	c = size_class(size);
 	if (c < 0)
 		return -EINVAL;
@@ -252,8 +252,8 @@ void pw__fstack_put(struct pw__fstack *st)
 {
 	int c;
 
-	if (!pool.ready)
-		thread_setup();
+	if (!pw__fstack_cur.ready)
+		pw__fstack_thread_setup();
 	c = size_class(st->size);
 	if (c >= 0 && (pool.count[c] < POOL_MIN ||
 		       (size_t)pool.count[c] * st->size < POOL_BYTES)) {
@@ -294,13 +294,5 @@ void pw__fstack_pool_free(void)
 			munmap(pool.alt, ALT_STACK_LEN);
 		pool.alt = NULL;
 	}
-	pool.ready = false;
-}
-
-void pw__fstack_running(const struct pw__fstack *st, const char *name)
-{
-	if (!pool.ready && st)
-		thread_setup();
-	pool.run = st;
-	pool.run_name = name;
+	pw__fstack_cur.ready = false;
 }
