@@ -674,7 +674,7 @@ static int count_maps(void)
 }
 
 /* Whether this kernel has guard regions (madvise MADV_GUARD_INSTALL). */
-static bool have_guard_regions(void)
+static __attribute__((unused)) bool have_guard_regions(void)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
@@ -695,7 +695,13 @@ static bool have_guard_regions(void)
  */
 Test(fiber_ctx, many_stacks_few_mappings)
 {
-	bool guards = have_guard_regions();
+#if defined(PW__FCTX_TSAN)
+	/* TSan maps shadow memory of its own for each mapping, too much
+	 * for 40,000 and more than the counts below allow. */
+	bool guards = false, count = false;
+#else
+	bool guards = have_guard_regions(), count = true;
+#endif
 	int n = guards ? 40000 : 1000;
 	struct pw__fstack *st = calloc((size_t)n, sizeof(*st));
 	int before, after;
@@ -706,7 +712,9 @@ Test(fiber_ctx, many_stacks_few_mappings)
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(pw__fstack_get(0, &st[i]), 0, "stack %d", i);
 	after = count_maps();
-	if (guards)
+	if (!count)
+		cr_log_info("mappings not counted under TSan");
+	else if (guards)
 		cr_assert_lt(after - before, n / 100,
 			     "%d mappings for %d stacks", after - before, n);
 	else
