@@ -74,12 +74,13 @@ Q := @
 msg = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c))
+LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c \
+	core/*.S))
 APP_SRCS := $(sort $(wildcard apps/*.c))
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(LIB_SRCS:%.c=$(BUILD)/obj/%.o))
 APP_OBJS := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/bench/shim.o
@@ -91,7 +92,7 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-install check-exports check-includes asan tsan ubsan \
+.PHONY: all deps test test-run test-aarch64 test-install check-exports check-includes asan tsan ubsan \
 	bench bench-peers run install format format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
@@ -109,6 +110,12 @@ deps:
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call msg,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# Assembly (the fiber context switch), through the C preprocessor.
+$(BUILD)/obj/%.o: %.S | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call msg,AS,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
@@ -180,7 +187,7 @@ SCHEDS ?= shard steal
 SUITE_LIMIT ?= 1500
 ONE_PASS := $(shell sed -e 's/\#.*//' tests/one_pass.txt | \
 	awk 'NF { printf "%s%s", sep, $$1; sep = "|" }')
-test: all check-includes check-exports test-install test-run
+test: all check-includes check-exports test-install test-run test-aarch64
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)only=; for s in $(SCHEDS); do \
@@ -193,6 +200,26 @@ test-run: $(TESTS) $(PINWHEEL)
 				"$(SUITE_LIMIT) s (SUITE_LIMIT)" >&2; fi; \
 		[ $$rc -eq 0 ] || exit 1; \
 	done
+
+# The aarch64 context switch (core/fiber_switch.S and the first frame of
+# core/fiber_ctx.c), cross-built statically and run under qemu-user;
+# skipped with a line naming the packages when they are missing.
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+AARCH64_RUN ?= qemu-aarch64
+AARCH64_TEST := $(BUILD)/aarch64/switch_test
+
+test-aarch64:
+	$(Q)if command -v $(AARCH64_CC) >/dev/null 2>&1 && \
+		command -v $(AARCH64_RUN) >/dev/null 2>&1; then \
+		mkdir -p $(dir $(AARCH64_TEST)) && \
+		echo "  TEST   aarch64 context switch (qemu-user)" && \
+		$(AARCH64_CC) -std=c11 -O2 -g $(WARN) -D_GNU_SOURCE -I. \
+			-Iinclude -static -o $(AARCH64_TEST) \
+			tests/aarch64/switch_test.c core/fiber_ctx.c \
+			core/fiber_switch.S && \
+		$(AARCH64_RUN) $(AARCH64_TEST); \
+	else echo "  SKIP   aarch64 context switch test: needs $(AARCH64_CC)" \
+		"and $(AARCH64_RUN) (Debian: gcc-aarch64-linux-gnu qemu-user)"; fi
 
 # No internal pw__ symbol is exported; every function the headers declare
 # is.
@@ -247,7 +274,7 @@ install: all
 
 FORMAT_SRCS = $(sort $(wildcard include/*.h include/pinwheel/*.h core/*.[ch] \
 	shard/*.[ch] timer/*.[ch] net/*.[ch] numa/*.[ch] apps/*.[ch] \
-	tests/*.[ch] bench/*.[ch] docs/*.c))
+	tests/*.[ch] tests/aarch64/*.c bench/*.[ch] docs/*.c))
 
 format:
 	$(Q)sh scripts/deps.sh clang-format
