@@ -455,14 +455,14 @@ static void pub_stats(struct pw__shard *s)
 
 /* ---- the worker loop -------------------------------------------------- */
 
-static struct pw__task *next_task(struct pw__shard *s)
+/* The next task of the LIFO slot, the local queue or the inject queue,
+ * as Tokio's worker takes them. */
+static struct pw__task *next_unbound(struct pw__shard *s)
 {
 	struct pw__worker *w = s->w;
 	struct pw__steal *g = sh(s);
 	struct pw__task *t, *first;
 
-	if ((t = bound_pop(w)))
-		return t;
 	if (w->tick % w->gqi == 0) {
 		tune_interval(s);
 		if (pw__inject_pop(&g->inj, 1, &t))
@@ -496,6 +496,28 @@ static struct pw__task *next_task(struct pw__shard *s)
 	/* The first to run now, the rest to the local queue. */
 	pw__lq_fill(&w->q, first->next, got - 1);
 	return first;
+}
+
+/*
+ * The bound queue (tasks whose pins or placement keep them here) and the
+ * queues Tokio's worker has take turns: a bound task that keeps yielding
+ * cannot starve the local and inject queues, nor they it.
+ */
+static struct pw__task *next_task(struct pw__shard *s)
+{
+	struct pw__worker *w = s->w;
+	struct pw__task *t;
+
+	if (!w->bound_last && (t = bound_pop(w))) {
+		w->bound_last = true;
+		return t;
+	}
+	w->bound_last = false;
+	if ((t = next_unbound(s)))
+		return t;
+	if ((t = bound_pop(w)))
+		w->bound_last = true;
+	return t;
 }
 
 static struct pw__task *steal_work(struct pw__shard *s)

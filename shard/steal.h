@@ -38,6 +38,7 @@ struct pw__worker {
 	bool lifo_enabled; /* off after 3 LIFO polls in one run */
 	bool searching;	   /* counted in the searching workers */
 	bool in_park;	   /* wakes now do not notify others */
+	bool bound_last;   /* the last task taken came from bound_h */
 	uint64_t rand;	   /* victim choice (xorshift) */
 	/* Batch statistics, published by pub_stats(). */
 	uint64_t polls, steals, steal_ops, overflows, parks, park_unparks,

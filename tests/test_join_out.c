@@ -369,12 +369,10 @@ Test(join_out, runtime_spawn_join_many_tasks_on_every_shard)
 	atomic_int dropped = 0;
 	atomic_bool stop = false;
 
-	/* Other tasks run meanwhile (shard mode: one on each shard). Not
-	 * placed by index: in stealing mode a task placed on a worker that
-	 * yields forever would be the only one that worker polls. */
+	/* Other tasks run meanwhile, one placed on each shard (in stealing
+	 * mode bound to its worker, which still polls the others). */
 	for (unsigned s = 0; s < SHARDS; s++)
-		cr_assert_eq(pw_runtime_spawn(rt, PW_SHARD_ANY, busy_poll,
-					      &stop, 0, NULL),
+		cr_assert_eq(pw_runtime_spawn(rt, s, busy_poll, &stop, 0, NULL),
 			     0);
 	for (int i = 0; i < NTASK; i++) {
 		struct rtask t = make_rtask(i, &dropped);

@@ -326,6 +326,71 @@ Test(steal, one_spawn_wakes_no_one_two_do)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
+/* ---- a bound task beside the others ------------------------------------ */
+
+#define YIELDS_MAX 1000
+
+static _Atomic uint32_t yields, yields_seen;
+static _Atomic bool unbound_ran, yielder_done;
+
+static enum pw_poll unbound_poll(struct pw_cx *cx, void *state);
+
+/* Bound to its worker (pw_spawn_on): spawns two tasks on its first poll
+ * (the second takes the LIFO slot and pushes the first to the local
+ * queue), then yields until the first ran. */
+static enum pw_poll bound_yielder_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	if (atomic_load(&yields) == 0) {
+		for (int i = 0; i < 2; i++)
+			cr_assert_eq(pw_spawn(NULL, unbound_poll, &i, sizeof(i),
+					      NULL),
+				     0);
+	}
+	if (atomic_load(&unbound_ran) || atomic_load(&yields) == YIELDS_MAX) {
+		atomic_store(&yielder_done, true);
+		return pw_ready(cx, 0);
+	}
+	atomic_fetch_add(&yields, 1);
+	return pw_yield(cx);
+}
+
+/* Task 0 waits in the local queue; task 1 runs from the LIFO slot. */
+static enum pw_poll unbound_poll(struct pw_cx *cx, void *state)
+{
+	if (*(int *)state == 0) {
+		atomic_store(&yields_seen, atomic_load(&yields));
+		atomic_store(&unbound_ran, true);
+	}
+	return pw_ready(cx, 0);
+}
+
+static enum pw_poll start_yielder_poll(struct pw_cx *cx, void *state)
+{
+	(void)state;
+	cr_assert_eq(pw_spawn_on(0, bound_yielder_poll, NULL, 0, NULL), 0);
+	return pw_ready(cx, 0);
+}
+
+/* A bound task that keeps yielding and the worker's other queues take
+ * turns: the task in the local queue runs after the yielder's first poll
+ * and the LIFO slot's task, not after the yielder gives up. */
+Test(steal, a_yielding_bound_task_does_not_starve_the_others)
+{
+	struct pw_runtime *rt = steal_runtime(1, 0);
+	int64_t res = -1;
+
+	cr_assert_eq(pw_block_on(rt, start_yielder_poll, NULL, &res), 0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&yielder_done), PW_TEST_WAIT_SECS,
+			   "the yielder did not finish");
+	cr_assert(atomic_load(&unbound_ran));
+	cr_assert_eq(atomic_load(&yields_seen), 1,
+		     "the other task ran after %u yields",
+		     (unsigned)atomic_load(&yields_seen));
+	cr_assert_eq(atomic_load(&yields), 1);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 /* ---- bad options -------------------------------------------------------- */
 
 Test(steal, bad_options)
