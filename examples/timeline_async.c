@@ -21,44 +21,12 @@
 	(printf("%lld ", (long long)(pw_time_now() / (int64_t)MS)), \
 	 printf(__VA_ARGS__))
 
-/* async { sleep(ms).await; v } as a pw_future that a combinator owns. */
-struct nap {
-	struct pw_future fut;
-	struct pw_sleep sl;
-	int64_t v;
-};
-
-static enum pw_poll nap_poll(struct pw_cx *cx, struct pw_future *f,
-			     int64_t *out)
-{
-	struct nap *n = pw_container_of(f, struct nap, fut);
-
-	if (pw_sleep_poll(cx, &n->sl) == PW_PENDING)
-		return PW_PENDING;
-	*out = n->v;
-	return PW_READY;
-}
-
-static void nap_drop(struct pw_future *f) /* Drop: disarm the timer */
-{
-	pw_sleep_cancel(&pw_container_of(f, struct nap, fut)->sl);
-}
-
-static const struct pw_future_ops nap_ops = { nap_poll, nap_drop };
-
-static struct pw_future *nap(struct nap *n, uint64_t ms, int64_t v)
-{
-	*n = (struct nap){ .fut.ops = &nap_ops, .v = v };
-	pw_sleep_init(&n->sl, ms * MS);
-	return &n->fut;
-}
-
 /* One arm of join!(race("first", 30), race("second", 300)). */
 struct race {
 	pw_async_t at; /* where the body resumes: 0 at first */
 	const char *name;
 	int d;
-	struct nap work;
+	struct pw_delay work; /* async { sleep(d).await; v } */
 	struct pw_timeout to;
 	int64_t out;
 };
@@ -68,7 +36,8 @@ static enum pw_poll race_poll(struct pw_cx *cx, void *state)
 	struct race *s = state;
 
 	PW_ASYNC_BEGIN(cx, &s->at);
-	pw_timeout_init(&s->to, 100 * MS, nap(&s->work, s->d, 0));
+	pw_timeout_init(&s->to, 100 * MS,
+			pw_delay_init(&s->work, s->d * MS, 0));
 	PW_AWAIT(pw_timeout_poll(cx, &s->to, &s->out));
 	if (s->out == -ETIMEDOUT)
 		say("timeout: %s timed out\n", s->name);
@@ -112,7 +81,7 @@ struct timeline {
 	pw_async_t at;
 	struct pw_join first, second;
 	int64_t v;
-	struct nap work; /* the retried call: a nap bounded by 50 ms */
+	struct pw_delay work; /* the retried call, bounded by 50 ms */
 	struct pw_timeout to;
 	struct pw_retry retry;
 	struct pw_channel keys;
@@ -130,7 +99,7 @@ static int call_start(void *arg, unsigned n, struct pw_future **fut)
 	struct timeline *s = arg;
 
 	pw_timeout_init(&s->to, 50 * MS,
-			nap(&s->work, took[n - 1], ans[n - 1]));
+			pw_delay_init(&s->work, took[n - 1] * MS, ans[n - 1]));
 	*fut = pw_timeout_future(&s->to);
 	return 0;
 }

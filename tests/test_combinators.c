@@ -279,6 +279,52 @@ Test(combinators, timeout_fires_at_exactly_d_and_drops_the_inner)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
+/* The library's delay future inside a timeout: its value when it comes
+ * first; cancelled (its timer never fires) when the deadline does. */
+struct delay_root {
+	uint64_t delay_ns;
+	bool init;
+	struct pw_delay d;
+	struct pw_timeout t;
+	int64_t at;
+};
+
+static enum pw_poll delay_root_poll(struct pw_cx *cx, void *state)
+{
+	struct delay_root *r = state;
+	int64_t v;
+
+	if (!r->init) {
+		struct pw_future *f = pw_delay_init(&r->d, r->delay_ns, 7);
+		cr_assert_eq(pw_timeout_init(&r->t, 100 * MS, f), 0);
+		r->init = true;
+	}
+	if (pw_timeout_poll(cx, &r->t, &v) == PW_PENDING)
+		return PW_PENDING;
+	r->at = now_ms();
+	return pw_ready(cx, v);
+}
+
+Test(combinators, delay_gives_its_value_or_is_cancelled_by_a_timeout)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct delay_root first = { .delay_ns = 30 * MS };
+	struct delay_root second = { .delay_ns = 300 * MS };
+
+	cr_assert_null(pw_delay_init(NULL, MS, 0));
+	cr_assert_eq(pw_test_block_on(rt, delay_root_poll, &first), 7);
+	cr_assert_eq(first.at, 30);
+	uint64_t fired = idle_stats(rt).timers_fired;
+	cr_assert_eq(pw_test_block_on(rt, delay_root_poll, &second),
+		     -ETIMEDOUT);
+	cr_assert_eq(second.at - first.at, 100 + 3600 * 1000,
+		     "the deadline is 100 ms after the probe's hour");
+	/* The hour's probe, then only the deadline: the 300 ms delay was
+	 * cancelled when the timeout dropped it. */
+	cr_assert_eq(idle_stats(rt).timers_fired, fired + 2);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
 /* A task holding a pending timeout is aborted: its drop hook drops the
  * timeout, which cancels both sleeps; nothing fires afterwards. */
 static enum pw_poll to_child_poll(struct pw_cx *cx, void *state)

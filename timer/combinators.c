@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * combinators.c - timeout, debounce, retry, throttle and interval.
+ * combinators.c - timeout, delay, debounce, retry, throttle and interval.
  *
  * Each combinator is a small state machine over at most one pw_sleep,
  * which it initialises once (idle, deadline "never") and then moves with
@@ -146,6 +146,36 @@ void pw_timeout_drop(struct pw_timeout *t)
 struct pw_future *pw_timeout_future(struct pw_timeout *t)
 {
 	return timeout_valid(t) ? &t->fut : NULL;
+}
+
+/* ---- delay ------------------------------------------------------------- */
+
+static enum pw_poll delay_poll(struct pw_cx *cx, struct pw_future *f,
+			       int64_t *out)
+{
+	struct pw_delay *d = pw_container_of(f, struct pw_delay, fut);
+
+	if (pw_sleep_poll(cx, &d->sleep) == PW_PENDING)
+		return PW_PENDING;
+	*out = d->value;
+	return PW_READY;
+}
+
+static void delay_drop(struct pw_future *f)
+{
+	pw_sleep_cancel(&pw_container_of(f, struct pw_delay, fut)->sleep);
+}
+
+static const struct pw_future_ops delay_ops = { delay_poll, delay_drop };
+
+struct pw_future *pw_delay_init(struct pw_delay *d, uint64_t ns, int64_t value)
+{
+	if (!d)
+		return NULL;
+	d->fut.ops = &delay_ops;
+	pw_sleep_init(&d->sleep, ns);
+	d->value = value;
+	return &d->fut;
 }
 
 /* ---- debounce -------------------------------------------------------- */

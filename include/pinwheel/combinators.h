@@ -101,6 +101,27 @@ PW_API void pw_timeout_drop(struct pw_timeout *t);
  */
 PW_API struct pw_future *pw_timeout_future(struct pw_timeout *t);
 
+/* ---- delay ----------------------------------------------------------- */
+
+/* A future that completes with a value after a sleep: Rust's
+ * `async { sleep(d).await; value }`. Fields are private. */
+struct pw_delay {
+	struct pw_future fut; /* this delay as a future */
+	struct pw_sleep sleep;
+	int64_t value;
+};
+
+/**
+ * pw_delay_init - make @d a future that completes with @value @ns from
+ * now ("now" as pw_sleep_init()). Dropping it cancels its timer, so it
+ * can be handed to a combinator (pw_timeout_init(), a retry's attempt)
+ * that owns it.
+ * Return: the future, or NULL for a NULL @d.
+ * Context: any thread.
+ */
+PW_API struct pw_future *pw_delay_init(struct pw_delay *d, uint64_t ns,
+				       int64_t value);
+
 /* ---- debounce -------------------------------------------------------- */
 
 /* Emits the newest item once the input stays quiet. Fields are private. */
