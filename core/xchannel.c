@@ -22,11 +22,14 @@
  * capacity <= size permits, so a claimed slot is always already free.
  *
  * The receiver's waker is an atomic task pointer holding an owned clone:
- * the receiver parks by exchanging its clone in, then re-checks the ring;
- * a producer, after publishing, fences and looks at the pointer and, if
- * one is there, exchanges it out and wakes it. The two seq_cst fences
- * make it a Dekker pair: either the receiver sees the item or the
- * producer sees the waker. A busy receiver costs producers one load.
+ * the receiver parks by exchanging its clone in, then re-checks the ring
+ * and the semaphore; a producer publishes (its item's sequence word, a
+ * returned permit, the CLOSED bit), then looks at the pointer and, if one
+ * is there, exchanges it out and wakes it. Every one of those four steps
+ * is a seq_cst operation, so they form a Dekker pair: either the receiver
+ * sees what was published or the producer sees the waker. (Operations,
+ * not fences: ThreadSanitizer does not model fences.) A busy receiver
+ * costs producers one load.
  *
  * End of stream: closed, and every permit back (free in the word): no
  * sender holds a slot it has yet to fill, so the ring is empty for good.
@@ -115,11 +118,10 @@ static void futex_wake(uint32_t *word)
 /* Wake the parked receiver, if any. Any thread. */
 static void wake_rx(struct pw_xchan *ch)
 {
-	/* seq_cst fence: orders the caller's publish (an item's sequence
-	 * word, the CLOSED bit or a returned permit) before the load
-	 * below; pairs with the fence in park_rx(). */
-	atomic_thread_fence(memory_order_seq_cst);
-	if (!atomic_load_explicit(&ch->rx_task, memory_order_relaxed))
+	/* seq_cst: after the caller's seq_cst publish (an item's sequence
+	 * word, a returned permit, the CLOSED bit); pairs with the seq_cst
+	 * exchange in park_rx() and its seq_cst re-checks (see the top). */
+	if (!atomic_load(&ch->rx_task))
 		return;
 	/* acq_rel: takes the clone the receiver published with its
 	 * exchange in park_rx(). */
@@ -147,14 +149,12 @@ static int park_rx(struct pw_cx *cx, struct pw_xchan *ch)
 
 		if (err)
 			return err;
-		/* acq_rel: publishes the clone to wake_rx()'s exchange. */
-		struct pw_waker old = { atomic_exchange_explicit(
-			&ch->rx_task, w.task, memory_order_acq_rel) };
+		/* seq_cst: publishes the clone to wake_rx()'s exchange,
+		 * before the seq_cst re-checks of the ring (take()) and the
+		 * semaphore (ended()); pairs with the load in wake_rx(). */
+		struct pw_waker old = { atomic_exchange(&ch->rx_task, w.task) };
 		pw_waker_drop(&old);
 	}
-	/* seq_cst fence: the waker's publish before the re-check of the
-	 * ring and the semaphore; pairs with the fence in wake_rx(). */
-	atomic_thread_fence(memory_order_seq_cst);
 	return 0;
 }
 
@@ -230,11 +230,16 @@ static void unlink_waiter(struct pw_xchan *ch, struct pw_xchan_tx *tx)
 static void end_wait(struct pw_xchan *ch, struct pw_xchan_tx *tx, uint32_t st,
 		     struct pw_waker *w)
 {
+	bool blocking = tx->blocking;
+
 	unlink_waiter(ch, tx);
 	*w = tx->waker;
 	tx->waker.task = NULL;
+	/* A task's handle may be reused or freed as soon as it sees @st:
+	 * nothing of it is touched after this store. A blocked thread
+	 * takes the mutex before it goes on, so its wake is safe. */
 	set_state(tx, st);
-	if (tx->blocking)
+	if (blocking)
 		futex_wake(&tx->state);
 }
 
@@ -245,10 +250,11 @@ static void return_permit(struct pw_xchan *ch, bool wake)
 	uint64_t s = atomic_load_explicit(&ch->sem, memory_order_relaxed);
 
 	while (!(s & SEM_WAITERS)) {
-		/* release: pairs with the acquire CAS in try_acquire();
-		 * publishes the freed slot's sequence word. */
+		/* seq_cst (a release at least): pairs with the acquire CAS
+		 * in try_acquire(), publishing the freed slot's sequence
+		 * word; and with park_rx() before wake_rx() (see the top). */
 		if (atomic_compare_exchange_weak_explicit(
-			    &ch->sem, &s, s + SEM_ONE, memory_order_release,
+			    &ch->sem, &s, s + SEM_ONE, memory_order_seq_cst,
 			    memory_order_relaxed)) {
 			if (wake && (s & SEM_CLOSED))
 				wake_rx(ch);
@@ -262,9 +268,8 @@ static void return_permit(struct pw_xchan *ch, bool wake)
 			&ch->waiters, struct pw_xchan_tx, node);
 		end_wait(ch, tx, TX_GRANTED, &w);
 	} else {
-		/* release: as above (the list emptied meanwhile). */
-		s = atomic_fetch_add_explicit(&ch->sem, SEM_ONE,
-					      memory_order_release);
+		/* seq_cst: as above (the list emptied meanwhile). */
+		s = atomic_fetch_add(&ch->sem, SEM_ONE);
 	}
 	pthread_mutex_unlock(&ch->mu);
 	pw_waker_wake(&w);
@@ -307,8 +312,9 @@ static void push(struct pw_xchan *ch, const void *item)
 	while (atomic_load_explicit(&sl->seq, memory_order_acquire) != pos)
 		sched_yield();
 	memcpy(sl + 1, item, ch->item_size);
-	/* release: publishes the item; pairs with the acquire in take(). */
-	atomic_store_explicit(&sl->seq, pos + 1, memory_order_release);
+	/* seq_cst (a release at least): publishes the item to take()'s
+	 * load, before wake_rx()'s load (see the top). */
+	atomic_store(&sl->seq, pos + 1);
 	wake_rx(ch);
 }
 
@@ -317,9 +323,9 @@ static bool take(struct pw_xchan *ch, void *item)
 {
 	struct slot_hdr *sl = slot_at(ch, ch->head);
 
-	/* acquire: pairs with the release store in push(). */
-	if (atomic_load_explicit(&sl->seq, memory_order_acquire) !=
-	    ch->head + 1)
+	/* seq_cst (an acquire at least): pairs with the store in push();
+	 * after park_rx()'s exchange when it re-checks (see the top). */
+	if (atomic_load(&sl->seq) != ch->head + 1)
 		return false;
 	memcpy(item, sl + 1, ch->item_size);
 	/* release: frees the slot; pairs with the acquire in push(). */
@@ -333,8 +339,9 @@ static bool take(struct pw_xchan *ch, void *item)
 /* True once closed with every permit back: nothing more can come. */
 static bool ended(struct pw_xchan *ch)
 {
-	/* acquire: pairs with the release of the last returned permit. */
-	uint64_t s = atomic_load_explicit(&ch->sem, memory_order_acquire);
+	/* seq_cst (an acquire at least): pairs with the returns of the
+	 * permits and the close; after park_rx()'s exchange (see the top). */
+	uint64_t s = atomic_load(&ch->sem);
 
 	return (s & SEM_CLOSED) && (s >> 2) == ch->cap;
 }

@@ -679,7 +679,7 @@ Test(xchannel, stream_feeds_a_debounce_across_shards)
 
 static int stress_n(void)
 {
-	return (int)(4000 * pw_test_scale());
+	return (int)(10000 * pw_test_scale());
 }
 
 struct stress_tx {
