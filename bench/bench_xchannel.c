@@ -46,10 +46,13 @@ static struct pw_runtime *bench_rt(struct pw_bench *b, unsigned shards,
 
 /* ---- the cross-shard channel ----------------------------------------- */
 
-/* Sends 0, 1, 2, ... until the receiver is gone. */
+/* Sends 0, 1, 2, ... until the receiver is gone; with `spin`, by
+ * pw_xchan_try_send() and a yield when full (never sleeping, as the mesh
+ * producer below), else by pw_xchan_send_poll(). */
 struct xproducer {
 	struct pw_xchan_tx tx;
 	uint64_t next;
+	bool spin;
 };
 
 static enum pw_poll xproducer_poll(struct pw_cx *cx, void *state)
@@ -57,6 +60,18 @@ static enum pw_poll xproducer_poll(struct pw_cx *cx, void *state)
 	struct xproducer *p = state;
 	int res;
 
+	while (p->spin) {
+		res = pw_xchan_try_send(&p->tx, &p->next);
+		if (res == -EAGAIN)
+			return pw_yield(cx);
+		if (res) {
+			pw_xchan_tx_drop(&p->tx);
+			return pw_ready(cx, 0);
+		}
+		p->next++;
+		if (!pw_coop_proceed(cx))
+			return PW_PENDING;
+	}
 	for (;;) {
 		if (pw_xchan_send_poll(cx, &p->tx, &p->next, &res) ==
 		    PW_PENDING)
@@ -119,12 +134,13 @@ static enum pw_poll xconsumer_poll(struct pw_cx *cx, void *state)
 	}
 }
 
-static void run_xchan(struct pw_bench *b, unsigned shards, uint64_t idle_poll)
+static void run_xchan(struct pw_bench *b, unsigned shards, uint64_t idle_poll,
+		      bool spin)
 {
 	struct pw_runtime *rt = bench_rt(b, shards, idle_poll);
 	if (!rt)
 		return;
-	struct xconsumer c = { .b = b, .shard = shards - 1 };
+	struct xconsumer c = { .b = b, .shard = shards - 1, .p.spin = spin };
 	int64_t res = -1;
 
 	if (pw_xchan_open(sizeof(uint64_t), CAP, &c.p.tx, &c.rx) == 0)
@@ -146,14 +162,22 @@ static const int64_t idle_polls[] = { 0, 200000 };
 /* Producer on shard 1 (CPU 1), consumer on shard 0 (CPU 0). */
 static void bm_xchan_cross_shard(struct pw_bench *b)
 {
-	run_xchan(b, 2, (uint64_t)pw_bench_arg(b));
+	run_xchan(b, 2, (uint64_t)pw_bench_arg(b), false);
 }
 PW_BENCH_ARGS(bm_xchan_cross_shard, idle_polls);
+
+/* The same with a producer that never sleeps (try_send, yield when
+ * full): the data path alone, on the mesh producer's terms. */
+static void bm_xchan_cross_shard_spin(struct pw_bench *b)
+{
+	run_xchan(b, 2, (uint64_t)pw_bench_arg(b), true);
+}
+PW_BENCH_ARGS(bm_xchan_cross_shard_spin, idle_polls);
 
 /* Both on one shard: the atomics' price without a second core. */
 static void bm_xchan_same_shard(struct pw_bench *b)
 {
-	run_xchan(b, 1, 0);
+	run_xchan(b, 1, 0, false);
 }
 PW_BENCH(bm_xchan_same_shard);
 
