@@ -5,7 +5,8 @@
  * senders waiting on different shards, close from either side (waiting
  * and granted senders), aborted waiting and granted senders, the stream
  * under a debounce, the last sender's drop, a stress of tasks on two
- * shards and plain threads (exact counts, per-sender order), bad input.
+ * shards and plain threads (exact counts, per-sender order), a ping-pong
+ * across shards that hangs on any lost wake-up, bad input.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -810,6 +811,158 @@ Test(xchannel, stress_tasks_on_two_shards_and_plain_threads)
 		cr_assert_eq(r.rx.next[i], (uint64_t)n);
 	for (int i = 0; i < STRESS_THREADS; i++)
 		cr_assert_eq(pthread_join(tid[i], NULL), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- ping-pong: one item in flight, so any lost wake-up hangs --------- */
+
+/* Sends round r on `out`, then waits for r back on `in`; `first` starts. */
+struct pinger {
+	struct pw_xchan_tx out;
+	struct pw_xchan_rx in;
+	bool first, sent;
+	uint32_t round, rounds;
+};
+
+static enum pw_poll pinger_poll(struct pw_cx *cx, void *state)
+{
+	struct pinger *p = state;
+	uint32_t v;
+	int res;
+
+	while (p->round < p->rounds) {
+		if (p->first && !p->sent) {
+			if (pw_xchan_send_poll(cx, &p->out, &p->round, &res) ==
+			    PW_PENDING)
+				return PW_PENDING;
+			cr_assert_eq(res, 0);
+			p->sent = true;
+		}
+		if (pw_xchan_recv_poll(cx, &p->in, &v, &res) == PW_PENDING)
+			return PW_PENDING;
+		cr_assert_eq(res, 1);
+		cr_assert_eq(v, p->round);
+		if (!p->first) {
+			cr_assert_eq(pw_xchan_try_send(&p->out, &v), 0,
+				     "capacity 1, one item in flight");
+		}
+		p->round++;
+		p->sent = false;
+	}
+	pw_xchan_tx_drop(&p->out);
+	pw_xchan_rx_drop(&p->in);
+	return pw_ready(cx, p->round);
+}
+
+static void pinger_drop(void *state)
+{
+	struct pinger *p = state;
+
+	pw_xchan_tx_drop(&p->out);
+	pw_xchan_rx_drop(&p->in);
+}
+
+/* Two channels of capacity 1 between shards 0 and 1: every round both
+ * receivers park and are woken from the other shard. A wake lost in the
+ * park/publish race would stop the game. */
+Test(xchannel, ping_pong_across_shards_loses_no_wake)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+
+	/* Polling shards: a round takes a few microseconds, so a receiver
+	 * parks just as the other side publishes, again and again. */
+	pw_test_config_init(&cfg);
+	cfg.shards = 2;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.idle_poll_ns = 1000000;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	uint32_t rounds = (uint32_t)(20000 * pw_test_scale());
+	struct pinger a = { .first = true, .rounds = rounds };
+	struct pinger b = { .rounds = rounds };
+
+	cr_assert_eq(pw_xchan_open(sizeof(uint32_t), 1, &a.out, &b.in), 0);
+	cr_assert_eq(pw_xchan_open(sizeof(uint32_t), 1, &b.out, &a.in), 0);
+	struct group g = {
+		.n = 2,
+		.spec = { { 1, pinger_poll, &a, sizeof(a), pinger_drop },
+			  { 0, pinger_poll, &b, sizeof(b), pinger_drop } },
+	};
+	pw_test_block_on(rt, group_poll, &g);
+	cr_assert_eq(g.res[0], rounds);
+	cr_assert_eq(g.res[1], rounds);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A plain thread sends round r and spins until the receiving task on a
+ * polling shard acknowledges it, then sends the next at once: the task
+ * parks right as the next item is published, round after round. A lost
+ * wake-up leaves the acknowledgement missing: the thread gives up after
+ * PW_TEST_WAIT_SECS and the test fails by name. */
+struct spin_pong {
+	struct pw_xchan_tx tx;
+	struct pw_xchan_rx rx;
+	_Atomic uint32_t ack;
+	uint32_t rounds, lost;
+};
+
+static void *spin_pong_thread(void *arg)
+{
+	struct spin_pong *sp = arg;
+	uint64_t deadline =
+		pw_test_now_ns() + PW_TEST_WAIT_SECS * 1000000000ull;
+
+	for (uint32_t r = 0; r < sp->rounds && !sp->lost; r++) {
+		cr_assert_eq(pw_xchan_try_send(&sp->tx, &r), 0);
+		for (uint32_t spins = 0; atomic_load(&sp->ack) != r + 1;)
+			if (++spins % 4096 == 0 &&
+			    pw_test_now_ns() > deadline) {
+				sp->lost = r + 1;
+				break;
+			}
+	}
+	pw_xchan_tx_drop(&sp->tx);
+	return NULL;
+}
+
+static enum pw_poll spin_pong_poll(struct pw_cx *cx, void *state)
+{
+	struct spin_pong *sp = state;
+	uint32_t v;
+	int res;
+
+	for (;;) {
+		if (pw_xchan_recv_poll(cx, &sp->rx, &v, &res) == PW_PENDING)
+			return PW_PENDING;
+		if (res == 0)
+			break;
+		cr_assert_eq(v, atomic_load(&sp->ack));
+		atomic_store(&sp->ack, v + 1);
+	}
+	pw_xchan_rx_drop(&sp->rx);
+	return pw_ready(cx, atomic_load(&sp->ack));
+}
+
+Test(xchannel, thread_ping_pong_loses_no_wake)
+{
+	struct pw_config cfg;
+	struct pw_runtime *rt;
+	static struct spin_pong sp;
+	pthread_t th;
+
+	pw_test_config_init(&cfg);
+	cfg.shards = 1;
+	cfg.flags = PW_CONFIG_OVERSUBSCRIBE;
+	cfg.idle_poll_ns = 1000000;
+	cr_assert_eq(pw_runtime_create(&rt, &cfg), 0);
+	memset(&sp, 0, sizeof(sp));
+	sp.rounds = (uint32_t)(100000 * pw_test_scale());
+	cr_assert_eq(pw_xchan_open(sizeof(uint32_t), 1, &sp.tx, &sp.rx), 0);
+	cr_assert_eq(pthread_create(&th, NULL, spin_pong_thread, &sp), 0);
+	int64_t got = pw_test_block_on(rt, spin_pong_poll, &sp);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(sp.lost, 0, "round %u was never received", sp.lost - 1);
+	cr_assert_eq(got, sp.rounds);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
