@@ -102,7 +102,8 @@ PW_API enum pw_poll pw_oneshot_closed_poll(struct pw_cx *cx,
  * pw_oneshot_recv_poll - wait for the outcome.
  * @value: receives the value when *@res is 0 (may be NULL for size 0).
  * @res: 0 (the value), -EPIPE (the sender dropped without sending),
- *       -EALREADY (the outcome was taken before), -EINVAL, -ENOMEM.
+ *       -EALREADY (the outcome was taken before), -EINVAL, or the
+ *       error of pw_waker_clone() when the waker cannot be kept.
  * Return: PW_PENDING until the sender sends or drops; then PW_READY.
  * Context: a task holding @rx.
  */

@@ -148,8 +148,9 @@ PW_API void pw_xchan_tx_drop(struct pw_xchan_tx *tx);
  * it (the task is woken when a slot is granted or the channel closes);
  * PW_READY with *@res = 0 once stored (the receiver is woken), leaving the
  * handle idle for the next send; PW_READY with *@res = -EPIPE when the
- * channel is closed, -EINVAL for NULL arguments or a dropped @tx, -ENOMEM
- * if the waker cannot be kept. Counts against the coop budget.
+ * channel is closed, -EINVAL for NULL arguments or a dropped @tx, or
+ * the error of pw_waker_clone() when the waker cannot be kept. Counts
+ * against the coop budget.
  * Context: a task on any shard or stealing worker.
  */
 PW_API enum pw_poll pw_xchan_send_poll(struct pw_cx *cx, struct pw_xchan_tx *tx,
@@ -207,7 +208,8 @@ PW_API bool pw_xchan_is_closed(const struct pw_xchan_tx *tx);
  * Taking an item gives its slot to the oldest waiting sender. One task
  * receives at a time. Return: PW_PENDING while empty and open; PW_READY
  * with *@res set; *@res = -EINVAL for NULL arguments or a dropped @rx,
- * -ENOMEM if the waker cannot be kept. Counts against the coop budget.
+ * or the error of pw_waker_clone() when the waker cannot be kept. Counts
+ * against the coop budget.
  * The same as pw_stream_poll_next() on pw_xchan_stream(@rx).
  * Context: the receiving task, on any shard or worker.
  */
