@@ -15,6 +15,8 @@
 #include "pinwheel/time.h"
 #include "pinwheel/stream.h"
 #include "pinwheel/channel.h"
+#include "pinwheel/xchannel.h"
+#include "pinwheel/oneshot.h"
 #include "pinwheel/combinators.h"
 #include "pinwheel/mesh.h"
 #include "pinwheel/blocking.h"
