@@ -548,7 +548,7 @@ static void conn_parse(struct http_conn *c)
 		c->off += (uint32_t)used;
 		if (rc == 0) {
 			if (!c->partial)
-				c->t_req = (uint64_t)pw_time_now();
+				c->t_req = pw_time_now();
 			c->partial = true;
 			break;
 		}
@@ -592,7 +592,7 @@ static inline bool conn_timer(struct pw_cx *cx, struct http_conn *c,
 
 	if (at == PW_TIME_NEVER)
 		return false;
-	now = (uint64_t)pw_time_now();
+	now = pw_time_now();
 	if (at <= now)
 		return true;
 	if (c->armed > now && c->armed <= at)
@@ -683,7 +683,7 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 		c->off = 0;
 		bump(&here(c->srv)->reads, 1);
 		if (c->partial && c->p.body_left)
-			c->t_req = (uint64_t)pw_time_now(); /* a body moved */
+			c->t_req = pw_time_now(); /* a body moved */
 	}
 	conn_parse(c);
 	if (c->job != J_DONE) {
@@ -719,7 +719,7 @@ static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 	if (!c->sending || sent != c->sent) {
 		c->sending = true;
 		c->sent = sent;
-		c->t_send = (uint64_t)pw_time_now();
+		c->t_send = pw_time_now();
 	}
 	if (!conn_timer(cx, c, c->t_send + s->send_ns))
 		return true;
@@ -745,7 +745,7 @@ static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 		out_give(c->srv, c->out);
 		c->out = NULL;
 	}
-	c->t_idle = (uint64_t)pw_time_now();
+	c->t_idle = pw_time_now();
 	if (res < 0 || (c->closing && c->eof)) {
 		conn_close(c);
 	} else if (c->closing) {
@@ -766,7 +766,7 @@ static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
 	if (c->step == C_SHUT) {
 		if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 			return true;
-		c->t_send = (uint64_t)pw_time_now() + LINGER_NS;
+		c->t_send = pw_time_now() + LINGER_NS;
 		c->sent = 0;
 		c->step = C_LINGER;
 		pw_close_init(&c->cl, c->fd);
@@ -884,7 +884,7 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	c->fd = fd;
 	c->job = J_DONE;
 	c->m.reg = reg;
-	c->t_idle = (uint64_t)pw_time_now();
+	c->t_idle = pw_time_now();
 	pw_sleep_init_at(&c->timer, PW_TIME_NEVER);
 	pw_http_parser_init(&c->p, s->head_max);
 	c->p.body_max = s->max_body;

@@ -467,8 +467,8 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 
 		if (!c->connecting) {
 			pw_connect_init(&c->conn, &p->cfg.upstream[c->up]);
-			c->attempt_deadline = (uint64_t)pw_time_now() +
-					      p->cfg.connect_timeout_ns;
+			c->attempt_deadline =
+				pw_time_now() + p->cfg.connect_timeout_ns;
 			c->connecting = true;
 		}
 		if (pw_connect_poll(cx, &c->conn, c->attempt_deadline, &fd) ==
@@ -485,7 +485,7 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 			dir_init(&c->d[0], c->cfd, fd, X_UP);
 			dir_init(&c->d[1], fd, c->cfd, X_DOWN);
 			pw_close_init(&c->cl[1], fd);
-			c->last = (uint64_t)pw_time_now();
+			c->last = pw_time_now();
 			c->phase = P_RUN;
 			return PW_READY;
 		}
@@ -572,7 +572,7 @@ static void timers_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 
 	if (!cfg->idle_timeout_ns && !cfg->send_timeout_ns)
 		return;
-	now = (uint64_t)pw_time_now();
+	now = pw_time_now();
 	note_progress(c, now);
 	t = next_deadline(c);
 	if (t < c->armed) {
@@ -828,7 +828,7 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	/* The tick samples the ring and brings the stop flag to a look. */
 	while (pw_sleep_poll(cx, &a->tick) == PW_READY) {
 		acceptor_sample(p);
-		pw_sleep_reset(&a->tick, (uint64_t)pw_time_now() + PX_TICK_NS);
+		pw_sleep_reset(&a->tick, pw_time_now() + PX_TICK_NS);
 	}
 	r = pw_cli_accept_loop(cx, &a->acc, "pinwheel proxy", acceptor_stop,
 			       acceptor_full, acceptor_take, a);

@@ -94,7 +94,7 @@ static enum pw_poll send_end(struct pw_cx *cx, struct pw_send *s, int32_t *res)
 }
 
 static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
-			      const void *data, size_t len, uint64_t deadline,
+			      const void *data, size_t len, pw_time_t deadline,
 			      int32_t *res, bool once)
 {
 	if (!res)
@@ -137,7 +137,7 @@ static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
 }
 
 enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
-			  size_t len, uint64_t deadline, int32_t *res)
+			  size_t len, pw_time_t deadline, int32_t *res)
 {
 	return send_poll(cx, s, data, len, deadline, res, false);
 }
@@ -209,7 +209,7 @@ void pw__connect_cqe(struct pw__shard *s, struct pw_net_op *op,
 }
 
 enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
-			     uint64_t deadline, int *res)
+			     pw_time_t deadline, int *res)
 {
 	if (!res)
 		return PW_READY;

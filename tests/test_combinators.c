@@ -19,7 +19,7 @@
 
 static int64_t now_ms(void)
 {
-	return pw_time_now() / (int64_t)MS;
+	return (int64_t)(pw_time_now() / MS);
 }
 
 /* Sleep an hour of virtual time: a probe for forgotten timers. */

@@ -250,7 +250,7 @@ PW_API void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
  * Context: a task on a shard of the listener's runtime.
  */
 PW_API enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
-				   uint64_t deadline, int *res);
+				   pw_time_t deadline, int *res);
 
 /**
  * pw_accept_cancel - stop accepting; close connections accepted but not
@@ -332,7 +332,7 @@ PW_API void pw_recv_init(struct pw_recv *r, int fd);
  * Context: a task on a shard.
  */
 PW_API enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
-				 uint64_t deadline, struct pw_net_buf *buf,
+				 pw_time_t deadline, struct pw_net_buf *buf,
 				 int32_t *res);
 
 /**
@@ -429,7 +429,7 @@ PW_API int pw_net_abort(int fd);
  */
 PW_API enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s,
 				 const void *data, size_t len,
-				 uint64_t deadline, int32_t *res);
+				 pw_time_t deadline, int32_t *res);
 
 /**
  * pw_send_try_poll - one attempt to send @len bytes at @data that never
@@ -485,7 +485,7 @@ PW_API void pw_connect_init(struct pw_connect *c,
  * Context: a task on a shard.
  */
 PW_API enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
-				    uint64_t deadline, int *res);
+				    pw_time_t deadline, int *res);
 
 /** pw_connect_cancel - cancel a connect in flight; its socket is closed.
  * Safe from a drop hook. */
