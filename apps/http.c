@@ -902,7 +902,7 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	}
 }
 
-/* pw_cli_accept_loop()'s stop: the server drains. */
+/* The accept loop's stop: the server drains. */
 static bool acceptor_stop(void *arg)
 {
 	struct http_acceptor *a = arg;
@@ -910,7 +910,7 @@ static bool acceptor_stop(void *arg)
 	return draining(a->srv);
 }
 
-/* pw_cli_accept_loop()'s full: the acceptor's registry holds
+/* The accept loop's full: the acceptor's registry holds
  * --max-conns connections (counted); the last of them to end wakes it. */
 static bool acceptor_full(void *arg)
 {
@@ -925,9 +925,10 @@ static bool acceptor_full(void *arg)
 	return true;
 }
 
-/* pw_cli_accept_loop()'s take: count @fd and start its task, counted in
- * the acceptor's registry (whose cap full() checks). */
-static void acceptor_take(void *arg, int fd)
+/* The accept loop's start: count @fd and start its task, counted in
+ * the acceptor's registry (whose cap full() checks). It always takes
+ * @fd (conn_spawn() closes it when the task cannot start). */
+static int acceptor_take(void *arg, int fd)
 {
 	struct http_acceptor *a = arg;
 	struct http_shard *h = here(a->srv);
@@ -935,6 +936,14 @@ static void acceptor_take(void *arg, int fd)
 	if (h)
 		bump(&h->accepted, 1);
 	conn_spawn(a->srv, a->m.reg, fd);
+	return 0;
+}
+
+/* The accept loop's error: one line on stderr. */
+static void acceptor_error(void *arg, int err)
+{
+	(void)arg;
+	fprintf(stderr, "pinwheel http: accept: %s\n", strerror(-err));
 }
 
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
@@ -950,8 +959,15 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	}
 	if (!a->m.linked && !a->m.waker.task)
 		member_link(a->srv, cx, &a->m);
-	return pw_cli_accept_loop(cx, &a->acc, "pinwheel http", acceptor_stop,
-				  acceptor_full, acceptor_take, a);
+	struct pw_accept_loop loop = {
+		.stop = acceptor_stop,
+		.full = acceptor_full,
+		.start = acceptor_take,
+		.error = acceptor_error,
+		.arg = a,
+	};
+
+	return pw_accept_loop_poll(cx, &a->acc, &loop);
 }
 
 static void acceptor_drop(void *state)
