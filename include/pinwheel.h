@@ -22,6 +22,7 @@
 #include "pinwheel/hist.h"
 #include "pinwheel/net.h"
 #include "pinwheel/serve.h"
+#include "pinwheel/signal.h"
 #include "pinwheel/numa.h"
 #include "pinwheel/metrics.h"
 
