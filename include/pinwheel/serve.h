@@ -32,9 +32,8 @@
  *		.conn_drop = conn_drop, .max_conns = 1000 };
  *	pw_net_addr_parse(&o.addr, "127.0.0.1:8080");
  *	pw_serve(&srv, rt, &o);
- *	... on SIGINT (pinwheel/signal.h), from a task:
- *	pw_drain_stop(pw_server_drain(srv));
- *	pw_drain_wait_poll(cx, pw_server_drain(srv), deadline, &aborted);
+ *	... on SIGINT (pinwheel/signal.h), from a task, stop and wait:
+ *	pw_drain_wait_poll(cx, pw_server_drain(srv), &w, deadline, &aborted);
  *
  * Threads: the drain may be stopped and read from any thread; its waits
  * and tokens belong to tasks of the server's runtime.
