@@ -11,6 +11,13 @@
  * registers again when it returns PW_PENDING once more). Tokens stay
  * linked for the connection's life: an abort wakes them without
  * unlinking, and pw_drain_done() unlinks.
+ *
+ * A connection looks at the drain on every poll (pw_drain_watch()), so
+ * that look takes no lock: the aborting flag is read with an atomic
+ * load, and whether the token is linked is the token's own flag, written
+ * only by its task. The stop flag is read the same way by acceptors.
+ * (The flags are plain bools in the public struct, reached through the
+ * compiler's __atomic builtins: the header stays usable from C++.)
  */
 #include <errno.h>
 #include <string.h>
@@ -57,7 +64,8 @@ int pw_drain_stop(struct pw_drain *d)
 	if (!d)
 		return -EINVAL;
 	pthread_mutex_lock(&d->lock);
-	d->stopping = true;
+	/* Release: pairs with the acquire load in pw_drain_stopping(). */
+	__atomic_store_n(&d->stopping, true, __ATOMIC_RELEASE);
 	wake_waits(d);
 	pthread_mutex_unlock(&d->lock);
 	return 0;
@@ -76,7 +84,8 @@ int pw_drain_stop(struct pw_drain *d)
 
 bool pw_drain_stopping(struct pw_drain *d)
 {
-	return d && DRAIN_READ(d, d->stopping);
+	/* Acquire: pairs with the release store in pw_drain_stop(). */
+	return d && __atomic_load_n(&d->stopping, __ATOMIC_ACQUIRE);
 }
 
 uint64_t pw_drain_live(struct pw_drain *d)
@@ -120,13 +129,20 @@ bool pw_drain_watch(struct pw_cx *cx, struct pw_drain *d,
 
 	if (!cx || !d || !t)
 		return false;
+	/* Acquire: pairs with the release store in drain_abort(). */
+	if (__atomic_load_n(&d->aborting, __ATOMIC_ACQUIRE))
+		return true;
+	if (t->linked || !t->counted)
+		return false;
 	pthread_mutex_lock(&d->lock);
-	abort = d->aborting;
-	if (!abort && t->counted && !linked(&t->node)) {
+	abort = d->aborting; /* under the lock: no abort passes unseen */
+	if (!abort) {
 		struct pw_waker w = pw_cx_waker(cx);
 
-		if (!pw_waker_clone(&t->waker, &w))
+		if (!pw_waker_clone(&t->waker, &w)) {
 			pw_list_add_tail(&t->node, &d->watch);
+			t->linked = true;
+		}
 	}
 	pthread_mutex_unlock(&d->lock);
 	return abort;
@@ -137,8 +153,9 @@ void pw_drain_done(struct pw_drain *d, struct pw_drain_token *t)
 	if (!d || !t || !t->counted)
 		return;
 	pthread_mutex_lock(&d->lock);
-	if (linked(&t->node))
+	if (t->linked)
 		pw_list_del_init(&t->node);
+	t->linked = false;
 	pw_waker_drop(&t->waker);
 	t->counted = false;
 	d->live--;
@@ -188,7 +205,8 @@ static void drain_abort(struct pw_drain *d)
 
 	if (d->aborting)
 		return;
-	d->aborting = true;
+	/* Release: pairs with the acquire load in pw_drain_watch(). */
+	__atomic_store_n(&d->aborting, true, __ATOMIC_RELEASE);
 	d->aborted = d->live;
 	pw_list_for_each (n, &d->watch) {
 		struct pw_drain_token *t =

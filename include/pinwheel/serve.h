@@ -106,8 +106,8 @@ struct pw_drain {
 	uint64_t max;	      /* the cap pw_drain_full() checks; 0: none */
 	uint64_t total;	      /* connections ever added */
 	uint64_t aborted;     /* connections told to abort at the deadline */
-	bool stopping;	      /* pw_drain_stop() was called */
-	bool aborting;	      /* the wait's deadline passed */
+	bool stopping;	      /* pw_drain_stop() was called (atomic loads) */
+	bool aborting;	      /* the wait's deadline passed (atomic loads) */
 };
 
 /*
@@ -117,8 +117,9 @@ struct pw_drain {
 struct pw_drain_token {
 	struct pw_list node; /* in the drain's watch list; NULL when not */
 	struct pw_waker waker;
-	struct pw_drain *d; /* set by pw_drain_watch() */
+	struct pw_drain *d; /* set by pw_drain_add() */
 	bool counted;	    /* pw_drain_add() counted it, not yet done */
+	bool linked;	    /* in the watch list (its task's own flag) */
 };
 
 /* A task's registration to be woken by a stop or a change of the count. */
