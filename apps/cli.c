@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.c - flags, addresses, usage, configuration (with the scheduler
- * from PW_SCHED), signals, metrics, the clock, JSON strings and the
- * acceptor loop shared by the pinwheel subcommands (see cli.h).
+ * from PW_SCHED), signals, metrics, the clock and JSON strings shared by
+ * the pinwheel subcommands (see cli.h).
  *
  * Numbers are parsed by hand rather than with strtoull(), which takes
  * blanks, signs and wraps "-1" around; every value is checked whole.
@@ -878,33 +878,4 @@ void pw_cli_json_str(FILE *f, const char *s)
 			fputc(c, f);
 	}
 	fputc('"', f);
-}
-
-enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
-				const char *name, bool (*stop)(void *arg),
-				bool (*full)(void *arg),
-				void (*take)(void *arg, int fd), void *arg)
-{
-	int fd;
-
-	for (;;) {
-		if (stop && stop(arg)) {
-			pw_accept_cancel(acc);
-			return pw_ready(cx, 0);
-		}
-		if (full && full(arg)) {
-			pw_accept_pause(acc);
-			return PW_PENDING;
-		}
-		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
-			return PW_PENDING;
-		if (fd < 0) {
-			fprintf(stderr, "%s: accept: %s\n", name,
-				strerror(-fd));
-			if (fd == -EINVAL || fd == -EBADF)
-				return pw_ready(cx, fd);
-			continue;
-		}
-		take(arg, fd);
-	}
 }

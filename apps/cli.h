@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - what every `pinwheel` subcommand shares: flags, usage text,
- * the runtime configuration they select, signals, the metrics dump, JSON
- * strings and the acceptor loop of the servers.
+ * the runtime configuration they select, signals, the metrics dump and
+ * JSON strings. (The servers' accept loop is the library's:
+ * pw_accept_loop_poll() in pinwheel/serve.h.)
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
  * and picks the common ones it takes (--shards, --idle-poll,
@@ -328,29 +329,5 @@ uint64_t pw_cli_mono_ns(void);
  * Context: any thread.
  */
 void pw_cli_json_str(FILE *f, const char *s);
-
-/**
- * pw_cli_accept_loop - the body of a server's acceptor task: take the
- * connections of @acc (polled without deadline) and hand each to
- * @take(@arg, fd), which owns fd from then on. Before each accept,
- * @stop(@arg), when @stop is not NULL, may end the loop: the accept is
- * cancelled and the task ends with result 0. Then @full(@arg), when
- * @full is not NULL, may hold it at a connection cap: the accept is
- * paused (pw_accept_pause(): connections already accepted stay queued,
- * new ones wait in the kernel's backlog) and the task waits without
- * arming anything, so whoever brings the count below the cap must wake
- * it. A failed accept is printed on stderr as "@name: accept: ERROR"
- * (@name as in struct pw_cli_cmd); -EINVAL or -EBADF (the listener is
- * gone) end the task with that error as its result, any other error is
- * passed over.
- * Return: PW_PENDING while no connection is ready or the cap holds it;
- * PW_READY (through pw_ready()) once the task has ended.
- * Context: the poll function of a task on a shard of the runtime of
- * @acc's listener.
- */
-enum pw_poll pw_cli_accept_loop(struct pw_cx *cx, struct pw_accept *acc,
-				const char *name, bool (*stop)(void *arg),
-				bool (*full)(void *arg),
-				void (*take)(void *arg, int fd), void *arg);
 
 #endif /* PW_APPS_CLI_H */

@@ -109,8 +109,9 @@ struct acceptor {
 	struct pw_accept acc;
 };
 
-/* Start a connection task for @fd (pw_cli_accept_loop()'s take). */
-static void conn_spawn(void *arg, int fd)
+/* Start a connection task for @fd (the accept loop's start; on an
+ * error the loop closes @fd). */
+static int conn_spawn(void *arg, int fd)
 {
 	struct echo_conn c = { .fd = fd };
 
@@ -118,16 +119,26 @@ static void conn_spawn(void *arg, int fd)
 	pw_recv_init(&c.rx, fd);
 	pw_send_init(&c.tx, fd);
 	pw_close_init(&c.cl, fd);
-	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop))
-		close(fd);
+	return pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop);
 }
+
+/* The accept loop's error: one line on stderr. */
+static void accept_error(void *arg, int err)
+{
+	(void)arg;
+	fprintf(stderr, "pinwheel echo: accept: %s\n", strerror(-err));
+}
+
+static const struct pw_accept_loop echo_loop = {
+	.start = conn_spawn,
+	.error = accept_error,
+};
 
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 {
 	struct acceptor *a = state;
 
-	return pw_cli_accept_loop(cx, &a->acc, "pinwheel echo", NULL, NULL,
-				  conn_spawn, NULL);
+	return pw_accept_loop_poll(cx, &a->acc, &echo_loop);
 }
 
 static void acceptor_drop(void *state)

@@ -548,7 +548,7 @@ static void conn_parse(struct http_conn *c)
 		c->off += (uint32_t)used;
 		if (rc == 0) {
 			if (!c->partial)
-				c->t_req = (uint64_t)pw_time_now();
+				c->t_req = pw_time_now();
 			c->partial = true;
 			break;
 		}
@@ -592,7 +592,7 @@ static inline bool conn_timer(struct pw_cx *cx, struct http_conn *c,
 
 	if (at == PW_TIME_NEVER)
 		return false;
-	now = (uint64_t)pw_time_now();
+	now = pw_time_now();
 	if (at <= now)
 		return true;
 	if (c->armed > now && c->armed <= at)
@@ -683,7 +683,7 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 		c->off = 0;
 		bump(&here(c->srv)->reads, 1);
 		if (c->partial && c->p.body_left)
-			c->t_req = (uint64_t)pw_time_now(); /* a body moved */
+			c->t_req = pw_time_now(); /* a body moved */
 	}
 	conn_parse(c);
 	if (c->job != J_DONE) {
@@ -719,7 +719,7 @@ static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 	if (!c->sending || sent != c->sent) {
 		c->sending = true;
 		c->sent = sent;
-		c->t_send = (uint64_t)pw_time_now();
+		c->t_send = pw_time_now();
 	}
 	if (!conn_timer(cx, c, c->t_send + s->send_ns))
 		return true;
@@ -745,7 +745,7 @@ static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 		out_give(c->srv, c->out);
 		c->out = NULL;
 	}
-	c->t_idle = (uint64_t)pw_time_now();
+	c->t_idle = pw_time_now();
 	if (res < 0 || (c->closing && c->eof)) {
 		conn_close(c);
 	} else if (c->closing) {
@@ -766,7 +766,7 @@ static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
 	if (c->step == C_SHUT) {
 		if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 			return true;
-		c->t_send = (uint64_t)pw_time_now() + LINGER_NS;
+		c->t_send = pw_time_now() + LINGER_NS;
 		c->sent = 0;
 		c->step = C_LINGER;
 		pw_close_init(&c->cl, c->fd);
@@ -884,7 +884,7 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	c->fd = fd;
 	c->job = J_DONE;
 	c->m.reg = reg;
-	c->t_idle = (uint64_t)pw_time_now();
+	c->t_idle = pw_time_now();
 	pw_sleep_init_at(&c->timer, PW_TIME_NEVER);
 	pw_http_parser_init(&c->p, s->head_max);
 	c->p.body_max = s->max_body;
@@ -902,7 +902,7 @@ static void conn_spawn(struct pw_http_server *s, unsigned reg, int fd)
 	}
 }
 
-/* pw_cli_accept_loop()'s stop: the server drains. */
+/* The accept loop's stop: the server drains. */
 static bool acceptor_stop(void *arg)
 {
 	struct http_acceptor *a = arg;
@@ -910,7 +910,7 @@ static bool acceptor_stop(void *arg)
 	return draining(a->srv);
 }
 
-/* pw_cli_accept_loop()'s full: the acceptor's registry holds
+/* The accept loop's full: the acceptor's registry holds
  * --max-conns connections (counted); the last of them to end wakes it. */
 static bool acceptor_full(void *arg)
 {
@@ -925,9 +925,10 @@ static bool acceptor_full(void *arg)
 	return true;
 }
 
-/* pw_cli_accept_loop()'s take: count @fd and start its task, counted in
- * the acceptor's registry (whose cap full() checks). */
-static void acceptor_take(void *arg, int fd)
+/* The accept loop's start: count @fd and start its task, counted in
+ * the acceptor's registry (whose cap full() checks). It always takes
+ * @fd (conn_spawn() closes it when the task cannot start). */
+static int acceptor_take(void *arg, int fd)
 {
 	struct http_acceptor *a = arg;
 	struct http_shard *h = here(a->srv);
@@ -935,6 +936,14 @@ static void acceptor_take(void *arg, int fd)
 	if (h)
 		bump(&h->accepted, 1);
 	conn_spawn(a->srv, a->m.reg, fd);
+	return 0;
+}
+
+/* The accept loop's error: one line on stderr. */
+static void acceptor_error(void *arg, int err)
+{
+	(void)arg;
+	fprintf(stderr, "pinwheel http: accept: %s\n", strerror(-err));
 }
 
 static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
@@ -950,8 +959,15 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	}
 	if (!a->m.linked && !a->m.waker.task)
 		member_link(a->srv, cx, &a->m);
-	return pw_cli_accept_loop(cx, &a->acc, "pinwheel http", acceptor_stop,
-				  acceptor_full, acceptor_take, a);
+	struct pw_accept_loop loop = {
+		.stop = acceptor_stop,
+		.full = acceptor_full,
+		.start = acceptor_take,
+		.error = acceptor_error,
+		.arg = a,
+	};
+
+	return pw_accept_loop_poll(cx, &a->acc, &loop);
 }
 
 static void acceptor_drop(void *state)

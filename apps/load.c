@@ -150,11 +150,11 @@ static uint64_t rt_deadline(uint64_t at, uint64_t slice)
 {
 	uint64_t now = pw_cli_mono_ns();
 	uint64_t left = at > now ? at - now : 0;
-	int64_t rt = pw_time_now();
+	pw_time_t rt = pw_time_now(); /* 0 off a shard */
 
 	if (slice && left > slice)
 		left = slice;
-	return (rt < 0 ? 0 : (uint64_t)rt) + left;
+	return rt + left;
 }
 
 static bool stopping(const struct load_run *run)

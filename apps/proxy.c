@@ -467,8 +467,8 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 
 		if (!c->connecting) {
 			pw_connect_init(&c->conn, &p->cfg.upstream[c->up]);
-			c->attempt_deadline = (uint64_t)pw_time_now() +
-					      p->cfg.connect_timeout_ns;
+			c->attempt_deadline =
+				pw_time_now() + p->cfg.connect_timeout_ns;
 			c->connecting = true;
 		}
 		if (pw_connect_poll(cx, &c->conn, c->attempt_deadline, &fd) ==
@@ -485,7 +485,7 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 			dir_init(&c->d[0], c->cfd, fd, X_UP);
 			dir_init(&c->d[1], fd, c->cfd, X_DOWN);
 			pw_close_init(&c->cl[1], fd);
-			c->last = (uint64_t)pw_time_now();
+			c->last = pw_time_now();
 			c->phase = P_RUN;
 			return PW_READY;
 		}
@@ -572,7 +572,7 @@ static void timers_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 
 	if (!cfg->idle_timeout_ns && !cfg->send_timeout_ns)
 		return;
-	now = (uint64_t)pw_time_now();
+	now = pw_time_now();
 	note_progress(c, now);
 	t = next_deadline(c);
 	if (t < c->armed) {
@@ -733,7 +733,7 @@ static void acceptor_sample(struct pw_proxy *p)
 	ctr_set(s, X_BUFS_TOTAL, ns.bufs_total);
 }
 
-/* pw_cli_accept_loop()'s stop: the proxy drains. */
+/* The accept loop's stop: the proxy drains. */
 static bool acceptor_stop(void *arg)
 {
 	struct px_acceptor *a = arg;
@@ -742,7 +742,7 @@ static bool acceptor_stop(void *arg)
 	return atomic_load_explicit(&a->p->draining, memory_order_relaxed);
 }
 
-/* pw_cli_accept_loop()'s full: --max-conns connections are open. */
+/* The accept loop's full: --max-conns connections are open. */
 static bool acceptor_full(void *arg)
 {
 	struct px_acceptor *a = arg;
@@ -760,8 +760,9 @@ static bool acceptor_full(void *arg)
 	return full;
 }
 
-/* pw_cli_accept_loop()'s take: start the connection task of @fd. */
-static void acceptor_take(void *arg, int fd)
+/* The accept loop's start: start the connection task of @fd. It always
+ * takes @fd (closed here when the task cannot start). */
+static int acceptor_take(void *arg, int fd)
 {
 	struct px_acceptor *a = arg;
 	struct pw_proxy *p = a->p;
@@ -785,9 +786,17 @@ static void acceptor_take(void *arg, int fd)
 		atomic_fetch_sub_explicit(&home->open, 1, memory_order_relaxed);
 		ctr_add(s, X_SPAWN_ERR, 1);
 		close(fd);
-		return;
+		return 0;
 	}
 	ctr_add(s, X_TOTAL, 1);
+	return 0;
+}
+
+/* The accept loop's error: one line on stderr. */
+static void acceptor_error(void *arg, int err)
+{
+	(void)arg;
+	fprintf(stderr, "pinwheel proxy: accept: %s\n", strerror(-err));
 }
 
 /* The acceptor ends: its waker is dropped, then the drain may close the
@@ -810,6 +819,13 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	struct px_acceptor *a = state;
 	struct pw_proxy *p = a->p;
 	struct px_slot *slot = &p->slot[a->idx];
+	struct pw_accept_loop loop = {
+		.stop = acceptor_stop,
+		.full = acceptor_full,
+		.start = acceptor_take,
+		.error = acceptor_error,
+		.arg = a,
+	};
 	enum pw_poll r;
 
 	if (!a->started) {
@@ -828,10 +844,9 @@ static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
 	/* The tick samples the ring and brings the stop flag to a look. */
 	while (pw_sleep_poll(cx, &a->tick) == PW_READY) {
 		acceptor_sample(p);
-		pw_sleep_reset(&a->tick, (uint64_t)pw_time_now() + PX_TICK_NS);
+		pw_sleep_reset(&a->tick, pw_time_now() + PX_TICK_NS);
 	}
-	r = pw_cli_accept_loop(cx, &a->acc, "pinwheel proxy", acceptor_stop,
-			       acceptor_full, acceptor_take, a);
+	r = pw_accept_loop_poll(cx, &a->acc, &loop);
 	if (r == PW_READY)
 		acceptor_end(a);
 	return r;

@@ -106,7 +106,7 @@ static enum pw_poll late_poll(struct pw_cx *cx, void *state)
 		l->armed = false;
 		if (l->n < LATE_MAX)
 			l->lateness[l->n++] =
-				pw_time_now() - (int64_t)l->sl.deadline;
+				(int64_t)(pw_time_now() - l->sl.deadline);
 	}
 }
 

@@ -23,6 +23,9 @@
 #include "pinwheel/topo.h"
 #include "pinwheel/hist.h"
 #include "pinwheel/net.h"
+#include "pinwheel/reader.h"
+#include "pinwheel/serve.h"
+#include "pinwheel/signal.h"
 #include "pinwheel/numa.h"
 #include "pinwheel/metrics.h"
 

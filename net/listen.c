@@ -400,7 +400,7 @@ static int accept_arm(struct pw_cx *cx, struct pw_accept *a, int fd)
 }
 
 enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
-			    uint64_t deadline, int *res)
+			    pw_time_t deadline, int *res)
 {
 	if (!res)
 		return PW_READY;

@@ -301,7 +301,7 @@ void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
 }
 
 bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		      uint64_t deadline)
+		      pw_time_t deadline)
 {
 	if (deadline == PW_TIME_NEVER) {
 		pw_sleep_cancel(timer);

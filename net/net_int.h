@@ -159,7 +159,7 @@ void pw__close_cqe(struct pw__shard *s, struct pw_net_op *op,
  * budget.
  */
 bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		      uint64_t deadline);
+		      pw_time_t deadline);
 
 /* A CQE for net request @op arrived; free @s's networking at teardown
  * (net/net.c). Shard thread only. */

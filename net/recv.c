@@ -278,7 +278,7 @@ static void recv_lend(struct pw__net *n, struct pw_recv *r,
 }
 
 enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
-			  uint64_t deadline, struct pw_net_buf *buf,
+			  pw_time_t deadline, struct pw_net_buf *buf,
 			  int32_t *res)
 {
 	int err = 0;

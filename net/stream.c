@@ -13,6 +13,7 @@
  * for one turn at most.
  */
 #include <errno.h>
+#include <limits.h>
 #include <netinet/tcp.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,20 +54,49 @@ void pw__send_cqe(struct pw__shard *sh, struct pw_net_op *op,
 	}
 }
 
+/* Point @v's message at the bytes not yet sent: from the first iovec
+ * not wholly sent; one whose head was sent goes alone, as its rest. */
+static void sendv_msg(struct pw_sendv *v)
+{
+	size_t done = v->tx.done;
+	int i = 0;
+
+	while (i < v->iovcnt && done >= v->iov[i].iov_len)
+		done -= v->iov[i++].iov_len;
+	memset(&v->msg, 0, sizeof(v->msg));
+	if (done) {
+		v->head.iov_base = (char *)v->iov[i].iov_base + done;
+		v->head.iov_len = v->iov[i].iov_len - done;
+		v->msg.msg_iov = &v->head;
+		v->msg.msg_iovlen = 1;
+	} else {
+		v->msg.msg_iov = (struct iovec *)(uintptr_t)(v->iov + i);
+		v->msg.msg_iovlen = (size_t)(v->iovcnt - i);
+	}
+}
+
 /* Submit the rest of @s: SEND_ZC from the shard's threshold on, never
- * for a try, which asks MSG_DONTWAIT instead. */
+ * for a try, which asks MSG_DONTWAIT instead, nor for iovecs (a
+ * sendmsg). */
 static void send_arm(struct pw_cx *cx, struct pw_send *s)
 {
 	int err = 0;
 	struct pw__net *n = pw__net_get(cx->shard, &err);
-	uint32_t zc = n && !s->once ? n->cfg.zc_threshold : 0;
+	uint32_t zc = n && !s->once && !s->vec ? n->cfg.zc_threshold : 0;
 	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
 	size_t left = s->len - s->done;
 
 	if (!sqe)
 		return; /* polled again once the ring has room */
 	s->zc = zc && left >= zc;
-	if (s->zc) {
+	if (s->vec) {
+		struct pw_sendv *v = pw_container_of(s, struct pw_sendv, tx);
+
+		sendv_msg(v);
+		io_uring_prep_sendmsg(sqe, s->fd, &v->msg,
+				      MSG_NOSIGNAL |
+					      (s->once ? MSG_DONTWAIT : 0));
+	} else if (s->zc) {
 		io_uring_prep_send_zc(sqe, s->fd, s->data + s->done, left,
 				      MSG_NOSIGNAL, 0);
 		n->st.zc_sends++;
@@ -94,8 +124,8 @@ static enum pw_poll send_end(struct pw_cx *cx, struct pw_send *s, int32_t *res)
 }
 
 static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
-			      const void *data, size_t len, uint64_t deadline,
-			      int32_t *res, bool once)
+			      const void *data, size_t len, pw_time_t deadline,
+			      int32_t *res, bool once, bool vec)
 {
 	if (!res)
 		return PW_READY;
@@ -112,6 +142,7 @@ static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
 		s->done = 0;
 		s->err = 0;
 		s->once = once;
+		s->vec = vec;
 		s->tried = false;
 		s->started = true;
 		op->flags = 0;
@@ -137,15 +168,90 @@ static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
 }
 
 enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s, const void *data,
-			  size_t len, uint64_t deadline, int32_t *res)
+			  size_t len, pw_time_t deadline, int32_t *res)
 {
-	return send_poll(cx, s, data, len, deadline, res, false);
+	return send_poll(cx, s, data, len, deadline, res, false, false);
 }
 
 enum pw_poll pw_send_try_poll(struct pw_cx *cx, struct pw_send *s,
 			      const void *data, size_t len, int32_t *res)
 {
-	return send_poll(cx, s, data, len, PW_TIME_NEVER, res, true);
+	return send_poll(cx, s, data, len, PW_TIME_NEVER, res, true, false);
+}
+
+void pw_sendv_init(struct pw_sendv *v, int fd)
+{
+	if (!v)
+		return;
+	memset(v, 0, sizeof(*v));
+	pw_send_init(&v->tx, fd);
+}
+
+/* The bytes of @iov, or -EINVAL for a bad vector. */
+static int64_t iov_bytes(const struct iovec *iov, int iovcnt)
+{
+	int64_t total = 0;
+
+	if (iovcnt < 0 || iovcnt > IOV_MAX || (!iov && iovcnt))
+		return -EINVAL;
+	for (int i = 0; i < iovcnt; i++) {
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return -EINVAL;
+		if (iov[i].iov_len > INT32_MAX)
+			return -EINVAL;
+		total += (int64_t)iov[i].iov_len;
+		if (total > INT32_MAX)
+			return -EINVAL;
+	}
+	return total;
+}
+
+static enum pw_poll sendv_poll(struct pw_cx *cx, struct pw_sendv *v,
+			       const struct iovec *iov, int iovcnt,
+			       pw_time_t deadline, int32_t *res, bool once)
+{
+	int64_t len;
+
+	if (!res)
+		return PW_READY;
+	if (!v) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	if (!v->tx.started) {
+		len = iov_bytes(iov, iovcnt);
+		if (len < 0) {
+			*res = -EINVAL;
+			return PW_READY;
+		}
+		v->iov = iov;
+		v->iovcnt = iovcnt;
+	} else {
+		len = (int64_t)v->tx.len;
+	}
+	/* No data pointer: the bytes are the vector's (send_arm()). */
+	return send_poll(cx, &v->tx, v->iov, (size_t)len, deadline, res, once,
+			 true);
+}
+
+enum pw_poll pw_sendv_poll(struct pw_cx *cx, struct pw_sendv *v,
+			   const struct iovec *iov, int iovcnt,
+			   pw_time_t deadline, int32_t *res)
+{
+	return sendv_poll(cx, v, iov, iovcnt, deadline, res, false);
+}
+
+enum pw_poll pw_sendv_try_poll(struct pw_cx *cx, struct pw_sendv *v,
+			       const struct iovec *iov, int iovcnt,
+			       int32_t *res)
+{
+	return sendv_poll(cx, v, iov, iovcnt, PW_TIME_NEVER, res, true);
+}
+
+void pw_sendv_cancel(struct pw_sendv *v)
+{
+	if (v)
+		pw_send_cancel(&v->tx);
 }
 
 void pw_send_cancel(struct pw_send *s)
@@ -209,7 +315,7 @@ void pw__connect_cqe(struct pw__shard *s, struct pw_net_op *op,
 }
 
 enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
-			     uint64_t deadline, int *res)
+			     pw_time_t deadline, int *res)
 {
 	if (!res)
 		return PW_READY;

@@ -18,7 +18,7 @@
 
 static int64_t now_ms(void)
 {
-	return pw_time_now() / (int64_t)MS;
+	return (int64_t)(pw_time_now() / MS);
 }
 
 /* ---- a poll that is pending @n times (waking itself), then ready ------ */

@@ -39,7 +39,7 @@ static int nev;
 static void log_ev(char kind, int val)
 {
 	cr_assert_lt(nev, 64);
-	evs[nev++] = (struct ev){ kind, val, pw_time_now() / (int64_t)MS };
+	evs[nev++] = (struct ev){ kind, val, (int64_t)(pw_time_now() / MS) };
 }
 
 static void assert_log(const struct ev *want, int n)

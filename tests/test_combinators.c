@@ -19,7 +19,7 @@
 
 static int64_t now_ms(void)
 {
-	return pw_time_now() / (int64_t)MS;
+	return (int64_t)(pw_time_now() / MS);
 }
 
 /* Sleep an hour of virtual time: a probe for forgotten timers. */
@@ -1118,7 +1118,7 @@ static enum pw_poll compose_poll(struct pw_cx *cx, void *state)
 					&res) == PW_PENDING)
 			return PW_PENDING;
 		cr_assert_eq(res, 1);
-		cr_assert_eq(tick, pw_time_now(), "on time");
+		cr_assert_eq(tick, (int64_t)pw_time_now(), "on time");
 		r->got[r->n++] = tick / (int64_t)MS;
 	}
 	pw_stream_drop(pw_throttle_stream(&r->t));
@@ -1307,7 +1307,7 @@ static enum pw_poll bad_poll(struct pw_cx *cx, void *state)
 		     PW_READY);
 	cr_assert_eq(res, -EINVAL);
 	cr_assert_eq(pw_interval_tick_poll(cx, &iv, &tick), PW_READY);
-	cr_assert_eq(tick, pw_time_now(), "the first tick is at once");
+	cr_assert_eq(tick, (int64_t)pw_time_now(), "the first tick is at once");
 	cr_assert_eq(pw_interval_tick_poll(cx, &iv, &tick), PW_PENDING);
 	pw_interval_drop(&iv);
 	pw_interval_drop(&iv);

@@ -1130,7 +1130,7 @@ static enum pw_poll late_poll(struct pw_cx *cx, void *state)
 		}
 		if (pw_sleep_poll(cx, &l->sl) == PW_PENDING)
 			return PW_PENDING;
-		l->lateness[l->n] = pw_time_now() - (int64_t)l->sl.deadline;
+		l->lateness[l->n] = (int64_t)(pw_time_now() - l->sl.deadline);
 		l->init = false;
 		if (++l->n == LATE_N) {
 			atomic_store(&rt_flooding, 0);

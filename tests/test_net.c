@@ -598,7 +598,7 @@ static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
 	switch (d->step) {
 	case 0:
 		pw_connect_init(&d->c, &d->addr);
-		d->start = (uint64_t)pw_time_now();
+		d->start = pw_time_now();
 		d->deadline = d->timeout_ns ? d->start + d->timeout_ns :
 					      PW_TIME_NEVER;
 		d->step = 1;
@@ -607,7 +607,7 @@ static enum pw_poll dial_poll(struct pw_cx *cx, void *state)
 		if (pw_connect_poll(cx, &d->c, d->deadline, &d->fd) ==
 		    PW_PENDING)
 			return PW_PENDING;
-		d->connected = (uint64_t)pw_time_now();
+		d->connected = pw_time_now();
 		if (d->fd < 0)
 			return pw_ready(cx, d->fd);
 		pw_send_init(&d->tx, d->fd);
@@ -764,7 +764,7 @@ static enum pw_poll timed_recv_poll(struct pw_cx *cx, void *state)
 	struct timed_recv *t = state;
 
 	if (!t->deadline)
-		t->deadline = (uint64_t)pw_time_now() + 50 * PW_NSEC_PER_MSEC;
+		t->deadline = pw_time_now() + 50 * PW_NSEC_PER_MSEC;
 	if (t->step == 0) {
 		if (pw_recv_poll(cx, &t->rx, t->deadline, &t->buf, &t->first) ==
 		    PW_PENDING)
@@ -804,7 +804,7 @@ static enum pw_poll timed_accept_poll(struct pw_cx *cx, void *state)
 	struct timed_recv *t = state;
 	int fd;
 	if (!t->deadline)
-		t->deadline = (uint64_t)pw_time_now() + 20 * PW_NSEC_PER_MSEC;
+		t->deadline = pw_time_now() + 20 * PW_NSEC_PER_MSEC;
 	if (pw_accept_poll(cx, &t->acc, t->deadline, &fd) == PW_PENDING)
 		return PW_PENDING;
 	pw_accept_cancel(&t->acc);
@@ -1297,13 +1297,13 @@ static enum pw_poll timed_send_poll(struct pw_cx *cx, void *state)
 	struct pw_net_stats st;
 
 	if (t->step == 0) {
-		t->start = (uint64_t)pw_time_now();
+		t->start = pw_time_now();
 		t->step = 1;
 	}
 	if (pw_send_poll(cx, &t->tx, t->data, t->len, t->deadline, &t->res) ==
 	    PW_PENDING)
 		return PW_PENDING;
-	t->ended = (uint64_t)pw_time_now();
+	t->ended = pw_time_now();
 	cr_assert_eq(pw_net_stats(&st), 0);
 	t->sent = st.send_bytes;
 	t->step = 0;

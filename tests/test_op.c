@@ -542,7 +542,7 @@ Test(op, batch_wait_gathers_completions_into_one_wake_up)
 /* A 5 ms sleep; returns the time it took from its first poll. */
 struct nap {
 	struct pw_sleep sl;
-	int64_t t0;
+	pw_time_t t0;
 };
 
 static enum pw_poll nap_poll(struct pw_cx *cx, void *state)
@@ -553,7 +553,7 @@ static enum pw_poll nap_poll(struct pw_cx *cx, void *state)
 		n->t0 = pw_time_now();
 	if (pw_sleep_poll(cx, &n->sl) == PW_PENDING)
 		return PW_PENDING;
-	return pw_ready(cx, pw_time_now() - n->t0);
+	return pw_ready(cx, (int64_t)(pw_time_now() - n->t0));
 }
 
 /* A 5 ms sleep on a shard whose kernel waits gather completions for up

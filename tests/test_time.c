@@ -19,8 +19,8 @@ struct napper {
 	uint64_t ns;
 	bool init;
 	struct pw_sleep sl;
-	uint64_t at;   /* absolute deadline instead of ns, when set */
-	int64_t start; /* pw_time_now() when the sleep was made */
+	uint64_t at;	 /* absolute deadline instead of ns, when set */
+	pw_time_t start; /* pw_time_now() when the sleep was made */
 };
 
 static enum pw_poll napper_poll(struct pw_cx *cx, void *state)
@@ -145,7 +145,7 @@ static enum pw_poll two_poll(struct pw_cx *cx, void *state)
 	if (napper_poll(cx, &t->n) == PW_PENDING)
 		return PW_PENDING;
 	if (t->step == 1)
-		cr_assert_eq(pw_time_now(), (int64_t)(4 * MS));
+		cr_assert_eq(pw_time_now(), 4 * MS);
 	t->step = 2;
 	/* Wait for shard 1's sleeper, 7 ms, in 1 ms naps. */
 	if (atomic_load(&shard1_done_at) < 0) {
@@ -355,7 +355,7 @@ static enum pw_poll turner_poll(struct pw_cx *cx, void *state)
 		}
 	}
 	if (t->phase == 1) {
-		int64_t a = pw_time_now(), b = pw_time_now();
+		pw_time_t a = pw_time_now(), b = pw_time_now();
 		cr_assert_eq(a, b, "one turn, one now");
 	}
 	t->n++;
@@ -396,7 +396,7 @@ Test(time, real_clock_sleep_is_never_early)
 	for (int i = 0; i < 5; i++) {
 		struct napper n = { .ns = (uint64_t)(3 + i) * MS };
 		int64_t at = pw_test_block_on(rt, napper_poll, &n);
-		cr_assert_geq(at - n.start, (int64_t)n.ns,
+		cr_assert_geq(at - (int64_t)n.start, (int64_t)n.ns,
 			      "made at %lld ns, woke at %lld ns",
 			      (long long)n.start, (long long)at);
 	}
@@ -605,7 +605,7 @@ static enum pw_poll remaining_poll(struct pw_cx *cx, void *state)
 	}
 	if (napper_poll(cx, n) == PW_PENDING) /* 4 ms */
 		return PW_PENDING;
-	cr_assert_eq(pw_time_now(), (int64_t)(4 * MS));
+	cr_assert_eq(pw_time_now(), 4 * MS);
 	cr_assert_eq(pw_deadline_remaining(d), 6 * MS);
 	cr_assert_eq(pw_time_advance(6 * MS - 1), 0);
 	cr_assert_eq(pw_deadline_remaining(d), 1);
@@ -668,7 +668,11 @@ Test(time, bad_input)
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pw_test_block_on(rt, bad_poll, NULL);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
-	cr_assert_eq(pw_time_now(), -EPERM);
+	pw_time_t now = 7;
+	cr_assert_eq(pw_time_now(), 0, "off a shard: the start");
+	cr_assert_eq(pw_time_get(&now), -EPERM);
+	cr_assert_eq(now, 7, "left untouched");
+	cr_assert_eq(pw_time_get(NULL), -EINVAL);
 	cr_assert_eq(pw_time_advance(1), -EPERM);
 	struct pw_deadline d = pw_deadline_after(5);
 	cr_assert_eq(d.at, PW_TIME_NEVER, "no shard: never");

@@ -172,11 +172,23 @@ bool pw__time_may_sleep(struct pw__shard *s, uint64_t *wait_ns)
 	return next > pw__now(s);
 }
 
-int64_t pw_time_now(void)
+pw_time_t pw_time_now(void)
 {
 	struct pw__shard *s = pw__cur_shard;
 
-	return s ? (int64_t)pw__now(s) : -EPERM;
+	return s ? pw__now(s) : 0;
+}
+
+int pw_time_get(pw_time_t *now)
+{
+	struct pw__shard *s = pw__cur_shard;
+
+	if (!now)
+		return -EINVAL;
+	if (!s)
+		return -EPERM;
+	*now = pw__now(s);
+	return 0;
 }
 
 int pw_time_advance(uint64_t ns)
@@ -232,7 +244,7 @@ static void sleep_disarm(struct pw_sleep *sl)
 	pw__task_unpin(s, task);
 }
 
-void pw_sleep_init_at(struct pw_sleep *sl, uint64_t deadline)
+void pw_sleep_init_at(struct pw_sleep *sl, pw_time_t deadline)
 {
 	if (!sl)
 		return;
@@ -295,7 +307,7 @@ enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *sl)
 	return PW_PENDING;
 }
 
-void pw_sleep_reset(struct pw_sleep *sl, uint64_t deadline)
+void pw_sleep_reset(struct pw_sleep *sl, pw_time_t deadline)
 {
 	if (!sl)
 		return;
@@ -327,7 +339,7 @@ int pw_sleep_cancel(struct pw_sleep *sl)
 	return 0;
 }
 
-uint64_t pw_sleep_deadline(const struct pw_sleep *sl)
+pw_time_t pw_sleep_deadline(const struct pw_sleep *sl)
 {
 	return sl && !sl->relative ? sl->deadline : PW_TIME_NEVER;
 }

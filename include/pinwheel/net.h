@@ -27,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 #include <sys/un.h>
 
 #include "export.h"
@@ -250,7 +251,7 @@ PW_API void pw_accept_init(struct pw_accept *a, struct pw_net_listener *l,
  * Context: a task on a shard of the listener's runtime.
  */
 PW_API enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
-				   uint64_t deadline, int *res);
+				   pw_time_t deadline, int *res);
 
 /**
  * pw_accept_cancel - stop accepting; close connections accepted but not
@@ -332,7 +333,7 @@ PW_API void pw_recv_init(struct pw_recv *r, int fd);
  * Context: a task on a shard.
  */
 PW_API enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
-				 uint64_t deadline, struct pw_net_buf *buf,
+				 pw_time_t deadline, struct pw_net_buf *buf,
 				 int32_t *res);
 
 /**
@@ -392,6 +393,7 @@ struct pw_send {
 	bool zc;    /* the request in flight is a SEND_ZC */
 	bool once;  /* pw_send_try_poll(): one attempt, no wait for room */
 	bool tried; /* that attempt was made */
+	bool vec;   /* the bytes are a pw_sendv's iovecs */
 };
 
 /** pw_send_init - an idle send on @fd. Context: any thread. */
@@ -429,7 +431,7 @@ PW_API int pw_net_abort(int fd);
  */
 PW_API enum pw_poll pw_send_poll(struct pw_cx *cx, struct pw_send *s,
 				 const void *data, size_t len,
-				 uint64_t deadline, int32_t *res);
+				 pw_time_t deadline, int32_t *res);
 
 /**
  * pw_send_try_poll - one attempt to send @len bytes at @data that never
@@ -451,6 +453,56 @@ PW_API enum pw_poll pw_send_try_poll(struct pw_cx *cx, struct pw_send *s,
 
 /** pw_send_cancel - cancel a send in flight (from a drop hook too). */
 PW_API void pw_send_cancel(struct pw_send *s);
+
+/*
+ * A send of several buffers at once (a sendmsg(2) of iovecs through
+ * io_uring): a header and a body without copying them together. It
+ * embeds a pw_send (tx), so pw_send_poll(&v->tx, ...) sends single
+ * buffers on it too, and pw_send_progress() and pw_send_in_flight() read
+ * it. The message lives here while a request is in flight.
+ */
+struct pw_sendv {
+	struct pw_send tx;
+	const struct iovec *iov; /* the caller's vector */
+	int iovcnt;
+	struct iovec head; /* the rest of a partly sent iovec */
+	struct msghdr msg;
+};
+
+/** pw_sendv_init - an idle vector send on @fd. Context: any thread. */
+PW_API void pw_sendv_init(struct pw_sendv *v, int fd);
+
+/**
+ * pw_sendv_poll - send the @iovcnt buffers of @iov, all of their bytes,
+ * in order: pw_send_poll() for a vector. One sendmsg in flight at a time
+ * (MSG_NOSIGNAL; never SEND_ZC); after a short send the rest goes in the
+ * next (an iovec partly sent goes alone, as its rest). Pass the same
+ * vector on every poll of one send; it and its buffers must stay valid
+ * until PW_READY.
+ * Return: PW_READY with *@res the total bytes, or -errno (bytes may have
+ * been partly sent: close the socket), -ETIMEDOUT when @deadline passed,
+ * or -EINVAL for bad arguments (more than IOV_MAX iovecs, a total over
+ * INT32_MAX bytes); then @v is idle for the next send. PW_PENDING
+ * otherwise.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_sendv_poll(struct pw_cx *cx, struct pw_sendv *v,
+				  const struct iovec *iov, int iovcnt,
+				  pw_time_t deadline, int32_t *res);
+
+/**
+ * pw_sendv_try_poll - one attempt that never waits for room: the socket
+ * takes what fits now (pw_send_try_poll() for a vector).
+ * Return: PW_READY with *@res the bytes taken, 0 up to the total (0: no
+ * room), or -errno; PW_PENDING until the attempt's completion arrives.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_sendv_try_poll(struct pw_cx *cx, struct pw_sendv *v,
+				      const struct iovec *iov, int iovcnt,
+				      int32_t *res);
+
+/** pw_sendv_cancel - cancel a vector send in flight (from a drop hook). */
+PW_API void pw_sendv_cancel(struct pw_sendv *v);
 
 /**
  * pw_send_in_flight - whether the kernel may still read the bytes of
@@ -485,7 +537,7 @@ PW_API void pw_connect_init(struct pw_connect *c,
  * Context: a task on a shard.
  */
 PW_API enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
-				    uint64_t deadline, int *res);
+				    pw_time_t deadline, int *res);
 
 /** pw_connect_cancel - cancel a connect in flight; its socket is closed.
  * Safe from a drop hook. */

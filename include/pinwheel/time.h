@@ -32,16 +32,32 @@ extern "C" {
 #define PW_NSEC_PER_MSEC 1000000ull
 #define PW_NSEC_PER_SEC	 1000000000ull
 
+/*
+ * A point in time: ns since the runtime started. The one type of
+ * pw_time_now() and of every deadline (sleeps, pw_deadline, the polls of
+ * pinwheel/net.h), so a deadline is written now + duration with no cast.
+ * Durations are plain uint64_t ns.
+ */
+typedef uint64_t pw_time_t;
+
 /* "Never": a deadline that does not expire. */
-#define PW_TIME_NEVER UINT64_MAX
+#define PW_TIME_NEVER ((pw_time_t)UINT64_MAX)
 
 /**
  * pw_time_now - the calling shard's current time, in ns since the runtime
  * started (virtual under the paused clock).
- * Return: the time; -EPERM when the caller is not a shard thread.
+ * Return: the time; 0 when the caller is not a shard thread (the runtime's
+ * start: pw_time_get() tells the two apart).
  * Context: a shard thread.
  */
-PW_API int64_t pw_time_now(void);
+PW_API pw_time_t pw_time_now(void);
+
+/**
+ * pw_time_get - pw_time_now() that reports a caller off a shard.
+ * Return: 0 with *@now set; -EPERM off a shard; -EINVAL for NULL.
+ * Context: any thread.
+ */
+PW_API int pw_time_get(pw_time_t *now);
 
 /**
  * pw_time_advance - move the paused clock forward by @ns for every shard.
@@ -69,7 +85,7 @@ enum pw_sleep_state {
 struct pw_sleep {
 	uint64_t entry[8];     /* the wheel entry */
 	struct pw__task *task; /* task to wake */
-	uint64_t deadline;     /* ns since runtime start */
+	pw_time_t deadline;    /* ns since runtime start */
 	uint64_t duration;     /* pending relative deadline */
 	uint8_t state;	       /* enum pw_sleep_state */
 	bool relative;	       /* deadline not yet fixed */
@@ -88,7 +104,7 @@ PW_API void pw_sleep_init(struct pw_sleep *s, uint64_t ns);
  * PW_TIME_NEVER never fires). A deadline already past is ready at the
  * first poll. Context: any thread.
  */
-PW_API void pw_sleep_init_at(struct pw_sleep *s, uint64_t deadline);
+PW_API void pw_sleep_init_at(struct pw_sleep *s, pw_time_t deadline);
 
 /**
  * pw_sleep_poll - PW_READY once the deadline has passed, else PW_PENDING
@@ -109,7 +125,7 @@ PW_API enum pw_poll pw_sleep_poll(struct pw_cx *cx, struct pw_sleep *s);
  * Context: the shard the sleep was polled on (or any thread before its
  * first poll).
  */
-PW_API void pw_sleep_reset(struct pw_sleep *s, uint64_t deadline);
+PW_API void pw_sleep_reset(struct pw_sleep *s, pw_time_t deadline);
 
 /**
  * pw_sleep_reset_after - pw_sleep_reset() to @ns from the shard's now.
@@ -127,7 +143,7 @@ PW_API void pw_sleep_reset_after(struct pw_sleep *s, uint64_t ns);
 PW_API int pw_sleep_cancel(struct pw_sleep *s);
 
 /** pw_sleep_deadline - the deadline in ns, PW_TIME_NEVER if unset. */
-PW_API uint64_t pw_sleep_deadline(const struct pw_sleep *s);
+PW_API pw_time_t pw_sleep_deadline(const struct pw_sleep *s);
 
 /** pw_sleep_is_elapsed - true once the sleep fired or was found due. */
 PW_API bool pw_sleep_is_elapsed(const struct pw_sleep *s);
@@ -137,7 +153,7 @@ PW_API bool pw_sleep_is_elapsed(const struct pw_sleep *s);
  * operations shares. Plain value; copy freely.
  */
 struct pw_deadline {
-	uint64_t at; /* ns since runtime start; PW_TIME_NEVER for none */
+	pw_time_t at; /* ns since runtime start; PW_TIME_NEVER for none */
 };
 
 /**

@@ -1,0 +1,290 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * serve.c - the accept loop of every server, and pw_serve(): a listener,
+ * an acceptor task per shard and a task per connection, counted in the
+ * server's drain (net/drain.c).
+ *
+ * A connection task's state is a small header (the server, the drain
+ * token) followed by the user's state, aligned as malloc's: the wrapper
+ * poll checks the drain for an abort, then polls the user's function on
+ * the user's part; its drop hook runs the user's drop, then uncounts the
+ * connection. The user's state is built in the acceptor's stack and
+ * copied by pw_spawn(), like every task state.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pinwheel/serve.h"
+
+/* ---- the accept loop ------------------------------------------------- */
+
+enum pw_poll pw_accept_loop_poll(struct pw_cx *cx, struct pw_accept *acc,
+				 const struct pw_accept_loop *loop)
+{
+	int fd, err;
+
+	if (!cx || !acc || !loop || !loop->start)
+		return cx ? pw_ready(cx, -EINVAL) : PW_READY;
+	for (;;) {
+		if (loop->stop && loop->stop(loop->arg)) {
+			pw_accept_cancel(acc);
+			return pw_ready(cx, 0);
+		}
+		if (loop->full && loop->full(loop->arg)) {
+			pw_accept_pause(acc);
+			return PW_PENDING;
+		}
+		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0) {
+			if (loop->error)
+				loop->error(loop->arg, fd);
+			if (fd == -EINVAL || fd == -EBADF)
+				return pw_ready(cx, fd);
+			continue;
+		}
+		err = loop->start(loop->arg, fd);
+		if (err) {
+			close(fd);
+			if (loop->error)
+				loop->error(loop->arg, err);
+		}
+	}
+}
+
+/* ---- the server ------------------------------------------------------ */
+
+struct pw_server {
+	struct pw_drain own;
+	struct pw_drain *d; /* &own, or the caller's */
+	struct pw_serve_opts o;
+	struct pw_net_addr addr;	 /* bound, port chosen */
+	pthread_mutex_t lock;		 /* guards l, st and acceptors */
+	struct pw_net_listener *l;	 /* NULL once the last acceptor ended */
+	struct pw_net_listener_stats st; /* its counters when it closed */
+	unsigned acceptors;		 /* acceptor tasks not yet ended */
+};
+
+/* A connection task's state: this header, then the user's. */
+struct serve_conn {
+	struct pw_server *srv;
+	struct pw_drain_token tok;
+	max_align_t user[]; /* o.conn_size bytes */
+};
+
+/* An acceptor task's state. */
+struct serve_acceptor {
+	struct pw_server *srv;
+	struct pw_accept acc;
+	struct pw_drain_wait w;
+};
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct serve_conn *c = state;
+
+	if (pw_drain_watch(cx, c->srv->d, &c->tok))
+		return pw_ready(cx, -ECANCELED);
+	return c->srv->o.conn_poll(cx, c->user);
+}
+
+static void conn_drop(void *state)
+{
+	struct serve_conn *c = state;
+
+	if (c->srv->o.conn_drop)
+		c->srv->o.conn_drop(c->user);
+	pw_drain_done(c->srv->d, &c->tok);
+}
+
+static bool acceptor_stop(void *arg)
+{
+	struct pw_server *srv = arg;
+
+	return pw_drain_stopping(srv->d);
+}
+
+static bool acceptor_full(void *arg)
+{
+	struct pw_server *srv = arg;
+
+	return pw_drain_full(srv->d);
+}
+
+/* Start the connection task of @fd, counted in the drain. */
+static int acceptor_start(void *arg, int fd)
+{
+	struct pw_server *srv = arg;
+	union {
+		struct serve_conn c;
+		char room[PW_TASK_STATE_MAX];
+	} u;
+	size_t size = sizeof(u.c) + srv->o.conn_size;
+	int err;
+
+	if (srv->o.start) {
+		/* The caller counts its connection (pw_drain_add()). */
+		return srv->o.start(srv->o.arg, fd);
+	}
+	memset(&u, 0, size);
+	u.c.srv = srv;
+	err = srv->o.conn_init(u.c.user, fd, srv->o.arg);
+	if (err)
+		return err; /* the loop closes fd */
+	pw_drain_add(srv->d, &u.c.tok);
+	err = pw_spawn(NULL, conn_poll, &u, size, conn_drop);
+	if (err) {
+		/* The connection never ran: its drop releases what init
+		 * made, and the count goes back. */
+		conn_drop(&u.c);
+		return 0;
+	}
+	return 0;
+}
+
+static enum pw_poll acceptor_poll(struct pw_cx *cx, void *state)
+{
+	struct serve_acceptor *a = state;
+	struct pw_accept_loop loop = {
+		.stop = acceptor_stop,
+		.full = acceptor_full,
+		.start = acceptor_start,
+		.arg = a->srv,
+	};
+	enum pw_poll r;
+
+	/* Before the checks: a stop or a free slot after them wakes us. */
+	pw_drain_wake_me(cx, a->srv->d, &a->w);
+	r = pw_accept_loop_poll(cx, &a->acc, &loop);
+	return r; /* the drop hook follows PW_READY: acceptor_drop() */
+}
+
+/* An acceptor ended (or was dropped): the last one closes the
+ * listener, so a stopped server refuses new connections at once. */
+static void acceptor_end(struct pw_server *srv)
+{
+	struct pw_net_listener *l = NULL;
+
+	pthread_mutex_lock(&srv->lock);
+	if (!--srv->acceptors) {
+		l = srv->l;
+		srv->l = NULL;
+		if (l)
+			pw_net_listener_stats(l, &srv->st);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	if (l)
+		pw_net_listener_destroy(l);
+}
+
+static void acceptor_drop(void *state)
+{
+	struct serve_acceptor *a = state;
+
+	pw_accept_cancel(&a->acc);
+	pw_drain_wait_cancel(&a->w);
+	acceptor_end(a->srv);
+}
+
+static int serve_check(const struct pw_serve_opts *o)
+{
+	if (!o || !o->conn_poll == !o->start)
+		return -EINVAL;
+	if (o->conn_poll && (!o->conn_init || o->conn_size > PW_SERVE_CONN_MAX))
+		return -EINVAL;
+	return 0;
+}
+
+int pw_serve(struct pw_server **sp, struct pw_runtime *rt,
+	     const struct pw_serve_opts *o)
+{
+	struct pw_net_listen_opts lo;
+	struct pw_server *srv;
+	int n, err;
+
+	if (!sp || !rt || serve_check(o))
+		return -EINVAL;
+	n = pw_runtime_shards(rt);
+	if (n < 0)
+		return n;
+	srv = calloc(1, sizeof(*srv));
+	if (!srv)
+		return -ENOMEM;
+	srv->o = *o;
+	pthread_mutex_init(&srv->lock, NULL);
+	pw_drain_init(&srv->own, o->max_conns);
+	srv->d = o->drain ? o->drain : &srv->own;
+	lo = (struct pw_net_listen_opts){ .backlog = o->backlog,
+					  .flags = o->flags,
+					  .sndbuf = o->sndbuf };
+	err = pw_net_listener_create(&srv->l, rt, &o->addr, &lo);
+	if (err) {
+		srv->l = NULL;
+		pw_server_destroy(srv);
+		return err;
+	}
+	pw_net_listener_addr(srv->l, &srv->addr);
+	srv->acceptors = (unsigned)n; /* each spawn failure ends one */
+	for (int i = 0; i < n; i++) {
+		struct serve_acceptor a = { .srv = srv };
+
+		pw_accept_init(&a.acc, srv->l, 0);
+		err = pw_runtime_spawn(rt, (unsigned)i, acceptor_poll, &a,
+				       sizeof(a), acceptor_drop);
+		if (err && i == 0) {
+			pw_server_destroy(srv);
+			return err;
+		}
+		if (err) {
+			/* Some acceptors run: stop them; the caller destroys
+			 * the server after the runtime. */
+			pw_drain_stop(srv->d);
+			for (int j = i; j < n; j++)
+				acceptor_end(srv);
+			break;
+		}
+	}
+	*sp = srv;
+	return err;
+}
+
+struct pw_drain *pw_server_drain(struct pw_server *srv)
+{
+	return srv ? srv->d : NULL;
+}
+
+int pw_server_addr(const struct pw_server *srv, struct pw_net_addr *out)
+{
+	if (!srv || !out)
+		return -EINVAL;
+	*out = srv->addr;
+	return 0;
+}
+
+int pw_server_stats(struct pw_server *srv, struct pw_net_listener_stats *out)
+{
+	if (!srv || !out)
+		return -EINVAL;
+	pthread_mutex_lock(&srv->lock);
+	if (srv->l)
+		pw_net_listener_stats(srv->l, out);
+	else
+		*out = srv->st;
+	pthread_mutex_unlock(&srv->lock);
+	return 0;
+}
+
+int pw_server_destroy(struct pw_server *srv)
+{
+	if (!srv)
+		return -EINVAL;
+	if (srv->l)
+		pw_net_listener_destroy(srv->l);
+	pw_drain_destroy(&srv->own);
+	pthread_mutex_destroy(&srv->lock);
+	free(srv);
+	return 0;
+}
