@@ -37,6 +37,9 @@
  * so the hot paths test one word of the first. */
 #define PW__T_PINNED 0x100u /* pins > 0 */
 #define PW__T_DROP   0x200u /* drop != NULL */
+/* Both modes: the state is a fiber whose stack the task still holds;
+ * the free path returns it (core/fiber_int.h). */
+#define PW__T_FIBER 0x400u
 
 /*
  * task->remote, one 64-bit atomic word with two encodings; task->steal,

@@ -23,6 +23,7 @@
  * carrying a reference of its own (shard/mesh.c); from any other thread,
  * or when the mesh has no room, through the task's inbox node.
  */
+#include "core/fiber_int.h"
 #include "core/task_int.h"
 #include "shard/mesh_int.h"
 #include "shard/sched.h"
@@ -41,6 +42,8 @@ void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
 	 * threads; zero means none holds a reference or has a node queued. */
 	if (atomic_load_explicit(&t->remote, memory_order_acquire))
 		return;
+	if (t->flags & PW__T_FIBER)
+		pw__fiber_task_free(t);
 	pw__slab_free(&s->slab, t, t->cls);
 }
 

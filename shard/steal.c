@@ -42,6 +42,7 @@
 #include <time.h>
 
 #include "core/fault.h"
+#include "core/fiber_int.h"
 #include "shard/mesh_int.h"
 #include "shard/sched.h"
 #include "shard/steal.h"
@@ -341,6 +342,8 @@ void pw__steal_free(struct pw__task *t)
 {
 	struct pw__shard *home = t->shard, *cur = pw__cur_shard;
 
+	if (t->flags & PW__T_FIBER)
+		pw__fiber_task_free(t);
 	if (t->flags & PW__T_FOREIGN) {
 		struct pw__steal *g = home->rt->steal;
 		pthread_mutex_lock(&g->fslab_mu);
