@@ -73,12 +73,13 @@ Q := @
 msg = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c))
+LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c \
+	core/*.S))
 APP_SRCS := $(sort $(wildcard apps/*.c))
 TEST_SRCS := $(sort $(wildcard tests/*.c))
 BENCH_SRCS := $(sort $(wildcard bench/*.c))
 
-LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+LIB_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(LIB_SRCS:%.c=$(BUILD)/obj/%.o))
 APP_OBJS := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
 TEST_OBJS := $(TEST_SRCS:%.c=$(BUILD)/obj/%.o)
 BENCH_OBJS := $(BENCH_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/bench/shim.o
@@ -108,6 +109,12 @@ deps:
 $(BUILD)/obj/%.o: %.c | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call msg,CC,$<)
+	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
+
+# Assembly (the fiber context switch), through the C preprocessor.
+$(BUILD)/obj/%.o: %.S | $(DEPS_STAMP)
+	@mkdir -p $(dir $@)
+	$(call msg,AS,$<)
 	$(Q)$(CC) $(CPPFLAGS) $(CFLAGS_ALL) -MMD -MP -c $< -o $@
 
 $(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
