@@ -27,6 +27,8 @@
 #include "core/fiber_int.h"
 #include "core/task_int.h"
 #include "pinwheel/runtime.h"
+#include "shard/shard_int.h"
+#include "shard/steal_task.h"
 
 /* The fiber this thread runs now (NULL on the scheduler's stack). */
 static _Thread_local struct pw__fiber *cur_fiber;
@@ -63,7 +65,9 @@ static void fiber_resume(struct pw__fiber *f, struct pw_cx *cx)
 	struct pw__fctx here;
 	struct pw__fiber *prev = cur_fiber;
 
-	pw__fctx_thread(&here);
+#if defined(PW__FCTX_ASAN) || defined(PW__FCTX_TSAN)
+	pw__fctx_thread(&here); /* without them the switch keeps only sp */
+#endif
 	f->back = &here;
 	f->cx = cx;
 	cur_fiber = f;
@@ -151,49 +155,71 @@ static void fiber_drop(void *state)
 	fiber_release(f);
 }
 
-static int fiber_record(struct pw__fiber *f, pw_fiber_fn fn, void *arg,
-			const struct pw_fiber_opts *opts)
+/* The record's fields a fiber needs before its first poll; the rest is
+ * set by fiber_start() and fiber_resume(). */
+static void fiber_init(struct pw__fiber *f, pw_fiber_fn fn, void *arg,
+		       const struct pw_fiber_opts *opts)
 {
-	if (!fn)
-		return -EINVAL;
-	size_t size = opts ? opts->stack_size : 0;
-	if (size > PW_FIBER_STACK_MAX)
-		return -EINVAL;
-	*f = (struct pw__fiber){
-		.fn = fn,
-		.arg = arg,
-		.name = opts && opts->name ? opts->name : "fiber",
-		.stack_size = size,
-		.deadline = PW_TIME_NEVER,
-	};
-	pw_sleep_init_at(&f->timer, PW_TIME_NEVER);
-	return 0;
+	f->fn = fn;
+	f->arg = arg;
+	f->name = opts && opts->name ? opts->name : "fiber";
+	f->stack_size = opts ? opts->stack_size : 0;
+	f->deadline = PW_TIME_NEVER;
+	f->timer.state = PW_SLEEP_IDLE; /* armed only after an init */
+	f->blk.state = PW_BLOCKING_IDLE;
+	f->flags = 0;
 }
 
+static bool bad_opts(pw_fiber_fn fn, const struct pw_fiber_opts *opts)
+{
+	return !fn || (opts && opts->stack_size > PW_FIBER_STACK_MAX);
+}
+
+/*
+ * pw_spawn() with the record built in the task's block rather than
+ * copied into it (the record is a few hundred bytes, mostly filled in
+ * later).
+ */
 int pw_fiber_spawn(struct pw_join *join, pw_fiber_fn fn, void *arg,
 		   const struct pw_fiber_opts *opts)
 {
-	struct pw__fiber f;
-	int err = fiber_record(&f, fn, arg, opts);
+	struct pw__shard *s = pw__cur_shard;
+	struct pw__task *t;
 
-	if (err) {
-		if (join) {
-			join->task = NULL;
-			join->cancelled = false;
-		}
-		return err;
+	if (join) {
+		join->task = NULL;
+		join->cancelled = false;
 	}
-	return pw_spawn(join, fiber_poll, &f, sizeof(f), fiber_drop);
+	if (bad_opts(fn, opts))
+		return -EINVAL;
+	if (!s)
+		return -EPERM;
+	if (s->stopping)
+		return -ESHUTDOWN;
+	int err = pw__task_new(s, &t, fiber_poll, NULL,
+			       sizeof(struct pw__fiber), fiber_drop);
+	if (err)
+		return err;
+	fiber_init(t->state, fn, arg, opts);
+	if (join) {
+		if (t->steal)
+			pw__task_ref_steal(t); /* not yet visible elsewhere */
+		else
+			t->refs++;
+		join->task = t;
+	}
+	pw__task_start(t);
+	return 0;
 }
 
 int pw_fiber_spawn_on(struct pw_runtime *rt, unsigned shard, pw_fiber_fn fn,
 		      void *arg, const struct pw_fiber_opts *opts)
 {
-	struct pw__fiber f;
-	int err = fiber_record(&f, fn, arg, opts);
+	struct pw__fiber f = { 0 };
 
-	if (err)
-		return err;
+	if (bad_opts(fn, opts))
+		return -EINVAL;
+	fiber_init(&f, fn, arg, opts);
 	return pw_runtime_spawn(rt, shard, fiber_poll, &f, sizeof(f),
 				fiber_drop);
 }
