@@ -236,6 +236,50 @@ Test(fiber, deadline_times_out_at_the_exact_virtual_time)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
+struct recv_deadline {
+	int fd[2];
+	int rc[3];
+	int64_t t[2];
+	char got;
+};
+
+static int64_t recv_times_out(void *arg)
+{
+	struct recv_deadline *d = arg;
+	struct pw_recv r;
+	char c = 0;
+
+	pw_recv_init(&r, d->fd[0]);
+	d->t[0] = now_ms();
+	pw_fiber_timeout(40 * MS);
+	d->rc[0] = (int)pw_fiber_recv(&r, &c, 1);
+	d->t[1] = now_ms();
+	/* The receive stays armed: a byte sent now is the next one read. */
+	pw_fiber_set_deadline(PW_TIME_NEVER);
+	d->rc[1] = (int)write(d->fd[1], "x", 1);
+	d->rc[2] = (int)pw_fiber_recv(&r, &d->got, 1);
+	pw_recv_cancel(&r);
+	return 0;
+}
+
+Test(fiber, recv_deadline_times_out_and_loses_nothing)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct recv_deadline d = { 0 };
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, d.fd),
+		     0);
+	cr_assert_eq(run(rt, recv_times_out, &d), 0);
+	cr_assert_eq(d.rc[0], -ETIMEDOUT);
+	cr_assert_eq(d.t[1] - d.t[0], 40);
+	cr_assert_eq(d.rc[1], 1);
+	cr_assert_eq(d.rc[2], 1);
+	cr_assert_eq(d.got, 'x');
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(d.fd[0]);
+	close(d.fd[1]);
+}
+
 /* ---- await a poll function --------------------------------------------- */
 
 struct gate {
