@@ -91,7 +91,7 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-install check-exports check-includes asan tsan ubsan \
+.PHONY: all deps test test-run test-aarch64 test-install check-exports check-includes asan tsan ubsan \
 	bench bench-peers run install format format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
@@ -186,7 +186,7 @@ SCHEDS ?= shard steal
 SUITE_LIMIT ?= 1500
 ONE_PASS := $(shell sed -e 's/\#.*//' tests/one_pass.txt | \
 	awk 'NF { printf "%s%s", sep, $$1; sep = "|" }')
-test: all check-includes check-exports test-install test-run
+test: all check-includes check-exports test-install test-run test-aarch64
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)only=; for s in $(SCHEDS); do \
@@ -199,6 +199,26 @@ test-run: $(TESTS) $(PINWHEEL)
 				"$(SUITE_LIMIT) s (SUITE_LIMIT)" >&2; fi; \
 		[ $$rc -eq 0 ] || exit 1; \
 	done
+
+# The aarch64 context switch (core/fiber_switch.S and the first frame of
+# core/fiber_ctx.c), cross-built statically and run under qemu-user;
+# skipped with a line naming the packages when they are missing.
+AARCH64_CC ?= aarch64-linux-gnu-gcc
+AARCH64_RUN ?= qemu-aarch64
+AARCH64_TEST := $(BUILD)/aarch64/switch_test
+
+test-aarch64:
+	$(Q)if command -v $(AARCH64_CC) >/dev/null 2>&1 && \
+		command -v $(AARCH64_RUN) >/dev/null 2>&1; then \
+		mkdir -p $(dir $(AARCH64_TEST)) && \
+		echo "  TEST   aarch64 context switch (qemu-user)" && \
+		$(AARCH64_CC) -std=c11 -O2 -g $(WARN) -D_GNU_SOURCE -I. \
+			-Iinclude -static -o $(AARCH64_TEST) \
+			tests/aarch64/switch_test.c core/fiber_ctx.c \
+			core/fiber_switch.S && \
+		$(AARCH64_RUN) $(AARCH64_TEST); \
+	else echo "  SKIP   aarch64 context switch test: needs $(AARCH64_CC)" \
+		"and $(AARCH64_RUN) (Debian: gcc-aarch64-linux-gnu qemu-user)"; fi
 
 # No internal pw__ symbol is exported; every function the headers declare
 # is.
@@ -253,7 +273,7 @@ install: all
 
 FORMAT_SRCS = $(sort $(wildcard include/*.h include/pinwheel/*.h core/*.[ch] \
 	shard/*.[ch] timer/*.[ch] net/*.[ch] numa/*.[ch] apps/*.[ch] \
-	tests/*.[ch] bench/*.[ch] docs/*.c))
+	tests/*.[ch] tests/aarch64/*.c bench/*.[ch] docs/*.c))
 
 format:
 	$(Q)sh scripts/deps.sh clang-format

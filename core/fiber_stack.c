@@ -43,10 +43,11 @@
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
 
-#define NCLASS	      24		 /* page << 0 .. page << 23 */
+#define NCLASS	      15 /* page << 0 .. page << 14: 64 MiB of 4 KiB pages */
 #define POOL_BYTES    ((size_t)16 << 20) /* kept per class, at most */
 #define POOL_MIN      2			 /* kept per class, at least */
 #define ALT_STACK_LEN ((size_t)64 << 10)
+#define TRIM_ABOVE    ((size_t)256 << 10) /* pooled stacks drop pages */
 
 struct free_stack {
 	struct free_stack *next;
@@ -55,27 +56,24 @@ struct free_stack {
 
 struct fstack_pool {
 	struct free_stack *free[NCLASS];
-	unsigned count[NCLASS];
-	bool ready; /* thread set up: key, handler, alternate stack */
-	void *alt;  /* our alternate signal stack, or NULL */
-	const struct pw__fstack *run; /* the fiber running here, or NULL */
-	const char *run_name;	      /* its function's name */
+	uint16_t count[NCLASS];
+	void *alt; /* our alternate signal stack, or NULL */
 };
 
-/* initial-exec: read by the signal handler, which must not allocate. */
+/* The calling thread's pool. initial-exec: one load from the thread
+ * pointer on the get and put paths, in the .so too. */
 static _Thread_local struct fstack_pool pool
 	__attribute__((tls_model("initial-exec")));
+
+/* Written by its thread (pw__fstack_running()), read by the SIGSEGV
+ * handler on the same thread: no other thread touches it. */
+_Thread_local struct pw__fstack_cur pw__fstack_cur;
 
 static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pool_key;
 static bool pool_key_ok;
 static struct sigaction old_segv; /* written once, before ours is in */
-
-static size_t page_size(void)
-{
-	long p = sysconf(_SC_PAGESIZE);
-	return p > 0 ? (size_t)p : 4096;
-}
+static size_t page; /* written once by install_handler(), under the once */
 
 /* Append @s to @buf at *@n, within @cap. */
 static void put_str(char *buf, size_t *n, size_t cap, const char *s)
@@ -119,13 +117,13 @@ static void report_overflow(const struct pw__fstack *st, const char *name)
 
 static void on_segv(int sig, siginfo_t *si, void *uc)
 {
-	const struct pw__fstack *st = pool.run;
+	const struct pw__fstack *st = pw__fstack_cur.st;
 	uintptr_t a = (uintptr_t)si->si_addr;
 
 	if (st && a >= (uintptr_t)st->map && a < (uintptr_t)st->lo) {
 		struct sigaction dfl = { .sa_handler = SIG_DFL };
 
-		report_overflow(st, pool.run_name);
+		report_overflow(st, pw__fstack_cur.name);
 		/* Returning re-runs the faulting access, which now kills
 		 * the process with SIGSEGV (and a core if enabled). */
 		sigaction(SIGSEGV, &dfl, NULL);
@@ -154,7 +152,9 @@ static void pool_key_free(void *unused)
 static void install_handler(void)
 {
 	struct sigaction sa;
+	long p = sysconf(_SC_PAGESIZE);
 
+	page = p > 0 ? (size_t)p : 4096;
 	pool_key_ok = !pthread_key_create(&pool_key, pool_key_free);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
@@ -163,13 +163,11 @@ static void install_handler(void)
 	sigaction(SIGSEGV, &sa, &old_segv);
 }
 
-/* Once per thread: the process-wide handler, the pool's destructor and
- * an alternate signal stack unless the thread has one. */
-static void thread_setup(void)
+void pw__fstack_thread_setup(void)
 {
 	stack_t old;
 
-	pool.ready = true;
+	pw__fstack_cur.ready = true;
 	pthread_once(&handler_once, install_handler);
 	if (pool_key_ok)
 		pthread_setspecific(pool_key, &pool);
@@ -187,15 +185,14 @@ static void thread_setup(void)
 	}
 }
 
-/* Size class of @size usable bytes, or -1 beyond the last. */
-static int size_class(size_t size, size_t page)
+/* Size class of @size usable bytes (page << class), or -1 beyond the
+ * last. */
+static int size_class(size_t size)
 {
-	int c = 0;
+	size_t pages = size / page + (size % page != 0);
+	int c = pages <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)pages - 1);
 
-	while ((page << c) < size)
-		if (++c == NCLASS)
-			return -1;
-	return c;
+	return c < NCLASS ? c : -1;
 }
 
 /* @len bytes, page-aligned, read-write: NUMA-local on a bound shard. */
@@ -218,18 +215,17 @@ static void *map_stack(size_t len)
 
 int pw__fstack_get(size_t size, struct pw__fstack *st)
 {
-	size_t page = page_size();
 	int c;
 
 	if (!size)
 		size = PW_FIBER_STACK_DEFAULT;
 	if (size > PW__FSTACK_MAX)
 		return -EINVAL;
-	c = size_class(size, page);
+	if (!pw__fstack_cur.ready)
+		pw__fstack_thread_setup();
+	c = size_class(size);
 	if (c < 0)
 		return -EINVAL;
-	if (!pool.ready)
-		thread_setup();
 	struct free_stack *f = pool.free[c];
 	if (f) {
 		pool.free[c] = f->next;
@@ -254,10 +250,11 @@ int pw__fstack_get(size_t size, struct pw__fstack *st)
 
 void pw__fstack_put(struct pw__fstack *st)
 {
-	int c = size_class(st->size, page_size());
+	int c;
 
-	if (!pool.ready)
-		thread_setup();
+	if (!pw__fstack_cur.ready)
+		pw__fstack_thread_setup();
+	c = size_class(st->size);
 	if (c >= 0 && (pool.count[c] < POOL_MIN ||
 		       (size_t)pool.count[c] * st->size < POOL_BYTES)) {
 		struct free_stack *f =
@@ -266,6 +263,10 @@ void pw__fstack_put(struct pw__fstack *st)
 		/* The frames the last fiber never returned from may still
 		 * be poisoned. */
 		UNPOISON(f, sizeof(*f));
+		/* A large stack keeps only its top page resident while
+		 * pooled (the mapping and its node policy stay). */
+		if (st->size > TRIM_ABOVE)
+			madvise(st->lo, st->size - page, MADV_DONTNEED);
 		f->st = *st;
 		f->next = pool.free[c];
 		pool.free[c] = f;
@@ -293,13 +294,5 @@ void pw__fstack_pool_free(void)
 			munmap(pool.alt, ALT_STACK_LEN);
 		pool.alt = NULL;
 	}
-	pool.ready = false;
-}
-
-void pw__fstack_running(const struct pw__fstack *st, const char *name)
-{
-	if (!pool.ready && st)
-		thread_setup();
-	pool.run = st;
-	pool.run_name = name;
+	pw__fstack_cur.ready = false;
 }

@@ -14,6 +14,7 @@
 #ifndef PW_CORE_FIBER_STACK_H
 #define PW_CORE_FIBER_STACK_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #define PW_FIBER_STACK_DEFAULT (64 * 1024)	  /* usable bytes */
@@ -53,14 +54,42 @@ void pw__fstack_put(struct pw__fstack *st);
  */
 void pw__fstack_pool_free(void);
 
+/* What the overflow report reads: the fiber running on this thread.
+ * initial-exec: the signal handler reads it without __tls_get_addr. */
+struct pw__fstack_cur {
+	const struct pw__fstack *st; /* its stack, or NULL */
+	const char *name;	     /* its function's name */
+	bool ready; /* pw__fstack_thread_setup() ran on this thread */
+};
+extern _Thread_local struct pw__fstack_cur pw__fstack_cur
+	__attribute__((tls_model("initial-exec")));
+
+/*
+ * pw__fstack_thread_setup - once per thread (pw__fstack_get() and
+ * pw__fstack_running() call it): install the overflow handler (once per
+ * process), arrange for the pool to be freed when the thread ends, and
+ * give the thread an alternate signal stack unless it has one.
+ * Context: the thread itself.
+ */
+void pw__fstack_thread_setup(void);
+
 /*
  * pw__fstack_running - name the fiber now running on this thread for the
  * overflow report: @st its stack, @name its function's name (a string
  * that outlives the fiber). Call it on each switch into a fiber, and with
- * NULL, NULL on the way out. The first call on a thread gives the thread
- * an alternate signal stack (where the report runs). Context: the thread
- * that runs the fiber.
+ * NULL, NULL on the way out. The first call on a thread sets the thread
+ * up (an alternate signal stack, where the report runs). Two stores
+ * after the first call. Context: the thread that runs the fiber.
  */
-void pw__fstack_running(const struct pw__fstack *st, const char *name);
+static inline void pw__fstack_running(const struct pw__fstack *st,
+				      const char *name)
+{
+	struct pw__fstack_cur *c = &pw__fstack_cur;
+
+	if (__builtin_expect(!c->ready, 0) && st)
+		pw__fstack_thread_setup();
+	c->st = st;
+	c->name = name;
+}
 
 #endif /* PW_CORE_FIBER_STACK_H */
