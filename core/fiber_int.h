@@ -17,6 +17,7 @@
 
 #include "pinwheel/blocking.h"
 #include "pinwheel/fiber.h"
+#include "pinwheel/net.h"
 #include "pinwheel/time.h"
 #include "core/fiber_ctx.h"
 #include "core/fiber_stack.h"
@@ -43,7 +44,14 @@ struct pw__fiber {
 	uint64_t deadline;	/* PW_TIME_NEVER: none */
 	struct pw_sleep timer;	/* the deadline's timer, and the sleeps' */
 	struct pw_blocking blk; /* pw_fiber_blocking()'s job */
-	uint32_t flags;		/* PW__F_* */
+	/* The leaf of a call that owns one (pw_fiber_connect(), _close()):
+	 * here rather than in the call's frame, so a cancelled one can still
+	 * be written by its final completion. Idle between calls. */
+	union {
+		struct pw_connect connect;
+		struct pw_close close;
+	} leaf;
+	uint32_t flags; /* PW__F_* */
 };
 
 /* The fiber running on this thread, or NULL. Read it through this call

@@ -11,11 +11,13 @@
  * fiber's deadline themselves (their own timeouts leave them armed, so
  * nothing is lost); the others use the fiber's timer (timed wait).
  *
- * A leaf declared inside one of these calls (a connect, a close) must
- * not leave scope while the kernel holds a request of it: after an
- * error the call waits for its final completion (settle()); a cancelled
- * fiber cannot wait, but its stack then stays mapped until the task is
- * freed, which happens only after that completion.
+ * A leaf a call owns (a connect, a close) lives in the fiber's record,
+ * in the task's memory, not in the call's frame: a cancelled fiber
+ * cannot wait for the final completion of its request, and that frame
+ * is reused as soon as the call returns. After an error that leaves a
+ * request in flight, a call that is not cancelled waits for its final
+ * completion (settle()), so the leaf (or the caller's send buffer) is
+ * free when it returns.
  */
 #include <errno.h>
 #include <string.h>
@@ -175,7 +177,7 @@ int pw_fiber_accept(struct pw_accept *a)
 }
 
 struct conn_wait {
-	struct pw_connect c;
+	struct pw_connect *c;
 	uint64_t deadline;
 	int res;
 };
@@ -184,33 +186,33 @@ static enum pw_poll conn_step(struct pw_cx *cx, void *st)
 {
 	struct conn_wait *w = st;
 
-	return pw_connect_poll(cx, &w->c, w->deadline, &w->res);
+	return pw_connect_poll(cx, w->c, w->deadline, &w->res);
 }
 
 static void conn_cancel(void *st)
 {
 	struct conn_wait *w = st;
 
-	pw_connect_cancel(&w->c);
+	pw_connect_cancel(w->c);
 }
 
 int pw_fiber_connect(const struct pw_net_addr *addr)
 {
 	struct pw__fiber *f = pw__fiber_cur();
-	struct conn_wait w;
 
 	if (!f)
 		return -EPERM;
 	if (!addr)
 		return -EINVAL;
-	pw_connect_init(&w.c, addr);
-	w.deadline = f->deadline;
-	w.res = 0;
+	if (f->flags & PW__F_CANCELLED)
+		return -ECANCELED;
+	struct conn_wait w = { &f->leaf.connect, f->deadline, 0 };
+	pw_connect_init(w.c, addr);
 	int err = pw__fiber_wait(f, conn_step, &w, conn_cancel, false);
 	if (err == -ECANCELED)
-		return err; /* the task keeps the stack until the end */
+		return err; /* the leaf is in the task: it may finish later */
 	if (err || w.res < 0)
-		settle(f, &w.c.op);
+		settle(f, &w.c->op);
 	return err ? err : w.res;
 }
 
@@ -303,7 +305,7 @@ int64_t pw_fiber_send(struct pw_send *s, const void *buf, size_t len)
 }
 
 struct close_wait {
-	struct pw_close c;
+	struct pw_close *c;
 	int32_t res;
 };
 
@@ -311,28 +313,27 @@ static enum pw_poll close_step(struct pw_cx *cx, void *st)
 {
 	struct close_wait *w = st;
 
-	return pw_close_poll(cx, &w->c, &w->res);
+	return pw_close_poll(cx, w->c, &w->res);
 }
 
 static void close_cancel(void *st)
 {
 	struct close_wait *w = st;
 
-	if (!pw_close_cancel(&w->c))
-		close(w->c.fd);
+	if (!pw_close_cancel(w->c))
+		close(w->c->fd);
 }
 
 int pw_fiber_close(int fd)
 {
 	struct pw__fiber *f = pw__fiber_cur();
-	struct close_wait w;
 
 	if (!f)
 		return -EPERM;
 	if (f->flags & PW__F_CANCELLED)
 		return close(fd) ? -errno : 0;
-	pw_close_init(&w.c, fd);
-	w.res = 0;
+	struct close_wait w = { &f->leaf.close, 0 };
+	pw_close_init(w.c, fd);
 	int err = pw__fiber_wait(f, close_step, &w, close_cancel, false);
 	if (err == -ECANCELED)
 		return 0; /* close_cancel() closed it, or the leaf will */
