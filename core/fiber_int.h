@@ -71,12 +71,4 @@ struct pw__fiber *pw__fiber_cur(void);
 int pw__fiber_wait(struct pw__fiber *f, pw_poll_fn fn, void *st,
 		   pw_drop_fn cancel, bool timed);
 
-/*
- * pw__fiber_task_free - the task of a fiber whose stack is still held
- * (PW__T_FIBER) is being freed: nothing points into the stack any more,
- * so it goes back to the calling shard's pool (unmapped off a shard).
- * Context: the thread freeing the task, in either scheduler's free path.
- */
-void pw__fiber_task_free(struct pw__task *t);
-
 #endif /* PW_CORE_FIBER_INT_H */

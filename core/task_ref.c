@@ -23,7 +23,6 @@
  * carrying a reference of its own (shard/mesh.c); from any other thread,
  * or when the mesh has no room, through the task's inbox node.
  */
-#include "core/fiber_int.h"
 #include "core/task_int.h"
 #include "shard/mesh_int.h"
 #include "shard/sched.h"

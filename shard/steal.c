@@ -42,7 +42,6 @@
 #include <time.h>
 
 #include "core/fault.h"
-#include "core/fiber_int.h"
 #include "shard/mesh_int.h"
 #include "shard/sched.h"
 #include "shard/steal.h"
