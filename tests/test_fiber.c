@@ -745,3 +745,59 @@ Test(fiber, ten_thousand_fibers_finish_on_one_shard)
 	cr_assert_eq(count, 2 * MANY);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
+
+/* ---- several workers ---------------------------------------------------- */
+
+struct hopper {
+	atomic_int done;
+	atomic_int moves;
+};
+
+static int64_t hops(void *arg)
+{
+	struct hopper *h = arg;
+	int64_t sum = 0;
+	int last = pw_shard_id();
+
+	for (int i = 0; i < 200; i++) {
+		sum += i;
+		if (pw_fiber_yield())
+			return -1;
+		/* Read again after every suspension: it may have moved. */
+		int now = pw_shard_id();
+		if (now != last)
+			atomic_fetch_add_explicit(&h->moves, 1,
+						  memory_order_relaxed);
+		last = now;
+	}
+	/* relaxed: read after the joins, which order it. */
+	atomic_fetch_add_explicit(&h->done, 1, memory_order_relaxed);
+	return sum;
+}
+
+static int64_t spawns_hoppers(void *arg)
+{
+	struct pw_join j[64];
+	int64_t sum = 0;
+
+	for (int i = 0; i < 64; i++)
+		if (PW_FIBER_SPAWN(&j[i], hops, arg))
+			return -1;
+	for (int i = 0; i < 64; i++)
+		sum += pw_fiber_join(&j[i]);
+	return sum;
+}
+
+Test(fiber, fibers_on_two_workers_all_finish)
+{
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct hopper h = { 0 };
+
+	cr_assert_eq(run(rt, spawns_hoppers, &h), 64 * (199 * 200 / 2));
+	cr_assert_eq(atomic_load(&h.done), 64);
+	cr_log_info("moves: %d", atomic_load(&h.moves));
+	/* Shard mode never moves a task; stealing mode may. */
+	if (!pw_test_steal())
+		cr_assert_eq(atomic_load(&h.moves), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
