@@ -114,6 +114,8 @@ static void fiber_release(struct pw__fiber *f)
 	f->task->flags &= (uint16_t)~PW__T_FIBER;
 	pw__fctx_destroy(&f->ctx);
 	pw__fstack_put(&f->stack);
+	free(f->connect);
+	f->connect = NULL;
 }
 
 void pw__fiber_task_free(struct pw__task *t)
@@ -127,6 +129,8 @@ void pw__fiber_task_free(struct pw__task *t)
 		pw__fstack_put(&f->stack);
 	else
 		munmap(f->stack.map, f->stack.map_len);
+	free(f->connect);
+	f->connect = NULL;
 }
 
 static int fiber_start(struct pw__fiber *f, struct pw_cx *cx)
@@ -191,6 +195,7 @@ static void fiber_init(struct pw__fiber *f, pw_fiber_fn fn, void *arg,
 	f->deadline = PW_TIME_NEVER;
 	f->timer.state = PW_SLEEP_IDLE; /* armed only after an init */
 	f->blk.state = PW_BLOCKING_IDLE;
+	f->connect = NULL;
 	f->flags = 0;
 }
 

@@ -44,13 +44,13 @@ struct pw__fiber {
 	uint64_t deadline;	/* PW_TIME_NEVER: none */
 	struct pw_sleep timer;	/* the deadline's timer, and the sleeps' */
 	struct pw_blocking blk; /* pw_fiber_blocking()'s job */
-	/* The leaf of a call that owns one (pw_fiber_connect(), _close()):
-	 * here rather than in the call's frame, so a cancelled one can still
-	 * be written by its final completion. Idle between calls. */
-	union {
-		struct pw_connect connect;
-		struct pw_close close;
-	} leaf;
+	/* The leaves of the calls that own one, in the task rather than in
+	 * the call's frame, so a cancelled one can still be written by its
+	 * final completion; idle between calls. The connect (its address
+	 * makes it large) is allocated by the first pw_fiber_connect() and
+	 * freed with the stack, once nothing pins the task. */
+	struct pw_close close;
+	struct pw_connect *connect;
 	uint32_t flags; /* PW__F_* */
 };
 

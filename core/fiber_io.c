@@ -20,6 +20,7 @@
  * free when it returns.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -206,7 +207,9 @@ int pw_fiber_connect(const struct pw_net_addr *addr)
 		return -EINVAL;
 	if (f->flags & PW__F_CANCELLED)
 		return -ECANCELED;
-	struct conn_wait w = { &f->leaf.connect, f->deadline, 0 };
+	if (!f->connect && !(f->connect = malloc(sizeof(*f->connect))))
+		return -ENOMEM;
+	struct conn_wait w = { f->connect, f->deadline, 0 };
 	pw_connect_init(w.c, addr);
 	int err = pw__fiber_wait(f, conn_step, &w, conn_cancel, false);
 	if (err == -ECANCELED)
@@ -332,7 +335,7 @@ int pw_fiber_close(int fd)
 		return -EPERM;
 	if (f->flags & PW__F_CANCELLED)
 		return close(fd) ? -errno : 0;
-	struct close_wait w = { &f->leaf.close, 0 };
+	struct close_wait w = { &f->close, 0 };
 	pw_close_init(w.c, fd);
 	int err = pw__fiber_wait(f, close_step, &w, close_cancel, false);
 	if (err == -ECANCELED)
