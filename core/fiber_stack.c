@@ -10,6 +10,12 @@
  * thread joins that thread's pool. The pool is freed when the thread
  * ends (a pthread key destructor), or earlier by pw__fstack_pool_free().
  *
+ * The guard page is a guard region (madvise MADV_GUARD_INSTALL, Linux
+ * 6.13) where the kernel has them: the mapping stays whole, so
+ * neighbouring stacks merge into few mappings and 100,000 fibers stay
+ * under vm.max_map_count. Older kernels get a PROT_NONE page, two
+ * mappings per stack.
+ *
  * On a bound shard a new stack comes from numa/mem.c's chunk mapping, so
  * its pages prefer the shard's node like the slab's chunks do.
  *
@@ -24,6 +30,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -213,6 +220,29 @@ static void *map_stack(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* Linux 6.13 guard regions: a guard page that does not split the
+ * mapping, so stacks do not count two mappings each against
+ * vm.max_map_count (65530 by default: 32k stacks with mprotect). */
+#ifndef MADV_GUARD_INSTALL
+#define MADV_GUARD_INSTALL 102
+#endif
+
+/* Cleared once per process when the kernel refuses guard regions; a race
+ * only repeats the try. Relaxed, paired with nothing: it orders no other
+ * memory, each thread only learns to skip a failing call. */
+static _Atomic int guard_regions = 1;
+
+/* Make the page at @map a guard page. 0 or -1. */
+static int guard(void *map)
+{
+	if (atomic_load_explicit(&guard_regions, memory_order_relaxed)) {
+		if (madvise(map, page, MADV_GUARD_INSTALL) == 0)
+			return 0;
+		atomic_store_explicit(&guard_regions, 0, memory_order_relaxed);
+	}
+	return mprotect(map, page, PROT_NONE);
+}
+
 int pw__fstack_get(size_t size, struct pw__fstack *st)
 {
 	int c;
@@ -237,7 +267,7 @@ int pw__fstack_get(size_t size, struct pw__fstack *st)
 	void *map = map_stack(size + page);
 	if (!map)
 		return -ENOMEM;
-	if (mprotect(map, page, PROT_NONE)) {
+	if (guard(map)) {
 		munmap(map, size + page);
 		return -ENOMEM;
 	}

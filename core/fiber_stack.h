@@ -3,7 +3,8 @@
  * fiber_stack.h - fiber stacks: a pool per thread, a guard page under
  * each stack, and the report of an overflow. Private to the library.
  *
- * A stack is a private mapping whose lowest page is PROT_NONE. Stacks are
+ * A stack is a private mapping whose lowest page is a guard page (a
+ * guard region where the kernel has them, else PROT_NONE). Stacks are
  * sized in power-of-two classes of whole pages and kept for reuse in the
  * calling thread's pool (bounded per class); on a bound shard the
  * mapping prefers the shard's memory node. A fault in the guard page of

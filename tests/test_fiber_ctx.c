@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -656,4 +657,70 @@ Test(fiber_ctx, pool_on_a_shard_thread)
 		}
 	}
 	pw_runtime_destroy(rt);
+}
+
+/* ---- mappings ------------------------------------------------------------ */
+
+static int count_maps(void)
+{
+	FILE *f = fopen("/proc/self/maps", "r");
+	int n = 0, c;
+
+	cr_assert_not_null(f);
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Whether this kernel has guard regions (madvise MADV_GUARD_INSTALL). */
+static __attribute__((unused)) bool have_guard_regions(void)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *p = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	bool ok;
+
+	cr_assert_neq(p, MAP_FAILED);
+	ok = madvise(p, page, 102 /* MADV_GUARD_INSTALL */) == 0;
+	munmap(p, 2 * page);
+	return ok;
+}
+
+/*
+ * 40,000 stacks at once, more than vm.max_map_count (65530) allows with
+ * two mappings per stack: with guard regions the stacks merge into few
+ * mappings. On an older kernel, 1,000 stacks take at most two mappings
+ * each.
+ */
+Test(fiber_ctx, many_stacks_few_mappings)
+{
+#if defined(PW__FCTX_TSAN)
+	/* TSan maps shadow memory of its own for each mapping, too much
+	 * for 40,000 and more than the counts below allow. */
+	bool guards = false, count = false;
+#else
+	bool guards = have_guard_regions(), count = true;
+#endif
+	int n = guards ? 40000 : 1000;
+	struct pw__fstack *st = calloc((size_t)n, sizeof(*st));
+	int before, after;
+
+	cr_assert_not_null(st);
+	pw_test_time_limit(120);
+	before = count_maps();
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(pw__fstack_get(0, &st[i]), 0, "stack %d", i);
+	after = count_maps();
+	if (!count)
+		cr_log_info("mappings not counted under TSan");
+	else if (guards)
+		cr_assert_lt(after - before, n / 100,
+			     "%d mappings for %d stacks", after - before, n);
+	else
+		cr_assert_leq(after - before, 2 * n + 8);
+	for (int i = 0; i < n; i++)
+		pw__fstack_put(&st[i]);
+	pw__fstack_pool_free();
+	free(st);
 }
