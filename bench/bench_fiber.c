@@ -11,9 +11,10 @@
  *   - bm_fiber_100k: 100,000 fibers alive at once on one shard, each
  *     sleeping 1 ms then returning; reports how many finished, the
  *     process's peak RSS (getrusage) and its growth per finished fiber,
- *     beside the time per fiber. Each stack is a mapping with a guard
- *     page, so vm.max_map_count (65530 by default) caps the fibers that
- *     hold a stack at once near 32,000; the others end with -ENOMEM.
+ *     beside the time per fiber. Without guard regions (Linux before
+ *     6.13) each stack takes two map entries, so vm.max_map_count
+ *     (65530 by default) caps the fibers that hold a stack at once near
+ *     32,000; the others end with -ENOMEM and "finished" says so.
  *
  * As in bench_task.c, the bodies run in a task spawned by the
  * pw_block_on() task, on the shard thread.
