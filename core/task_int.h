@@ -38,6 +38,9 @@
  * so the hot paths test one word of the first. */
 #define PW__T_PINNED 0x100u /* pins > 0 */
 #define PW__T_DROP   0x200u /* drop != NULL */
+/* Both modes: the state is a fiber whose stack the task still holds;
+ * the free path returns it with pw__fiber_task_free(). */
+#define PW__T_FIBER 0x400u
 
 /*
  * task->remote, one 64-bit atomic word with two encodings; task->steal,
@@ -180,6 +183,14 @@ void pw__task_ref_remote(struct pw__task *t);
 void pw__task_wake_remote(struct pw__task *t, struct pw__shard *cur);
 void pw__task_release_remote(struct pw__task *t, struct pw__shard *cur,
 			     bool wake);
+
+/* ---- fibers (core/fiber.c) -------------------------------------------- */
+
+/* @t (PW__T_FIBER) is being freed: nothing points into its fiber's stack
+ * any more, so the stack goes back to the calling shard's pool (unmapped
+ * off a shard). Called by the free paths of both modes, on the thread
+ * that frees @t, before the block is released. */
+void pw__fiber_task_free(struct pw__task *t);
 
 /* ---- spawning (core/task.c) -------------------------------------------- */
 

@@ -41,6 +41,8 @@ void pw__task_maybe_free(struct pw__shard *s, struct pw__task *t)
 	 * threads; zero means none holds a reference or has a node queued. */
 	if (atomic_load_explicit(&t->remote, memory_order_acquire))
 		return;
+	if (t->flags & PW__T_FIBER)
+		pw__fiber_task_free(t);
 	pw__slab_free(&s->slab, t, t->cls);
 }
 

@@ -20,6 +20,7 @@
 #include "pinwheel/combinators.h"
 #include "pinwheel/mesh.h"
 #include "pinwheel/blocking.h"
+#include "pinwheel/fiber.h"
 #include "pinwheel/topo.h"
 #include "pinwheel/hist.h"
 #include "pinwheel/net.h"

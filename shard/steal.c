@@ -341,6 +341,8 @@ void pw__steal_free(struct pw__task *t)
 {
 	struct pw__shard *home = t->shard, *cur = pw__cur_shard;
 
+	if (t->flags & PW__T_FIBER)
+		pw__fiber_task_free(t);
 	if (t->flags & PW__T_FOREIGN) {
 		struct pw__steal *g = home->rt->steal;
 		pthread_mutex_lock(&g->fslab_mu);

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pinwheel/fiber.h - stackful fibers: plain C functions run as tasks,
+ * with blocking-style calls that suspend only the fiber.
+ *
+ * A fiber is a task whose poll function switches onto the fiber's own
+ * stack and runs it until a blocking-style call (pw_fiber_sleep(),
+ * pw_fiber_recv(), pw_fiber_await() of any poll function, ...) finds the
+ * leaf future it polls PW_PENDING: the fiber then switches back and the
+ * task's poll returns PW_PENDING, its waker registered by that leaf. The
+ * next poll of the task resumes the fiber inside the call, which polls
+ * the leaf again. Every call here is a thin wrapper over the poll API;
+ * fibers, poll functions and the straight-line macros interoperate (a
+ * fiber joins a poll task, a poll task joins a fiber).
+ *
+ * Errors: calls return -errno as the rest of the library. Called from a
+ * thread that is not running a fiber, every blocking-style call gives
+ * -EPERM. Two errors belong to the fiber rather than to the call:
+ *
+ *   - -ETIMEDOUT once the fiber's deadline (pw_fiber_set_deadline()) has
+ *     passed: every later blocking call fails with it at once, until the
+ *     deadline is moved or cleared;
+ *   - -ECANCELED once the fiber's task is aborted (pw_join_abort()) or
+ *     the runtime stops: the call the fiber is blocked in cancels its
+ *     leaf and returns it, and every later blocking call returns it at
+ *     once without suspending, so the fiber's cleanup code runs to the
+ *     end of its function.
+ *
+ * Memory: a fiber's stack (64 KiB by default, with a guard page; an
+ * overflow ends the process naming the fiber) comes from a per-shard
+ * pool and goes back to it once the fiber has returned and no kernel
+ * operation, timer or blocking job still points into the task. Leaves a
+ * fiber declares (struct pw_recv, pw_send, pw_accept) may leave scope
+ * only when idle: declare them in the fiber function's own frame.
+ *
+ * Threads: a fiber runs on its task's shard; in stealing mode it may
+ * resume on another worker after any blocking call: it must not keep a
+ * thread-local's address, pw_shard_id() or a lock across one.
+ * See docs/fiber.md.
+ */
+#ifndef PINWHEEL_FIBER_H
+#define PINWHEEL_FIBER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "export.h"
+#include "task.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct pw_runtime;
+struct pw_channel;
+struct pw_accept;
+struct pw_recv;
+struct pw_send;
+struct pw_net_addr;
+
+/* The stack a fiber gets when its options do not say. */
+#ifndef PW_FIBER_STACK_DEFAULT
+#define PW_FIBER_STACK_DEFAULT (64 * 1024)
+#endif
+
+/* The largest stack a fiber may ask for. */
+#define PW_FIBER_STACK_MAX (64u * 1024 * 1024)
+
+/* A fiber's body: its return value is the task's result. */
+typedef int64_t (*pw_fiber_fn)(void *arg);
+
+/* Options of one fiber; a NULL pointer or zero fields take the defaults. */
+struct pw_fiber_opts {
+	size_t stack_size; /* usable bytes, rounded up to pages; 0: 64 KiB */
+	const char *name;  /* named by the overflow report; NULL: "fiber" */
+};
+
+/**
+ * pw_fiber_spawn - run @fn(@arg) as a fiber, a task of the calling shard.
+ * @join: receives the join handle (pw_join_poll(), pw_fiber_join()), or
+ *        NULL to detach.
+ * @opts: stack size and name, or NULL for the defaults.
+ *
+ * The task is queued like pw_spawn()'s; its stack is taken from the
+ * shard's pool at its first poll (a failure then finishes the task with
+ * -ENOMEM). A fiber aborted before its first poll never runs.
+ * Return: 0; -EINVAL for a NULL @fn or a stack size above
+ * PW_FIBER_STACK_MAX; and pw_spawn()'s errors (-EPERM off a shard,
+ * -ENOMEM, -ESHUTDOWN).
+ * Context: a shard thread (a poll function or a fiber).
+ */
+PW_API int pw_fiber_spawn(struct pw_join *join, pw_fiber_fn fn, void *arg,
+			  const struct pw_fiber_opts *opts);
+
+/* pw_fiber_spawn() with default options and the function's own name. */
+#define PW_FIBER_SPAWN(join, fn, arg)       \
+	pw_fiber_spawn((join), (fn), (arg), \
+		       &(const struct pw_fiber_opts){ .name = #fn })
+
+/**
+ * pw_fiber_spawn_on - run @fn(@arg) as a detached fiber on @shard of @rt
+ * (PW_SHARD_ANY: as pw_runtime_spawn() chooses).
+ * Return: 0; -EINVAL for a bad argument; pw_runtime_spawn()'s errors.
+ * Context: any thread.
+ */
+PW_API int pw_fiber_spawn_on(struct pw_runtime *rt, unsigned shard,
+			     pw_fiber_fn fn, void *arg,
+			     const struct pw_fiber_opts *opts);
+
+/**
+ * pw_fiber_block_on - run @fn(@arg) as a fiber on @rt and wait for it:
+ * how a program's main becomes a fiber.
+ * @result: receives @fn's return value (-ECANCELED when the fiber was
+ *          cancelled, -ENOMEM when it could not start), or NULL.
+ * Return: 0; pw_block_on()'s errors (-EINVAL, -EDEADLK on a shard,
+ * -ESHUTDOWN, -ENOMEM).
+ * Context: any thread that is not a shard of @rt.
+ */
+PW_API int pw_fiber_block_on(struct pw_runtime *rt, pw_fiber_fn fn, void *arg,
+			     int64_t *result);
+
+/**
+ * pw_fiber_is_running - true when the caller is a fiber.
+ * Context: any thread.
+ */
+PW_API bool pw_fiber_is_running(void);
+
+/**
+ * pw_fiber_cx - the poll context of the calling fiber's task, valid until
+ * its next blocking call: for calling a poll function by hand once, or
+ * pw_task_id(). NULL outside a fiber (and while it is being cancelled).
+ * Context: a fiber.
+ */
+PW_API struct pw_cx *pw_fiber_cx(void);
+
+/**
+ * pw_fiber_await - poll @fn(cx, @state) until it is ready, suspending the
+ * fiber while it is pending.
+ * @cancel: called with @state if the wait ends before @fn is ready
+ *          (cancellation, deadline), so @fn's leaves are cancelled; NULL
+ *          when there is nothing to cancel.
+ *
+ * Return: the result @fn set with pw_ready(); -ETIMEDOUT, -ECANCELED (see
+ * the top of this file) and -EPERM from a thread that is not a fiber.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_await(pw_poll_fn fn, void *state, pw_drop_fn cancel);
+
+/**
+ * pw_fiber_yield - let the other ready tasks run, then go on.
+ * Return: 0; -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_yield(void);
+
+/**
+ * pw_fiber_sleep - suspend the fiber for @ns nanoseconds (from the
+ * shard's now; rounded up to a tick).
+ * Return: 0; -ETIMEDOUT when the fiber's deadline comes first (the call
+ * returns at the deadline); -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_sleep(uint64_t ns);
+
+/**
+ * pw_fiber_sleep_until - suspend the fiber until @deadline (ns since the
+ * runtime started). Return: as pw_fiber_sleep().
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_sleep_until(uint64_t deadline);
+
+/**
+ * pw_fiber_join - wait for the task behind @j (a fiber or a poll task of
+ * the same shard) and consume the handle.
+ * Return: the task's result (-ECANCELED when it was aborted, with
+ * @j->cancelled set); -EINVAL for an empty handle; -ETIMEDOUT or
+ * -ECANCELED when the wait ends first (@j stays valid); -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_join(struct pw_join *j);
+
+/**
+ * pw_fiber_set_deadline - every later blocking call of the calling fiber
+ * fails with -ETIMEDOUT once @deadline (ns since the runtime started)
+ * has passed; PW_TIME_NEVER clears it. One timer per fiber, armed only
+ * while the fiber waits. A network call that times out leaves its leaf
+ * armed (nothing is lost): the next call may go on with it.
+ * Return: 0; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_set_deadline(uint64_t deadline);
+
+/**
+ * pw_fiber_timeout - pw_fiber_set_deadline() @ns from the shard's now.
+ * Return: 0; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_timeout(uint64_t ns);
+
+/**
+ * pw_fiber_deadline - the calling fiber's deadline (PW_TIME_NEVER for
+ * none, and outside a fiber). Context: a fiber.
+ */
+PW_API uint64_t pw_fiber_deadline(void);
+
+/**
+ * pw_fiber_cancelled - true once the calling fiber is being cancelled.
+ * Context: a fiber.
+ */
+PW_API bool pw_fiber_cancelled(void);
+
+/* ---- channels and the blocking pool (core/fiber_io.c) ------------------ */
+
+/**
+ * pw_fiber_channel_send - send @item on @ch, waiting while it is full.
+ * Return: 0; pw_channel_send_poll()'s errors (-EPIPE once closed, -EXDEV,
+ * -EINVAL); -ETIMEDOUT, -ECANCELED (the item was not sent); -EPERM.
+ * Context: a fiber on the channel's shard.
+ */
+PW_API int pw_fiber_channel_send(struct pw_channel *ch, const void *item);
+
+/**
+ * pw_fiber_channel_recv - take the oldest item of @ch into @item,
+ * waiting while it is empty.
+ * Return: 1 (an item), 0 (closed and drained), pw_channel_recv_poll()'s
+ * errors, -ETIMEDOUT, -ECANCELED, -EPERM.
+ * Context: a fiber on the channel's shard.
+ */
+PW_API int pw_fiber_channel_recv(struct pw_channel *ch, void *item);
+
+/**
+ * pw_fiber_blocking - run @fn(@arg) on the runtime's blocking pool and
+ * wait for its return value.
+ * A job that is already running cannot be stopped: after -ETIMEDOUT or
+ * -ECANCELED it runs on and its result is dropped (the job's record is
+ * part of the fiber's task, which stays alive for it); the fiber's next
+ * pw_fiber_blocking() first waits for it.
+ * Return: @fn's value; pw_spawn_blocking()'s errors; -ETIMEDOUT;
+ * -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_blocking(int64_t (*fn)(void *arg), void *arg);
+
+/* ---- sockets (core/fiber_io.c, over pinwheel/net.h) ---------------------- */
+
+/**
+ * pw_fiber_accept - the next connection of @a (pw_accept_init()), which
+ * stays armed between calls; pw_accept_cancel() it when done.
+ * Return: the new socket (owned by the caller); pw_accept_poll()'s
+ * errors; -ETIMEDOUT (the accept stays armed); -ECANCELED (@a is
+ * cancelled); -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_accept(struct pw_accept *a);
+
+/**
+ * pw_fiber_connect - open a stream socket connected to @addr.
+ * Return: the socket (owned by the caller); pw_connect_poll()'s errors;
+ * -ETIMEDOUT; -ECANCELED; -EPERM. Nothing is left open or in flight
+ * when it fails (unless cancelled: see docs/fiber.md).
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_connect(const struct pw_net_addr *addr);
+
+/**
+ * pw_fiber_recv - receive up to @len bytes into @buf through @r
+ * (pw_recv_init() on the socket; it stays armed between calls, so
+ * pw_recv_cancel() it when done). Bytes of a received chunk beyond @len
+ * stay in @r for the next call.
+ * Return: the bytes copied (> 0); 0 at the end of the stream;
+ * pw_recv_poll()'s errors; -ETIMEDOUT (nothing lost); -ECANCELED (@r is
+ * cancelled); -ENOMEM when the rest of a chunk cannot be kept (it is
+ * lost); -EINVAL for a NULL or zero-length buffer; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_recv(struct pw_recv *r, void *buf, size_t len);
+
+/**
+ * pw_fiber_send - send all @len bytes at @buf through @s (pw_send_init()
+ * on the socket).
+ * When it returns, @buf is the caller's again (no request is in flight)
+ * except after -ECANCELED.
+ * Return: @len; pw_send_poll()'s errors (bytes may have been partly sent:
+ * close the socket); -ETIMEDOUT; -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_send(struct pw_send *s, const void *buf, size_t len);
+
+/**
+ * pw_fiber_close - cancel what is in flight on @fd and close it.
+ * Runs to the end even past the deadline; a cancelled fiber closes @fd
+ * with close(2) at once. The caller's leaves on @fd (pw_recv, pw_accept)
+ * must still be cancelled.
+ * Return: 0 or -errno of the close; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int pw_fiber_close(int fd);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PINWHEEL_FIBER_H */
