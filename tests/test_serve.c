@@ -6,10 +6,11 @@
  * exact counts, connections that finish by themselves, the deadline
  * aborting the rest at the exact virtual time, the listener closed), a
  * connection started by a callback and counted in the caller's drain,
- * and bad input.
+ * pw_server_run() stopping on signals, and bad input.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -304,6 +305,90 @@ Test(serve, drain_deadline_aborts_the_rest_at_the_exact_time)
 	cr_assert_eq(pw_drain_total(d), 3);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_server_destroy(srv), 0);
+}
+
+/* ---- pw_server_run(): the end of a server's main ---------------------- */
+
+struct stopper {
+	struct pw_drain *d;
+	int fds[2];
+	bool second;  /* a second signal instead of the clients leaving */
+	int64_t live; /* live connections when the first signal was read */
+};
+
+/* Once both clients are served, SIGINT; once the drain began, either a
+ * second SIGINT or the clients close. (SIGTERM is left out: the test
+ * runner's own threads handle it.) */
+static void *stopper_main(void *arg)
+{
+	struct stopper *st = arg;
+
+	PW_TEST_WAIT_UNTIL(pw_drain_live(st->d) == 2, PW_TEST_WAIT_SECS,
+			   "clients not counted");
+	cr_assert_eq(kill(getpid(), SIGINT), 0);
+	PW_TEST_WAIT_UNTIL(pw_drain_stopping(st->d), PW_TEST_WAIT_SECS,
+			   "the first signal was not read");
+	st->live = (int64_t)pw_drain_live(st->d);
+	if (st->second) {
+		cr_assert_eq(kill(getpid(), SIGINT), 0);
+	} else {
+		for (int i = 0; i < 2; i++)
+			close(st->fds[i]);
+	}
+	return NULL;
+}
+
+/* Serve two clients until the signals, with a grace of an hour: the
+ * clients leave (0 aborted) or a second signal aborts both at once. */
+static void run_until_signals(bool second)
+{
+	cr_assert_eq(pw_server_signals_block(), 0);
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_net_addr a;
+	struct pw_server *srv = echo_serve(rt, 0, &a);
+	struct stopper st = { .d = pw_server_drain(srv), .second = second };
+	pthread_t th;
+	char ch;
+
+	for (int i = 0; i < 2; i++) {
+		st.fds[i] = pw_test_dial(&a);
+		cr_assert_geq(st.fds[i], 0);
+		echo_check(st.fds[i], 64, (unsigned)i);
+	}
+	cr_assert_eq(pthread_create(&th, NULL, stopper_main, &st), 0);
+	int64_t aborted = pw_server_run(rt, srv, 3600 * PW_NSEC_PER_SEC);
+	cr_assert_eq(pthread_join(th, NULL), 0);
+	cr_assert_eq(st.live, 2, "both live when the drain began");
+	cr_assert_eq(aborted, second ? 2 : 0);
+	cr_assert_eq(atomic_load(&drops), 2);
+	cr_assert_eq(pw_drain_live(st.d), 0);
+	/* The listener is closed: a new client is refused. */
+	cr_assert_lt(pw_test_dial(&a), 0);
+	if (second) {
+		for (int i = 0; i < 2; i++) {
+			cr_assert(pw_test_readable(st.fds[i],
+						   PW_TEST_WAIT_SECS * 1000));
+			cr_assert_leq(read(st.fds[i], &ch, 1), 0);
+			close(st.fds[i]);
+		}
+	}
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_server_destroy(srv), 0);
+}
+
+Test(serve, run_drains_on_a_signal_until_the_clients_leave)
+{
+	run_until_signals(false);
+}
+
+Test(serve, run_aborts_at_once_on_a_second_signal)
+{
+	run_until_signals(true);
+}
+
+Test(serve, run_bad_input)
+{
+	cr_assert_eq(pw_server_run(NULL, NULL, 0), -EINVAL);
 }
 
 /* ---- a connection started by a callback, counted by hand ------------ */

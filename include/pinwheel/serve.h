@@ -303,6 +303,28 @@ PW_API int pw_server_stats(struct pw_server *srv,
 			   struct pw_net_listener_stats *out);
 
 /**
+ * pw_server_signals_block - block SIGINT and SIGTERM in the calling
+ * thread, so the shard threads it starts afterwards inherit the mask and
+ * pw_server_run() sees the signals (pinwheel/signal.h, thread rules).
+ * Return: 0; -errno of pthread_sigmask(3).
+ * Context: the main thread, before pw_runtime_create().
+ */
+PW_API int pw_server_signals_block(void);
+
+/**
+ * pw_server_run - serve until SIGINT or SIGTERM, then stop gracefully:
+ * stop accepting, wait up to @grace ns for the live connections to end,
+ * then abort the rest; a second signal aborts them at once. The calling
+ * thread waits meanwhile (pw_block_on()). Call pw_server_signals_block()
+ * before pw_runtime_create(), or a signal ends the process instead.
+ * Return: the connections aborted (>= 0); -EINVAL for NULL; -errno of
+ * the signal stream or of pw_block_on().
+ * Context: any thread that is not a shard of @rt.
+ */
+PW_API int64_t pw_server_run(struct pw_runtime *rt, struct pw_server *srv,
+			     uint64_t grace);
+
+/**
  * pw_server_destroy - free @srv (and its listener, if still open). Call
  * it once the acceptors ended: after a drain's wait, or after
  * pw_runtime_destroy().
