@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * echo_async.c - a TCP echo server, a task per connection, written with
+ * the straight-line macros: PW_AWAIT is Rust's .await (pinwheel/async.h,
+ * docs/async.md). echo_poll.c and echo_fiber.c are the same server in
+ * the other styles; the Tokio one is bench/peers/tokio/examples/echo.rs
+ * (io::copy in a spawned task).
+ *
+ * pw_serve() is the accept loop: one listener and one acceptor per shard,
+ * a task per connection whose state conn_init() sets up from the socket.
+ * pw_server_run() is the select! against ctrl_c(): it serves until SIGINT
+ * or SIGTERM, then waits a grace period for the connections to end.
+ * Usage: echo_async [PORT]   (127.0.0.1, 8080 without one)
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pinwheel.h>
+
+/* The async block's state: what lives across an await lives here. */
+struct conn {
+	pw_async_t at; /* where the body resumes: 0 at first */
+	int fd;
+	int32_t n;
+	bool have;	       /* buf is ours, to give back */
+	struct pw_recv rx;     /* a multishot receive on fd */
+	struct pw_send tx;     /* a send of one buffer, in full */
+	struct pw_net_buf buf; /* a chunk received, lent by the shard */
+};
+
+static int conn_init(void *state, int fd, void *arg)
+{
+	struct conn *c = state;
+
+	(void)arg;
+	c->fd = fd;
+	pw_recv_init(&c->rx, fd);
+	pw_send_init(&c->tx, fd);
+	return 0;
+}
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct conn *c = state;
+
+	PW_ASYNC_BEGIN(cx, &c->at);
+	for (;;) {
+		PW_AWAIT(pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf,
+				      &c->n));
+		if (c->n <= 0) /* end of stream (0) or an error */
+			PW_RETURN(c->n);
+		c->have = true; /* the chunk goes back as is */
+		PW_AWAIT(pw_send_poll(cx, &c->tx, c->buf.data, c->buf.len,
+				      PW_TIME_NEVER, &c->n));
+		pw_net_buf_release(&c->buf);
+		c->have = false;
+		if (c->n < 0)
+			PW_RETURN(c->n);
+	}
+	PW_ASYNC_END();
+}
+
+/* Drop: however the task ended, cancel what is in flight, close fd. */
+static void conn_drop(void *state)
+{
+	struct conn *c = state;
+
+	if (c->have)
+		pw_net_buf_release(&c->buf);
+	pw_recv_cancel(&c->rx);
+	pw_send_cancel(&c->tx);
+	close(c->fd);
+}
+
+int main(int argc, char **argv)
+{
+	struct pw_serve_opts o = { .conn_poll = conn_poll,
+				   .conn_size = sizeof(struct conn),
+				   .conn_init = conn_init,
+				   .conn_drop = conn_drop };
+	struct pw_runtime *rt = NULL;
+	struct pw_server *srv = NULL;
+	char addr[64];
+	int err;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s",
+		 argc > 1 ? argv[1] : "8080");
+	err = pw_net_addr_parse(&o.addr, addr);
+	if (!err) /* before the shards start: they inherit the mask */
+		err = pw_server_signals_block();
+	if (!err) /* #[tokio::main]: a shard per core */
+		err = pw_runtime_create(&rt, NULL);
+	if (!err) /* TcpListener::bind + the accept loop, on every shard */
+		err = pw_serve(&srv, rt, &o);
+	if (!err) /* until ctrl_c; then 5 s for the connections to end */
+		err = (int)pw_server_run(rt, srv, 5 * PW_NSEC_PER_SEC);
+	if (err < 0)
+		fprintf(stderr, "echo: %s\n", strerror(-err));
+	if (rt)
+		pw_runtime_destroy(rt);
+	if (srv)
+		pw_server_destroy(srv);
+	return err < 0;
+}

@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * http_hello_poll.c - an HTTP/1.1 server that answers every request
+ * "Hello, world!" and keeps the connection alive for the next; SIGINT
+ * stops it. Written as a plain poll function: Rust's Future::poll by
+ * hand, a state machine whose step says which await it is in
+ * (docs/task.md). http_hello_async.c and http_hello_fiber.c are the same
+ * server in the other styles; the Tokio one is
+ * bench/peers/tokio/examples/http_hello.rs.
+ *
+ * No HTTP library, as in the Rust: the request head is read a line at a
+ * time (pw_read_until_poll(), BufReader::read_line) up to the empty one,
+ * and the answer is one constant buffer.
+ * Usage: http_hello_poll [PORT]   (127.0.0.1, 8080 without one)
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <pinwheel.h>
+
+static const char RESPONSE[] = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"
+			       "Content-Length: 13\r\n\r\nHello, world!";
+
+struct conn {
+	int fd;
+	bool sending;	     /* the await we are in: a read or the write */
+	struct pw_reader rd; /* the BufReader over fd */
+	struct pw_send tx;
+	char line[1024]; /* a longer head line ends the connection */
+};
+
+static int conn_init(void *state, int fd, void *arg)
+{
+	struct conn *c = state;
+
+	(void)arg;
+	c->fd = fd;
+	pw_reader_init(&c->rd, fd);
+	pw_send_init(&c->tx, fd);
+	return 0;
+}
+
+static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
+{
+	struct conn *c = state;
+	int64_t n;
+	int32_t res;
+
+	for (;;) {
+		while (!c->sending) { /* the head: lines up to the empty one */
+			if (pw_read_until_poll(cx, &c->rd, '\n', c->line,
+					       sizeof(c->line), PW_TIME_NEVER,
+					       &n) == PW_PENDING)
+				return PW_PENDING;
+			if (n <= 0) /* end of stream, too long, error */
+				return pw_ready(cx, n);
+			c->sending = n == 2 && c->line[0] == '\r';
+		}
+		if (pw_send_poll(cx, &c->tx, RESPONSE, sizeof(RESPONSE) - 1,
+				 PW_TIME_NEVER, &res) == PW_PENDING)
+			return PW_PENDING;
+		if (res < 0)
+			return pw_ready(cx, res);
+		c->sending = false;
+	}
+}
+
+/* Drop: however the task ended, cancel what is in flight, close fd. */
+static void conn_drop(void *state)
+{
+	struct conn *c = state;
+
+	pw_reader_cancel(&c->rd);
+	pw_send_cancel(&c->tx);
+	close(c->fd);
+}
+
+int main(int argc, char **argv)
+{
+	struct pw_serve_opts o = { .conn_poll = conn_poll,
+				   .conn_size = sizeof(struct conn),
+				   .conn_init = conn_init,
+				   .conn_drop = conn_drop };
+	struct pw_runtime *rt = NULL;
+	struct pw_server *srv = NULL;
+	char addr[64];
+	int err;
+
+	snprintf(addr, sizeof(addr), "127.0.0.1:%s",
+		 argc > 1 ? argv[1] : "8080");
+	err = pw_net_addr_parse(&o.addr, addr);
+	if (!err) /* before the shards start: they inherit the mask */
+		err = pw_server_signals_block();
+	if (!err) /* #[tokio::main]: a shard per core */
+		err = pw_runtime_create(&rt, NULL);
+	if (!err) /* TcpListener::bind + the accept loop, on every shard */
+		err = pw_serve(&srv, rt, &o);
+	if (!err) /* until ctrl_c; then 5 s for the connections to end */
+		err = (int)pw_server_run(rt, srv, 5 * PW_NSEC_PER_SEC);
+	if (err < 0)
+		fprintf(stderr, "http_hello: %s\n", strerror(-err));
+	if (rt)
+		pw_runtime_destroy(rt);
+	if (srv)
+		pw_server_destroy(srv);
+	return err < 0;
+}
