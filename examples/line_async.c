@@ -107,13 +107,14 @@ int main(int argc, char **argv)
 		err = pw_runtime_create(&rt, NULL);
 	if (!err) /* TcpListener::bind + the accept loop, on every shard */
 		err = pw_serve(&srv, rt, &o);
-	if (!err) /* until ctrl_c; then 5 s for the connections to end */
-		err = (int)pw_server_run(rt, srv, 5 * PW_NSEC_PER_SEC);
-	if (err < 0)
+	if (err) {
 		fprintf(stderr, "line: %s\n", strerror(-err));
-	if (rt)
-		pw_runtime_destroy(rt);
-	if (srv)
-		pw_server_destroy(srv);
-	return err < 0;
+		return 1;
+	}
+	/* select! against ctrl_c(): serve until SIGINT or SIGTERM, then
+	 * give the connections 5 s to end (and abort the rest). */
+	int64_t aborted = pw_server_run(rt, srv, 5 * PW_NSEC_PER_SEC);
+	pw_runtime_destroy(rt);
+	pw_server_destroy(srv);
+	return aborted < 0;
 }
