@@ -28,6 +28,7 @@
 #include "net/net_int.h"
 #include "pinwheel/channel.h"
 #include "pinwheel/net.h"
+#include "pinwheel/reader.h"
 
 /* ---- channels ------------------------------------------------------------ */
 
@@ -304,6 +305,102 @@ int64_t pw_fiber_send(struct pw_send *s, const void *buf, size_t len)
 		return err;
 	if ((err || w.res < 0) && pw_send_in_flight(s))
 		settle(f, &s->op);
+	return err ? err : w.res;
+}
+
+/* ---- the buffered reader and vector sends --------------------------- */
+
+struct read_wait {
+	struct pw_reader *rd;
+	int delim; /* -1: read exactly cap bytes */
+	void *out;
+	size_t cap;
+	uint64_t deadline;
+	int64_t res;
+};
+
+static enum pw_poll read_step(struct pw_cx *cx, void *st)
+{
+	struct read_wait *w = st;
+
+	if (w->delim < 0)
+		return pw_read_exact_poll(cx, w->rd, w->out, w->cap,
+					  w->deadline, &w->res);
+	return pw_read_until_poll(cx, w->rd, w->delim, w->out, w->cap,
+				  w->deadline, &w->res);
+}
+
+static void read_cancel(void *st)
+{
+	struct read_wait *w = st;
+
+	pw_reader_cancel(w->rd);
+}
+
+/* One read of the reader: a line (@delim >= 0) or @cap bytes exactly. */
+static int64_t fiber_read(struct pw_reader *rd, int delim, void *out,
+			  size_t cap)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	if (!rd || !out || !cap)
+		return -EINVAL;
+	struct read_wait w = { rd, delim, out, cap, f->deadline, 0 };
+	int err = pw__fiber_wait(f, read_step, &w, read_cancel, false);
+	return err ? err : w.res;
+}
+
+int64_t pw_fiber_read_until(struct pw_reader *rd, int delim, void *out,
+			    size_t cap)
+{
+	if (delim < 0 || delim > 255)
+		return -EINVAL;
+	return fiber_read(rd, delim, out, cap);
+}
+
+int64_t pw_fiber_read_exact(struct pw_reader *rd, void *out, size_t n)
+{
+	return fiber_read(rd, -1, out, n);
+}
+
+struct sendv_wait {
+	struct pw_sendv *v;
+	const struct iovec *iov;
+	int iovcnt;
+	uint64_t deadline;
+	int32_t res;
+};
+
+static enum pw_poll sendv_step(struct pw_cx *cx, void *st)
+{
+	struct sendv_wait *w = st;
+
+	return pw_sendv_poll(cx, w->v, w->iov, w->iovcnt, w->deadline, &w->res);
+}
+
+static void sendv_cancel(void *st)
+{
+	struct sendv_wait *w = st;
+
+	pw_sendv_cancel(w->v);
+}
+
+int64_t pw_fiber_sendv(struct pw_sendv *v, const struct iovec *iov, int iovcnt)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	if (!v)
+		return -EINVAL;
+	struct sendv_wait w = { v, iov, iovcnt, f->deadline, 0 };
+	int err = pw__fiber_wait(f, sendv_step, &w, sendv_cancel, false);
+	if (err == -ECANCELED)
+		return err;
+	if ((err || w.res < 0) && pw_send_in_flight(&v->tx))
+		settle(f, &v->tx.op);
 	return err ? err : w.res;
 }
 

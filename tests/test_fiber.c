@@ -18,6 +18,7 @@
 #include "pinwheel/channel.h"
 #include "pinwheel/fiber.h"
 #include "pinwheel/net.h"
+#include "pinwheel/reader.h"
 
 #define MS PW_NSEC_PER_MSEC
 
@@ -278,6 +279,81 @@ Test(fiber, recv_deadline_times_out_and_loses_nothing)
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	close(d.fd[0]);
 	close(d.fd[1]);
+}
+
+/* ---- the buffered reader and vector sends ------------------------------ */
+
+struct lines {
+	int fd[2];
+	int64_t rc[8];
+	int64_t t[2];
+	char got[5][16]; /* [2]: the long line's head, kept before [4] is
+			    read into again */
+	char peer[16];
+};
+
+static int64_t reads_lines(void *arg)
+{
+	struct lines *l = arg;
+	struct pw_reader rd;
+	struct pw_sendv v;
+	struct iovec iov[3] = { { "a", 1 }, { "bc", 2 }, { "def", 3 } };
+
+	pw_reader_init(&rd, l->fd[0]);
+	pw_sendv_init(&v, l->fd[0]);
+	l->rc[0] = pw_fiber_read_until(&rd, '\n', l->got[0], 16);
+	/* "hel" waits for its end past the deadline: it stays in got[1],
+	 * and the next read into got[1] goes on from it. */
+	l->t[0] = now_ms();
+	pw_fiber_timeout(40 * MS);
+	l->rc[1] = pw_fiber_read_until(&rd, '\n', l->got[1], 16);
+	l->t[1] = now_ms();
+	pw_fiber_set_deadline(PW_TIME_NEVER);
+	cr_assert_eq(write(l->fd[1], "lo\nABCDEtoolongline\n", 20), 20);
+	l->rc[2] = pw_fiber_read_until(&rd, '\n', l->got[1], 16);
+	l->rc[3] = pw_fiber_read_exact(&rd, l->got[3], 5);
+	l->rc[4] = pw_fiber_read_until(&rd, '\n', l->got[4], 4);
+	l->rc[5] = pw_fiber_sendv(&v, iov, 3);
+	cr_assert_eq(shutdown(l->fd[1], SHUT_WR), 0);
+	memcpy(l->got[2], l->got[4], 4); /* the long line's first part */
+	l->rc[6] = pw_fiber_read_until(&rd, '\n', l->got[4], 16);
+	l->rc[7] = pw_fiber_read_until(&rd, '\n', l->got[4], 16);
+	pw_reader_cancel(&rd);
+	return 0;
+}
+
+/* Lines split across writes, a deadline that keeps the partial line, an
+ * exact read across the same chunk, a line longer than its buffer, an
+ * iovec send, and the end of the stream. */
+Test(fiber, reader_lines_exact_reads_and_vector_sends)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct lines l = { 0 };
+
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, l.fd),
+		     0);
+	cr_assert_eq(write(l.fd[1], "PING\nhel", 8), 8);
+	cr_assert_eq(run(rt, reads_lines, &l), 0);
+	cr_assert_eq(l.rc[0], 5);
+	cr_assert_eq(memcmp(l.got[0], "PING\n", 5), 0);
+	cr_assert_eq(l.rc[1], -ETIMEDOUT);
+	cr_assert_eq(l.t[1] - l.t[0], 40);
+	cr_assert_eq(l.rc[2], 6);
+	cr_assert_eq(memcmp(l.got[1], "hello\n", 6), 0);
+	cr_assert_eq(l.rc[3], 5);
+	cr_assert_eq(memcmp(l.got[3], "ABCDE", 5), 0);
+	cr_assert_eq(l.rc[4], -EMSGSIZE);
+	cr_assert_eq(memcmp(l.got[2], "tool", 4), 0);
+	cr_assert_eq(l.rc[5], 6);
+	cr_assert_eq(read(l.fd[1], l.peer, sizeof(l.peer)), 6);
+	cr_assert_eq(memcmp(l.peer, "abcdef", 6), 0);
+	/* The long line's rest, then the end of the stream. */
+	cr_assert_eq(l.rc[6], 8);
+	cr_assert_eq(memcmp(l.got[4], "ongline\n", 8), 0);
+	cr_assert_eq(l.rc[7], 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	close(l.fd[0]);
+	close(l.fd[1]);
 }
 
 /* ---- await a poll function --------------------------------------------- */

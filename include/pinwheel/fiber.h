@@ -57,6 +57,9 @@ struct pw_channel;
 struct pw_accept;
 struct pw_recv;
 struct pw_send;
+struct pw_sendv;
+struct pw_reader;
+struct iovec;
 struct pw_net_addr;
 
 /* The stack a fiber gets when its options do not say. */
@@ -286,6 +289,42 @@ PW_API int64_t pw_fiber_recv(struct pw_recv *r, void *buf, size_t len);
  * Context: a fiber.
  */
 PW_API int64_t pw_fiber_send(struct pw_send *s, const void *buf, size_t len);
+
+/**
+ * pw_fiber_read_until - read a line through @rd (pinwheel/reader.h:
+ * pw_reader_init() on the socket): the bytes up to and including the
+ * first @delim (0..255), at most @cap. The reader's receive stays armed
+ * between calls: pw_reader_cancel() it when done.
+ * Return: the line's length with its delimiter (the last line of a
+ * stream may lack it); 0 at the end of the stream; -EMSGSIZE for a line
+ * longer than @cap (its first @cap bytes are in @out, the rest comes
+ * next); pw_read_until_poll()'s errors; -ETIMEDOUT (the fiber's
+ * deadline; the bytes read so far stay in @out: call again with the
+ * same @out to go on);
+ * -ECANCELED (@rd is cancelled); -EINVAL; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_read_until(struct pw_reader *rd, int delim, void *out,
+				   size_t cap);
+
+/**
+ * pw_fiber_read_exact - read exactly @n bytes through @rd.
+ * Return: @n; at the end of the stream the bytes that came before it
+ * (0 when none); errors as pw_fiber_read_until().
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_read_exact(struct pw_reader *rd, void *out, size_t n);
+
+/**
+ * pw_fiber_sendv - send every byte of the @iovcnt buffers of @iov, in
+ * order, through @v (pw_sendv_init() on the socket). When it returns the
+ * buffers are the caller's again, except after -ECANCELED.
+ * Return: the total bytes; pw_sendv_poll()'s errors (bytes may have been
+ * partly sent: close the socket); -ETIMEDOUT; -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_sendv(struct pw_sendv *v, const struct iovec *iov,
+			      int iovcnt);
 
 /**
  * pw_fiber_close - cancel what is in flight on @fd and close it.
