@@ -10,13 +10,23 @@
  * the user's part; its drop hook runs the user's drop, then uncounts the
  * connection. The user's state is built in the acceptor's stack and
  * copied by pw_spawn(), like every task state.
+ *
+ * A fiber connection (conn_fiber) is the same task, whose user part is a
+ * join handle on the fiber it spawns at its first poll: the task awaits
+ * the fiber, and when the drain's grace ends it aborts it, so the call
+ * the fiber is blocked in returns -ECANCELED and its cleanup runs; the
+ * connection is uncounted once the fiber is gone. The fiber closes the
+ * socket after conn_fiber returns; the task closes it if the fiber never
+ * started.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "pinwheel/fiber.h"
 #include "pinwheel/serve.h"
 
 /* ---- the accept loop ------------------------------------------------- */
@@ -82,6 +92,16 @@ struct serve_acceptor {
 	struct pw_drain_wait w;
 };
 
+/* The user part of a fiber connection's task. */
+struct fiber_conn {
+	struct pw_join j;
+	int fd;
+	bool spawned, aborting;
+	/* Set by the fiber as it starts (release); read by the task's drop
+	 * (acquire) to know who closes fd. */
+	_Atomic bool started;
+};
+
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 {
 	struct serve_conn *c = state;
@@ -91,11 +111,65 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 	return c->srv->o.conn_poll(cx, c->user);
 }
 
+/* The fiber of a connection: @arg is its task's state, alive as long
+ * as the task awaits the fiber. */
+static int64_t fiber_main(void *arg)
+{
+	struct serve_conn *c = arg;
+	struct fiber_conn *fc = (void *)c->user;
+	const struct pw_serve_opts *o = &c->srv->o;
+	int fd = fc->fd;
+
+	atomic_store_explicit(&fc->started, true, memory_order_release);
+	int64_t res = o->conn_fiber(fd, o->arg);
+	pw_fiber_close(fd);
+	return res;
+}
+
+static enum pw_poll fiber_conn_poll(struct pw_cx *cx, void *state)
+{
+	struct serve_conn *c = state;
+	struct fiber_conn *fc = (void *)c->user;
+	int64_t res;
+
+	if (!fc->spawned) {
+		struct pw_fiber_opts fo = {
+			.stack_size = c->srv->o.fiber_stack,
+			.name = c->srv->o.fiber_name ? c->srv->o.fiber_name :
+						       "connection",
+		};
+		int err = pw_fiber_spawn(&fc->j, fiber_main, c, &fo);
+		if (err)
+			return pw_ready(cx, err); /* the drop closes fd */
+		fc->spawned = true;
+	}
+	if (!fc->aborting && pw_drain_watch(cx, c->srv->d, &c->tok)) {
+		pw_join_abort(&fc->j);
+		fc->aborting = true;
+	}
+	if (pw_join_poll(cx, &fc->j, &res) == PW_PENDING)
+		return PW_PENDING;
+	return pw_ready(cx, res);
+}
+
+static void fiber_conn_drop(struct fiber_conn *fc)
+{
+	if (fc->j.task) {
+		/* Dropped with the runtime: the fiber unwinds in its own. */
+		pw_join_abort(&fc->j);
+		pw_join_detach(&fc->j);
+	}
+	if (!atomic_load_explicit(&fc->started, memory_order_acquire))
+		close(fc->fd);
+}
+
 static void conn_drop(void *state)
 {
 	struct serve_conn *c = state;
 
-	if (c->srv->o.conn_drop)
+	if (c->srv->o.conn_fiber)
+		fiber_conn_drop((void *)c->user);
+	else if (c->srv->o.conn_drop)
 		c->srv->o.conn_drop(c->user);
 	pw_drain_done(c->srv->d, &c->tok);
 }
@@ -129,13 +203,19 @@ static int acceptor_start(void *arg, int fd)
 		/* The caller counts its connection (pw_drain_add()). */
 		return srv->o.start(srv->o.arg, fd);
 	}
+	if (srv->o.conn_fiber)
+		size = sizeof(u.c) + sizeof(struct fiber_conn);
 	memset(&u, 0, size);
 	u.c.srv = srv;
-	err = srv->o.conn_init(u.c.user, fd, srv->o.arg);
-	if (err)
+	if (srv->o.conn_fiber) {
+		struct fiber_conn *fc = (void *)u.c.user;
+		fc->fd = fd;
+	} else if ((err = srv->o.conn_init(u.c.user, fd, srv->o.arg))) {
 		return err; /* the loop closes fd */
+	}
 	pw_drain_add(srv->d, &u.c.tok);
-	err = pw_spawn(NULL, conn_poll, &u, size, conn_drop);
+	err = pw_spawn(NULL, srv->o.conn_fiber ? fiber_conn_poll : conn_poll,
+		       &u, size, conn_drop);
 	if (err) {
 		/* The connection never ran: its drop releases what init
 		 * made, and the count goes back. */
@@ -191,7 +271,9 @@ static void acceptor_drop(void *state)
 
 static int serve_check(const struct pw_serve_opts *o)
 {
-	if (!o || !o->conn_poll == !o->start)
+	if (!o || !!o->conn_poll + !!o->start + !!o->conn_fiber != 1)
+		return -EINVAL;
+	if (o->conn_fiber && o->fiber_stack > PW_FIBER_STACK_MAX)
 		return -EINVAL;
 	if (o->conn_poll && (!o->conn_init || o->conn_size > PW_SERVE_CONN_MAX))
 		return -EINVAL;

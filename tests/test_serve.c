@@ -6,7 +6,9 @@
  * exact counts, connections that finish by themselves, the deadline
  * aborting the rest at the exact virtual time, the listener closed), a
  * connection started by a callback and counted in the caller's drain,
- * pw_server_run() stopping on signals, and bad input.
+ * a fiber per connection (lines upper-cased, then aborted by the drain
+ * at its suspension point), pw_server_run() stopping on signals, and bad
+ * input.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -17,6 +19,8 @@
 
 #include "tests/common.h"
 #include "tests/net_fixtures.h"
+#include "pinwheel/fiber.h"
+#include "pinwheel/reader.h"
 #include "pinwheel/serve.h"
 
 /* ---- an echo connection: the state pw_serve() initialises from fd ---- */
@@ -307,6 +311,82 @@ Test(serve, drain_deadline_aborts_the_rest_at_the_exact_time)
 	cr_assert_eq(pw_server_destroy(srv), 0);
 }
 
+/* ---- a fiber per connection ------------------------------------------ */
+
+static _Atomic int fiber_ends;	      /* conn_fiber returned */
+static _Atomic int64_t fiber_last_rc; /* its last read's result */
+
+/* Each line back upper-cased, until the stream ends or a read fails. */
+static int64_t upper_lines(int fd, void *arg)
+{
+	struct pw_reader rd;
+	struct pw_send tx;
+	char line[64];
+	int64_t n;
+
+	(void)arg;
+	pw_reader_init(&rd, fd);
+	pw_send_init(&tx, fd);
+	while ((n = pw_fiber_read_until(&rd, '\n', line, sizeof(line))) > 0) {
+		for (int64_t i = 0; i < n; i++)
+			if (line[i] >= 'a' && line[i] <= 'z')
+				line[i] = (char)(line[i] - 'a' + 'A');
+		if (pw_fiber_send(&tx, line, (size_t)n) < 0)
+			break;
+	}
+	pw_reader_cancel(&rd);
+	atomic_store(&fiber_last_rc, n);
+	atomic_fetch_add(&fiber_ends, 1);
+	return 0;
+}
+
+/* Two clients get their lines back; then, idle, the drain's deadline
+ * aborts both fibers in their reads: -ECANCELED, their cleanup runs, the
+ * sockets are closed, at exactly the deadline. */
+Test(serve, a_fiber_per_connection_and_the_drain_aborts_it)
+{
+	struct pw_runtime *rt = pw_test_paused_runtime(2);
+	struct pw_serve_opts o = { .conn_fiber = upper_lines };
+	struct pw_server *srv = NULL;
+	struct pw_net_addr a;
+	char buf[32], ch;
+	int fds[2];
+
+	cr_assert_eq(pw_net_addr_parse(&o.addr, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_serve(&srv, rt, &o), 0);
+	cr_assert_eq(pw_server_addr(srv, &a), 0);
+	for (int i = 0; i < 2; i++) {
+		fds[i] = pw_test_dial(&a);
+		cr_assert_geq(fds[i], 0);
+		cr_assert_eq(write(fds[i], "ping\nMixed ", 11), 11);
+		cr_assert_eq(write(fds[i], "case\n", 5), 5);
+		size_t got = 0;
+		while (got < 16) {
+			cr_assert(pw_test_readable(fds[i],
+						   PW_TEST_WAIT_SECS * 1000));
+			ssize_t r = read(fds[i], buf + got, 16 - got);
+			cr_assert_gt(r, 0);
+			got += (size_t)r;
+		}
+		cr_assert_eq(memcmp(buf, "PING\nMIXED CASE\n", 16), 0);
+	}
+	struct pw_drain *d = pw_server_drain(srv);
+	cr_assert_eq(pw_drain_live(d), 2);
+	struct waiter w = { .d = d, .ns = 250 * PW_NSEC_PER_MSEC };
+	cr_assert_eq(pw_test_block_on(rt, waiter_poll, &w), 2, "2 aborted");
+	cr_assert_eq(w.t1, w.t0 - 1 + 250 * PW_NSEC_PER_MSEC);
+	cr_assert_eq(atomic_load(&fiber_ends), 2, "both cleanups ran");
+	cr_assert_eq(atomic_load(&fiber_last_rc), -ECANCELED);
+	cr_assert_eq(pw_drain_live(d), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert(pw_test_readable(fds[i], PW_TEST_WAIT_SECS * 1000));
+		cr_assert_eq(read(fds[i], &ch, 1), 0, "closed by the server");
+		close(fds[i]);
+	}
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_server_destroy(srv), 0);
+}
+
 /* ---- pw_server_run(): the end of a server's main ---------------------- */
 
 struct stopper {
@@ -492,6 +572,12 @@ Test(serve, bad_input)
 	o.conn_init = econn_init;
 	o.conn_size = PW_SERVE_CONN_MAX + 1;
 	cr_assert_eq(pw_serve(&srv, rt, &o), -EINVAL, "too large");
+	o.conn_size = 0;
+	o.conn_fiber = upper_lines;
+	cr_assert_eq(pw_serve(&srv, rt, &o), -EINVAL, "conn_poll and fiber");
+	o.conn_poll = NULL;
+	o.fiber_stack = PW_FIBER_STACK_MAX + 1;
+	cr_assert_eq(pw_serve(&srv, rt, &o), -EINVAL, "fiber stack");
 	cr_assert_eq(pw_serve(NULL, rt, &o), -EINVAL);
 	cr_assert_eq(pw_serve(&srv, NULL, &o), -EINVAL);
 	cr_assert_null(srv, "untouched");

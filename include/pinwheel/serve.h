@@ -258,7 +258,16 @@ struct pw_serve_opts {
 	 * it should hold the cap and the drain; 0, or -errno when it did
 	 * not take fd (the server closes it). */
 	int (*start)(void *arg, int fd);
-	void *arg; /* passed to conn_init or start */
+	/* Or a fiber per connection (pinwheel/fiber.h): conn_fiber(fd,
+	 * arg) runs on its own stack of fiber_stack bytes (0: 64 KiB),
+	 * named fiber_name (NULL: "connection") in a stack overflow's
+	 * report. fd is closed after it returns (it must not close fd).
+	 * When the drain's deadline passes, the call it is blocked in
+	 * returns -ECANCELED: it should return then. */
+	int64_t (*conn_fiber)(int fd, void *arg);
+	size_t fiber_stack;
+	const char *fiber_name;
+	void *arg; /* passed to conn_init, start or conn_fiber */
 	/* The drain to count in and stop by: NULL for the server's own
 	 * (max_conns its cap); the caller's (initialised, its own cap;
 	 * max_conns ignored), so a start callback can reach it. */
@@ -277,8 +286,9 @@ struct pw_server;
  * connection (or calls @o->start). The acceptors end at
  * pw_drain_stop(pw_server_drain(srv)); the last one to end closes the
  * listener, so new connections are refused from then on.
- * Return: 0 with *@sp set; -EINVAL for bad options (neither or both of
- * conn_poll and start, conn_init missing, conn_size too large);
+ * Return: 0 with *@sp set; -EINVAL for bad options (not exactly one of
+ * conn_poll, start and conn_fiber; conn_init missing, conn_size or
+ * fiber_stack too large);
  * the errors of pw_net_listener_create() and pw_runtime_spawn(); nothing
  * is left open or running on error.
  * Context: any thread that is not a shard of @rt.
