@@ -121,7 +121,7 @@ $(BUILD)/obj/%.o: %.S | $(DEPS_STAMP)
 $(BUILD)/obj/bench/shim.o: bench/shim.cc bench/bench.h | $(DEPS_STAMP)
 	@mkdir -p $(dir $@)
 	$(call msg,CXX,$<)
-	$(Q)$(CXX) $(CXXFLAGS_ALL) -I. -c $< -o $@
+	$(Q)$(CXX) $(CXXFLAGS_ALL) -I. -Iinclude -c $< -o $@
 
 # The library's objects hide every symbol but those its headers mark
 # PW_API (include/pinwheel/export.h): libpinwheel.so exports only its API.

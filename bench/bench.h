@@ -26,6 +26,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "pinwheel/task.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -83,6 +85,14 @@ struct pw_runtime;
  * pw_bench_skip() when it cannot start. (bench_task.c)
  */
 struct pw_runtime *pw_bench_runtime(struct pw_bench *b);
+
+/**
+ * pw_bench_run_in_task - run @fn(@state) as an ordinary task spawned by
+ * pw_block_on()'s task on @rt's shard (so it may spawn, yield and join
+ * like any task) and await it.
+ * Return: its result; -EIO when pw_block_on() failed. (bench_task.c)
+ */
+int64_t pw_bench_run_in_task(struct pw_runtime *rt, pw_poll_fn fn, void *state);
 
 /**
  * pw_bench_call_roundtrips - time pw_call round trips from shard 0 to

@@ -75,29 +75,6 @@ static enum pw_poll spin_async_poll(struct pw_cx *cx, void *state)
 	PW_ASYNC_END();
 }
 
-/* The pw_block_on() task: spawn the body, await it. */
-struct async_root {
-	pw_poll_fn fn;
-	void *state;
-	struct pw_join j;
-	bool spawned;
-};
-
-static enum pw_poll async_root_poll(struct pw_cx *cx, void *state)
-{
-	struct async_root *r = state;
-	int64_t v;
-
-	if (!r->spawned) {
-		r->spawned = true;
-		if (pw_spawn(&r->j, r->fn, r->state, 0, NULL))
-			return pw_ready(cx, -ENOMEM);
-	}
-	if (pw_join_poll(cx, &r->j, &v) == PW_PENDING)
-		return PW_PENDING;
-	return pw_ready(cx, v);
-}
-
 static const int64_t variants[] = { 0, 1 }; /* 0: by hand, 1: macros */
 
 static void bm_async_macro_vs_hand(struct pw_bench *b)
@@ -107,12 +84,11 @@ static void bm_async_macro_vs_hand(struct pw_bench *b)
 		return;
 	struct spin_hand hand = { .b = b };
 	struct spin_async mac = { .b = b };
-	struct async_root r = { .fn = spin_hand_poll, .state = &hand };
-	int64_t res = -EIO;
+	int64_t res = pw_bench_arg(b) == 1 ?
+			      pw_bench_run_in_task(rt, spin_async_poll, &mac) :
+			      pw_bench_run_in_task(rt, spin_hand_poll, &hand);
 
-	if (pw_bench_arg(b) == 1)
-		r = (struct async_root){ .fn = spin_async_poll, .state = &mac };
-	if (pw_block_on(rt, async_root_poll, &r, &res) || res)
+	if (res)
 		pw_bench_skip(b, "the task failed");
 	pw_runtime_destroy(rt);
 }

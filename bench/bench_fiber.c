@@ -34,38 +34,13 @@ static int64_t empty_fiber(void *arg)
 	return 0;
 }
 
-/* The pw_block_on() task: spawn the body, await it. */
-struct root {
-	pw_poll_fn fn;
-	void *state;
-	struct pw_join j;
-	bool spawned;
-};
-
-static enum pw_poll root_poll(struct pw_cx *cx, void *state)
-{
-	struct root *r = state;
-	int64_t v;
-
-	if (!r->spawned) {
-		r->spawned = true;
-		if (pw_spawn(&r->j, r->fn, r->state, 0, NULL))
-			return pw_ready(cx, -ENOMEM);
-	}
-	if (pw_join_poll(cx, &r->j, &v) == PW_PENDING)
-		return PW_PENDING;
-	return pw_ready(cx, v);
-}
-
+/* Run @fn(@state) as a task on a fresh runtime; skip @b if it fails. */
 static void run_in_task(struct pw_bench *b, pw_poll_fn fn, void *state)
 {
 	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
-	struct root r = { .fn = fn, .state = state };
-	int64_t res = -EIO;
-
-	if (pw_block_on(rt, root_poll, &r, &res) || res)
+	if (pw_bench_run_in_task(rt, fn, state))
 		pw_bench_skip(b, "the task failed");
 	pw_runtime_destroy(rt);
 }

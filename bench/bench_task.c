@@ -68,8 +68,7 @@ static enum pw_poll in_task_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, v);
 }
 
-/* Run @fn(@state) as an ordinary task of @rt's shard; its result. */
-static int64_t run_in_task(struct pw_runtime *rt, pw_poll_fn fn, void *state)
+int64_t pw_bench_run_in_task(struct pw_runtime *rt, pw_poll_fn fn, void *state)
 {
 	struct in_task it = { .fn = fn, .state = state };
 	int64_t res;
@@ -97,7 +96,7 @@ static void bm_spawn_detached(struct pw_bench *b)
 	struct pw_runtime *rt = pw_bench_runtime(b);
 	if (!rt)
 		return;
-	int64_t res = run_in_task(rt, spawn_detached_root, b);
+	int64_t res = pw_bench_run_in_task(rt, spawn_detached_root, b);
 	pw_runtime_destroy(rt);
 	if (res)
 		pw_bench_skip(b, "spawn failed");
@@ -138,7 +137,7 @@ static void bm_spawn_join(struct pw_bench *b)
 	if (!rt)
 		return;
 	struct join_root r = { .b = b };
-	int64_t res = run_in_task(rt, spawn_join_root, &r);
+	int64_t res = pw_bench_run_in_task(rt, spawn_join_root, &r);
 	pw_runtime_destroy(rt);
 	if (res)
 		pw_bench_skip(b, "spawn failed");

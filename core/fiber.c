@@ -230,14 +230,7 @@ int pw_fiber_spawn(struct pw_join *join, pw_fiber_fn fn, void *arg,
 	if (err)
 		return err;
 	fiber_init(t->state, fn, arg, opts);
-	if (join) {
-		if (t->steal)
-			pw__task_ref_steal(t); /* not yet visible elsewhere */
-		else
-			t->refs++;
-		join->task = t;
-	}
-	pw__task_start(t);
+	pw__task_launch(t, join);
 	return 0;
 }
 

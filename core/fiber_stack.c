@@ -81,6 +81,7 @@ static pthread_key_t pool_key;
 static bool pool_key_ok;
 static struct sigaction old_segv; /* written once, before ours is in */
 static size_t page; /* written once by install_handler(), under the once */
+static int page_shift; /* log2(page), with it: no division per spawn */
 
 /* Append @s to @buf at *@n, within @cap. */
 static void put_str(char *buf, size_t *n, size_t cap, const char *s)
@@ -162,6 +163,7 @@ static void install_handler(void)
 	long p = sysconf(_SC_PAGESIZE);
 
 	page = p > 0 ? (size_t)p : 4096;
+	page_shift = __builtin_ctzll((uint64_t)page);
 	pool_key_ok = !pthread_key_create(&pool_key, pool_key_free);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_sigaction = on_segv;
@@ -196,7 +198,7 @@ void pw__fstack_thread_setup(void)
  * last. */
 static int size_class(size_t size)
 {
-	size_t pages = size / page + (size % page != 0);
+	size_t pages = (size + page - 1) >> page_shift;
 	int c = pages <= 1 ? 0 : 64 - __builtin_clzll((uint64_t)pages - 1);
 
 	return c < NCLASS ? c : -1;

@@ -152,6 +152,24 @@ void pw__task_start(struct pw__task *t)
 	task_start(t);
 }
 
+/* Give @join (or nobody) the new task's handle, then queue @t. */
+static inline void task_launch(struct pw__task *t, struct pw_join *join)
+{
+	if (join) {
+		if (t->steal)
+			pw__task_ref_steal(t); /* not yet visible elsewhere */
+		else
+			t->refs++;
+		join->task = t;
+	}
+	task_start(t);
+}
+
+void pw__task_launch(struct pw__task *t, struct pw_join *join)
+{
+	task_launch(t, join);
+}
+
 int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 	     size_t size, pw_drop_fn drop)
 {
@@ -171,14 +189,7 @@ int pw_spawn(struct pw_join *join, pw_poll_fn fn, const void *state,
 	int err = task_new(s, &t, fn, state, size, drop);
 	if (err)
 		return err;
-	if (join) {
-		if (t->steal)
-			pw__task_ref_steal(t); /* not yet visible elsewhere */
-		else
-			t->refs++;
-		join->task = t;
-	}
-	task_start(t);
+	task_launch(t, join);
 	return 0;
 }
 
@@ -226,14 +237,7 @@ int pw_spawn_out(struct pw_join *join, pw_poll_fn fn, const void *state,
 	if (err)
 		return err;
 	pw__task_out_layout(t, out_size, state, size);
-	if (join) {
-		if (t->steal)
-			pw__task_ref_steal(t); /* not yet visible elsewhere */
-		else
-			t->refs++;
-		join->task = t;
-	}
-	task_start(t);
+	task_launch(t, join);
 	return 0;
 }
 

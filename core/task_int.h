@@ -223,6 +223,9 @@ void pw__task_out_copy(const struct pw__task *t, void *out, size_t n);
  * shard mode it is queued already; in stealing mode it goes to the
  * worker's LIFO slot now. */
 void pw__task_start(struct pw__task *t);
+/* pw__task_start() after handing the task's join handle to @join (NULL:
+ * detached), as pw_spawn() does. Shard thread, @t new. */
+void pw__task_launch(struct pw__task *t, struct pw_join *join);
 
 /* Stealing mode: @t runs only on @s from now on: pw_spawn_on() and
  * pw_call() tasks (the program placed them), and a task once it uses
