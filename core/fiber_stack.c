@@ -80,7 +80,7 @@ static pthread_once_t handler_once = PTHREAD_ONCE_INIT;
 static pthread_key_t pool_key;
 static bool pool_key_ok;
 static struct sigaction old_segv; /* written once, before ours is in */
-static size_t page; /* written once by install_handler(), under the once */
+static size_t page;    /* written once by install_handler(), under the once */
 static int page_shift; /* log2(page), with it: no division per spawn */
 
 /* Append @s to @buf at *@n, within @cap. */

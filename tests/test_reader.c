@@ -30,7 +30,6 @@ struct writer {
 	size_t len;
 	size_t piece;	  /* bytes per write (1..piece, varying) */
 	unsigned gap_us;  /* pause between writes */
-	size_t pause_at;  /* a long pause after this many bytes, or 0 */
 	bool close_after; /* shut the socket at the end */
 	pthread_t th;
 };
@@ -46,14 +45,9 @@ static void *writer_main(void *arg)
 
 		if (k > w->len - off)
 			k = w->len - off;
-		if (w->pause_at && off < w->pause_at && off + k > w->pause_at)
-			k = w->pause_at - off;
 		cr_assert_eq(write(w->fd, w->data + off, k), (ssize_t)k);
 		off += k;
-		if (off == w->pause_at) {
-			struct timespec ts = { 0, 100 * 1000 * 1000 };
-			nanosleep(&ts, NULL); /* past the reader's deadline */
-		} else if (w->gap_us) {
+		if (w->gap_us) {
 			struct timespec ts = { 0, (long)w->gap_us * 1000 };
 			nanosleep(&ts, NULL); /* so each write arrives alone */
 		}
@@ -255,30 +249,63 @@ Test(reader, end_of_stream_mid_line_and_mid_exact)
 	run(exact, 3, text, sizeof(text) - 1, 2, 0);
 }
 
+/* The deadline test on the paused clock: "ab" waits, the read times out
+ * at exactly 30 ms keeping it, the rest is written, the same read goes
+ * on. */
+struct partial {
+	int peer;
+	int i;
+	bool started;
+	pw_time_t t0, t1;
+	struct pw_reader rd;
+	char out[64], next[64];
+	int64_t res[4];
+};
+
+static enum pw_poll partial_poll(struct pw_cx *cx, void *state)
+{
+	struct partial *p = state;
+	char *out = p->i < 2 ? p->out : p->next;
+
+	if (!p->started) {
+		p->t0 = pw_time_now();
+		p->started = true;
+	}
+	while (p->i < 4) {
+		pw_time_t dl = p->i == 0 ? p->t0 + 30 * MS : PW_TIME_NEVER;
+		if (pw_read_until_poll(cx, &p->rd, '\n', out, 64, dl,
+				       &p->res[p->i]) == PW_PENDING)
+			return PW_PENDING;
+		if (p->i == 0) {
+			p->t1 = pw_time_now();
+			cr_assert_eq(write(p->peer, "c\nd\n", 4), 4);
+			cr_assert_eq(shutdown(p->peer, SHUT_WR), 0);
+		}
+		out = ++p->i < 2 ? p->out : p->next;
+	}
+	pw_reader_cancel(&p->rd);
+	return pw_ready(cx, 0);
+}
+
 Test(reader, deadline_keeps_the_partial_line)
 {
-	static const char text[] = "abc\nd\n";
-	const struct step steps[] = {
-		{ OP_LINE, 64, -ETIMEDOUT, "ab", 30 * MS },
-		{ OP_LINE, 64, 4, "abc\n", 0 },
-		{ OP_LINE, 64, 2, "d\n", 0 },
-	};
-	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_runtime *rt = pw_test_paused_runtime(1);
+	struct partial p = { 0 };
 	int sv[2];
 
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
-	/* "ab", 100 ms, then the rest: the first read times out between. */
-	struct writer w = { .fd = sv[1],
-			    .data = text,
-			    .len = 6,
-			    .piece = 1,
-			    .pause_at = 2,
-			    .close_after = true };
-	struct reading g = { .fd = sv[0], .steps = steps, .nsteps = 3 };
-
-	writer_start(&w);
-	cr_assert_eq(pw_test_block_on(rt, reading_poll, &g), 3);
-	pthread_join(w.th, NULL);
+	cr_assert_eq(write(sv[1], "ab", 2), 2);
+	p.peer = sv[1];
+	pw_reader_init(&p.rd, sv[0]);
+	cr_assert_eq(pw_test_block_on(rt, partial_poll, &p), 0);
+	cr_assert_eq(p.res[0], -ETIMEDOUT);
+	cr_assert_eq(p.t1 - p.t0, 30 * MS, "timed out after %llu ns",
+		     (unsigned long long)(p.t1 - p.t0));
+	cr_assert_eq(p.res[1], 4);
+	cr_assert_eq(memcmp(p.out, "abc\n", 4), 0, "'%.4s'", p.out);
+	cr_assert_eq(p.res[2], 2);
+	cr_assert_eq(memcmp(p.next, "d\n", 2), 0);
+	cr_assert_eq(p.res[3], 0);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	close(sv[0]);
 	close(sv[1]);
