@@ -227,35 +227,9 @@ Test(async, sleeps_of_30_then_70_ms_finish_at_exactly_100_ms)
 
 /* ---- errors: a timeout around a sleep, in a loop ----------------------- */
 
-struct nap_future {
-	struct pw_future fut;
-	struct pw_sleep sl;
-};
-
-static enum pw_poll nap_future_poll(struct pw_cx *cx, struct pw_future *f,
-				    int64_t *out)
-{
-	struct nap_future *n = pw_container_of(f, struct nap_future, fut);
-
-	if (pw_sleep_poll(cx, &n->sl) == PW_PENDING)
-		return PW_PENDING;
-	*out = 1;
-	return PW_READY;
-}
-
-static void nap_future_drop(struct pw_future *f)
-{
-	struct nap_future *n = pw_container_of(f, struct nap_future, fut);
-
-	pw_sleep_cancel(&n->sl);
-}
-
-static const struct pw_future_ops nap_future_ops = { nap_future_poll,
-						     nap_future_drop };
-
 struct tries {
 	pw_async_t at;
-	struct nap_future nap;
+	struct pw_delay nap; /* a sleep returning 1 */
 	struct pw_timeout to;
 	int64_t out;
 	int i;
@@ -269,9 +243,10 @@ static enum pw_poll tries_poll(struct pw_cx *cx, void *state)
 
 	PW_ASYNC_BEGIN(cx, &s->at);
 	for (s->i = 0; s->i < 4; s->i++) {
-		s->nap.fut.ops = &nap_future_ops;
-		pw_sleep_init(&s->nap.sl, (uint64_t)(s->i + 1) * 20 * MS);
-		pw_timeout_init(&s->to, 50 * MS, &s->nap.fut);
+		pw_timeout_init(&s->to, 50 * MS,
+				pw_delay_init(&s->nap,
+					      (uint64_t)(s->i + 1) * 20 * MS,
+					      1));
 		PW_AWAIT(pw_timeout_poll(cx, &s->to, &s->out));
 		s->at_ms[s->i] = now_ms();
 		if (s->out < 0)
