@@ -24,7 +24,7 @@ struct bench_fib {
 	uint64_t n;
 };
 
-static void bounce(void *arg)
+static struct pw__fctx *bounce(void *arg)
 {
 	struct bench_fib *f = arg;
 
@@ -32,6 +32,7 @@ static void bounce(void *arg)
 		f->n++;
 		pw__fctx_switch(&f->fib, &f->sched);
 	}
+	return NULL; /* never ends: dropped switched out */
 }
 
 static void bm_fiber_switch(struct pw_bench *b)
@@ -70,12 +71,12 @@ static void bm_fiber_stack_pool(struct pw_bench *b)
 }
 PW_BENCH(bm_fiber_stack_pool);
 
-static void once(void *arg)
+static struct pw__fctx *once(void *arg)
 {
 	struct bench_fib *f = arg;
 
 	f->n++;
-	pw__fctx_exit(&f->fib, &f->sched);
+	return &f->sched;
 }
 
 static void bm_fiber_ctx_life(struct pw_bench *b)

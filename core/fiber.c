@@ -73,13 +73,14 @@ static __attribute__((noinline)) void fiber_call(struct pw__fiber *f)
 	__asm__ volatile("" : : "r"(pad) : "memory");
 }
 
-static void fiber_entry(void *arg)
+/* Returning f->back ends the fiber's context and resumes the poll. */
+static struct pw__fctx *fiber_entry(void *arg)
 {
 	struct pw__fiber *f = arg;
 
 	fiber_call(f);
 	f->flags |= PW__F_DONE;
-	pw__fctx_exit(&f->ctx, f->back);
+	return f->back;
 }
 
 /* Run @f from where it stopped until it waits or returns. The poll side
@@ -114,8 +115,10 @@ static void fiber_release(struct pw__fiber *f)
 	f->task->flags &= (uint16_t)~PW__T_FIBER;
 	pw__fctx_destroy(&f->ctx);
 	pw__fstack_put(&f->stack);
-	free(f->connect);
-	f->connect = NULL;
+	if (f->connect) {
+		free(f->connect);
+		f->connect = NULL;
+	}
 }
 
 void pw__fiber_task_free(struct pw__task *t)
@@ -159,6 +162,11 @@ static enum pw_poll fiber_poll(struct pw_cx *cx, void *state)
 	if (!(f->flags & PW__F_DONE))
 		return PW_PENDING;
 	fiber_release(f);
+	/* Nothing left for the drop hook to do: without it the task ends
+	 * on the scheduler's fast path. Both fields belong to the thread
+	 * running the task. */
+	cx->task->drop = NULL;
+	cx->task->flags &= (uint16_t)~PW__T_DROP;
 	return pw_ready(cx, f->result);
 }
 

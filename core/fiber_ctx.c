@@ -36,7 +36,7 @@ struct first_frame {
 	uint64_t end[2]; /* the trampoline's stack, 16-byte aligned */
 };
 
-static void frame_set(struct first_frame *f, void (*fn)(void *), void *arg)
+static void frame_set(struct first_frame *f, pw__fctx_fn fn, void *arg)
 {
 	memset(f, 0, sizeof(*f));
 	f->mxcsr = 0x1f80; /* the ABI's initial values: all masked, */
@@ -52,7 +52,7 @@ struct first_frame {
 	uint64_t end[2]; /* the trampoline's stack, 16-byte aligned */
 };
 
-static void frame_set(struct first_frame *f, void (*fn)(void *), void *arg)
+static void frame_set(struct first_frame *f, pw__fctx_fn fn, void *arg)
 {
 	memset(f, 0, sizeof(*f));
 	f->x19 = (uintptr_t)arg;
@@ -85,16 +85,6 @@ static void switched_in(struct pw__fctx *self)
 #endif
 }
 
-/* First frame of a new context in a sanitizer build. */
-static void fctx_boot(void *arg)
-{
-	struct pw__fctx *c = arg;
-
-	switched_in(c);
-	c->entry(c->arg);
-	__builtin_trap(); /* entry must end with pw__fctx_exit() */
-}
-
 static void switch_out(struct pw__fctx *from, struct pw__fctx *to, bool dying)
 {
 	fctx_prev = from;
@@ -110,6 +100,23 @@ static void switch_out(struct pw__fctx *from, struct pw__fctx *to, bool dying)
 #endif
 }
 
+/*
+ * First frame of a new context in a sanitizer build. It ends with a
+ * switch, not through the trampoline: returning would run this frame's
+ * TSan exit hook after the switch, on @to's shadow call stack. The last
+ * switch out lets ASan drop the fake stack.
+ */
+static struct pw__fctx *fctx_boot(void *arg)
+{
+	struct pw__fctx *c = arg;
+
+	switched_in(c);
+	struct pw__fctx *to = c->entry(c->arg);
+	switch_out(c, to, true);
+	pw__fctx_jump(&c->sp, to->sp);
+	__builtin_trap(); /* nobody switches back to a finished context */
+}
+
 void pw__fctx_switch(struct pw__fctx *from, struct pw__fctx *to)
 {
 	switch_out(from, to, false);
@@ -119,7 +126,7 @@ void pw__fctx_switch(struct pw__fctx *from, struct pw__fctx *to)
 #endif /* sanitizers */
 
 void pw__fctx_make(struct pw__fctx *c, const struct pw__fstack *st,
-		   void (*entry)(void *), void *arg)
+		   pw__fctx_fn entry, void *arg)
 {
 	uintptr_t top = ((uintptr_t)st->lo + st->size) & ~(uintptr_t)15;
 	struct first_frame *f = (struct first_frame *)(top - sizeof(*f));
@@ -154,15 +161,6 @@ void pw__fctx_thread(struct pw__fctx *c)
 #endif
 	/* Under ASan the stack bounds are filled in on the first switch
 	 * out (switched_in() on the other side). */
-}
-
-_Noreturn void pw__fctx_exit(struct pw__fctx *from, struct pw__fctx *to)
-{
-#if defined(PW__FCTX_ASAN) || defined(PW__FCTX_TSAN)
-	switch_out(from, to, true);
-#endif
-	pw__fctx_jump(&from->sp, to->sp);
-	__builtin_trap(); /* nobody switches back to a finished context */
 }
 
 void pw__fctx_destroy(struct pw__fctx *c)

@@ -33,14 +33,22 @@
 #endif
 #endif
 
+struct pw__fctx;
+
+/*
+ * A context's function: runs on the context's stack and returns the
+ * context to resume, which ends this one.
+ */
+typedef struct pw__fctx *(*pw__fctx_fn)(void *arg);
+
 struct pw__fctx {
-	void *sp;	 /* saved stack pointer; NULL while running */
-	const void *lo;	 /* lowest byte of its stack (NULL: not known yet) */
-	size_t size;	 /* bytes of its stack */
-	void *asan_fake; /* ASan: its fake stack while switched out */
-	void *tsan;	 /* TSan: its fiber */
-	bool tsan_own;	 /* the TSan fiber was created here */
-	void (*entry)(void *); /* first call, with arg */
+	void *sp;	   /* saved stack pointer; NULL while running */
+	const void *lo;	   /* lowest byte of its stack (NULL: not known yet) */
+	size_t size;	   /* bytes of its stack */
+	void *asan_fake;   /* ASan: its fake stack while switched out */
+	void *tsan;	   /* TSan: its fiber */
+	bool tsan_own;	   /* the TSan fiber was created here */
+	pw__fctx_fn entry; /* first call, with arg */
 	void *arg;
 };
 
@@ -54,12 +62,15 @@ void pw__fctx_jump(void **save, void *to);
 
 /*
  * pw__fctx_make - make @c a context that, when first switched to, calls
- * entry(arg) on stack @st. @entry must never return: it ends with
- * pw__fctx_exit(). @st must stay mapped until pw__fctx_destroy(@c).
+ * entry(arg) on stack @st. When @entry returns a context, @c ends and
+ * that context resumes (it must be switched out, as by a
+ * pw__fctx_switch() that now returns); nothing may switch to @c again.
+ * Ending by returning is cheaper than a switch: see
+ * core/fiber_switch.S. @st must stay mapped until pw__fctx_destroy(@c).
  * Context: any thread.
  */
 void pw__fctx_make(struct pw__fctx *c, const struct pw__fstack *st,
-		   void (*entry)(void *), void *arg);
+		   pw__fctx_fn entry, void *arg);
 
 /*
  * pw__fctx_thread - make @c stand for the calling thread's own stack (the
@@ -84,13 +95,6 @@ static inline void pw__fctx_switch(struct pw__fctx *from, struct pw__fctx *to)
 	pw__fctx_jump(&from->sp, to->sp);
 }
 #endif
-
-/*
- * pw__fctx_exit - the last switch out of a finishing context @from (ASan
- * drops its fake stack); its TSan fiber is freed by pw__fctx_destroy()
- * once @to runs. Never returns. Context: the thread running @from.
- */
-_Noreturn void pw__fctx_exit(struct pw__fctx *from, struct pw__fctx *to);
 
 /*
  * pw__fctx_destroy - release what the sanitizers hold for @c (its TSan

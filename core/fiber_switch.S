@@ -21,10 +21,18 @@
  *
  * A new context (core/fiber_ctx.c lays its first frame out) returns into
  * pw__fctx_tramp with the function in r13 / x20 and its argument in
- * r12 / x19; the trampoline calls it. The function never returns. The
- * trampoline's CFI marks the return address undefined, so debuggers and
- * unwinders stop at a fiber's first frame; its frame pointer is 0 for
- * frame-pointer walkers.
+ * r12 / x19; the trampoline calls it. When the function returns a
+ * context, the trampoline ends this one by resuming that one: it loads
+ * the saved stack pointer, pops the registers and returns with ret.
+ * That ret is predicted: every call made on the fiber's stack has
+ * returned, so the return predictor's top entry is the call into
+ * pw__fctx_jump that switched to this context, and a context that
+ * starts and finishes without suspending (a short fiber) is resumed
+ * from with no mispredicted return, where a switch from inside the
+ * function costs one miss per frame the resumed side returns through.
+ * The trampoline's CFI marks the return address undefined, so debuggers
+ * and unwinders stop at a fiber's first frame; its frame pointer is 0
+ * for frame-pointer walkers.
  *
  * x86-64 resumes with an indirect jump to the saved return address, not
  * a ret: the return predictor always misses on a ret that lands in
@@ -57,6 +65,36 @@
 #endif
 
 	.text
+
+/* Pop the frame pw__fctx_jump pushed, from %rsp up to the return
+ * address. */
+.macro RESTORE
+#ifndef PW_FCTX_NO_FPU
+	ldmxcsr	(%rsp)
+	fldcw	4(%rsp)
+#endif
+	addq	$8, %rsp
+	.cfi_adjust_cfa_offset -8
+	popq	%r15
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r15
+	popq	%r14
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r14
+	popq	%r13
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r13
+	popq	%r12
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %r12
+	popq	%rbx
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbx
+	popq	%rbp
+	.cfi_adjust_cfa_offset -8
+	.cfi_restore %rbp
+.endm
+
 	.globl	pw__fctx_jump
 	.hidden	pw__fctx_jump
 	.type	pw__fctx_jump, @function
@@ -90,30 +128,7 @@ pw__fctx_jump:
 #endif
 	movq	%rsp, (%rdi)
 	movq	%rsi, %rsp
-#ifndef PW_FCTX_NO_FPU
-	ldmxcsr	(%rsp)
-	fldcw	4(%rsp)
-#endif
-	addq	$8, %rsp
-	.cfi_adjust_cfa_offset -8
-	popq	%r15
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r15
-	popq	%r14
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r14
-	popq	%r13
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r13
-	popq	%r12
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %r12
-	popq	%rbx
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %rbx
-	popq	%rbp
-	.cfi_adjust_cfa_offset -8
-	.cfi_restore %rbp
+	RESTORE
 	/* Not ret: the return predictor expects the caller of this
 	 * call, not the context resumed, and a miss costs more than the
 	 * rest of the switch. An indirect jump from one site is predicted
@@ -135,7 +150,19 @@ pw__fctx_tramp:
 	ENDBR
 	movq	%r12, %rdi
 	callq	*%r13
-	ud2
+	/* The context to resume; sp is its first member. Its frame is
+	 * the one pw__fctx_jump pushed: describe it for unwinders. */
+	movq	(%rax), %rsp
+	.cfi_def_cfa %rsp, 64
+	.cfi_offset %rip, -8
+	.cfi_offset %rbp, -16
+	.cfi_offset %rbx, -24
+	.cfi_offset %r12, -32
+	.cfi_offset %r13, -40
+	.cfi_offset %r14, -48
+	.cfi_offset %r15, -56
+	RESTORE
+	ret
 	.cfi_endproc
 	.size	pw__fctx_tramp, .-pw__fctx_tramp
 
@@ -162,6 +189,25 @@ pw__fctx_tramp:
 #endif
 
 	.text
+
+/* Pop the frame pw__fctx_jump pushed, from sp up. */
+.macro RESTORE
+	ldp	x19, x20, [sp, #0]
+	ldp	x21, x22, [sp, #16]
+	ldp	x23, x24, [sp, #32]
+	ldp	x25, x26, [sp, #48]
+	ldp	x27, x28, [sp, #64]
+	ldp	x29, x30, [sp, #80]
+	ldp	d8, d9, [sp, #96]
+	ldp	d10, d11, [sp, #112]
+	ldp	d12, d13, [sp, #128]
+	ldp	d14, d15, [sp, #144]
+	add	sp, sp, #160
+	.cfi_def_cfa_offset 0
+	.cfi_restore x29
+	.cfi_restore x30
+.endm
+
 	.globl	pw__fctx_jump
 	.hidden	pw__fctx_jump
 	.type	pw__fctx_jump, %function
@@ -186,20 +232,7 @@ pw__fctx_jump:
 	mov	x9, sp
 	str	x9, [x0]
 	mov	sp, x1
-	ldp	x19, x20, [sp, #0]
-	ldp	x21, x22, [sp, #16]
-	ldp	x23, x24, [sp, #32]
-	ldp	x25, x26, [sp, #48]
-	ldp	x27, x28, [sp, #64]
-	ldp	x29, x30, [sp, #80]
-	ldp	d8, d9, [sp, #96]
-	ldp	d10, d11, [sp, #112]
-	ldp	d12, d13, [sp, #128]
-	ldp	d14, d15, [sp, #144]
-	add	sp, sp, #160
-	.cfi_def_cfa_offset 0
-	.cfi_restore x29
-	.cfi_restore x30
+	RESTORE
 	ret
 	.cfi_endproc
 	.size	pw__fctx_jump, .-pw__fctx_jump
@@ -214,7 +247,15 @@ pw__fctx_tramp:
 	BTI_C
 	mov	x0, x19
 	blr	x20
-	brk	#0
+	/* The context to resume; sp is its first member. Its frame is
+	 * the one pw__fctx_jump pushed: describe it for unwinders. */
+	ldr	x9, [x0]
+	mov	sp, x9
+	.cfi_def_cfa sp, 160
+	.cfi_offset x29, -80
+	.cfi_offset x30, -72
+	RESTORE
+	ret
 	.cfi_endproc
 	.size	pw__fctx_tramp, .-pw__fctx_tramp
 

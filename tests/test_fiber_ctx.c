@@ -43,7 +43,7 @@ static void pp_log(struct pingpong *p, int ev)
 		p->log[p->nlog++] = ev;
 }
 
-static void pp_fiber(void *arg)
+static struct pw__fctx *pp_fiber(void *arg)
 {
 	struct pingpong *p = arg;
 
@@ -53,7 +53,7 @@ static void pp_fiber(void *arg)
 		pw__fctx_switch(&p->fib, &p->main);
 	}
 	pp_log(p, 1000);
-	pw__fctx_exit(&p->fib, &p->main);
+	return &p->main;
 }
 
 Test(fiber_ctx, ping_pong_exact_order_and_count)
@@ -87,7 +87,7 @@ struct trio {
 	int n, seq[16], nseq;
 };
 
-static void trio_a(void *arg)
+static struct pw__fctx *trio_a(void *arg)
 {
 	struct trio *t = arg;
 
@@ -95,10 +95,10 @@ static void trio_a(void *arg)
 		t->seq[t->nseq++] = 'a';
 		pw__fctx_switch(&t->a, &t->b);
 	}
-	pw__fctx_exit(&t->a, &t->main);
+	return &t->main;
 }
 
-static void trio_b(void *arg)
+static struct pw__fctx *trio_b(void *arg)
 {
 	struct trio *t = arg;
 
@@ -106,6 +106,7 @@ static void trio_b(void *arg)
 		t->seq[t->nseq++] = 'b';
 		pw__fctx_switch(&t->b, &t->a);
 	}
+	return NULL; /* never ends: dropped switched out */
 }
 
 Test(fiber_ctx, fiber_to_fiber_switches)
@@ -132,13 +133,13 @@ Test(fiber_ctx, fiber_to_fiber_switches)
 
 /* The entry gets its argument; a fiber made twice on one stack runs
  * twice. */
-static void arg_fiber(void *arg)
+static struct pw__fctx *arg_fiber(void *arg)
 {
 	void **slot = arg;
-	struct pw__fctx *back = slot[1], *self = slot[2];
+	struct pw__fctx *back = slot[1];
 
 	slot[0] = arg;
-	pw__fctx_exit(self, back);
+	return back;
 }
 
 Test(fiber_ctx, entry_gets_its_argument)
@@ -256,9 +257,10 @@ static int get_round(void)
 struct regs {
 	struct pw__fctx main, fib;
 	int rounds;
+	int last; /* the round that ends the fiber by returning */
 };
 
-static void regs_fiber(void *arg)
+static struct pw__fctx *regs_fiber(void *arg)
 {
 	struct regs *r = arg;
 
@@ -269,6 +271,8 @@ static void regs_fiber(void *arg)
 		/* Another rounding mode (MXCSR and x87) in the fiber. */
 		set_round(2);
 		r->rounds++;
+		if (r->rounds == r->last)
+			return &r->main; /* the trampoline's way back */
 		pw__fctx_switch(&r->fib, &r->main);
 		cr_assert_eq(get_round(), 2);
 	}
@@ -280,7 +284,7 @@ Test(fiber_ctx, callee_saved_registers_kept)
 	cr_skip_test("the probe jumps without the sanitizer's fiber calls; "
 		     "the build without sanitizers runs it");
 #elif defined(__x86_64__)
-	struct regs r = { .rounds = 0 };
+	struct regs r = { .rounds = 0, .last = 3 };
 	struct pw__fstack st;
 	static const uint64_t want[6] = {
 		0x1111111111111111, 0x2222222222222222, 0x3333333333333333,
@@ -311,7 +315,7 @@ Test(fiber_ctx, callee_saved_registers_kept)
  * (many live values, a floating-point rounding mode per side). */
 Test(fiber_ctx, live_values_and_rounding_mode_kept)
 {
-	struct regs r = { .rounds = 0 };
+	struct regs r = { .rounds = 0, .last = 100 };
 	struct pw__fstack st;
 	volatile uint64_t seed = 0x9e3779b97f4a7c15ull;
 	volatile double third = 1.0;
@@ -364,12 +368,12 @@ static __attribute__((noinline)) uintptr_t dig(struct deep *d)
 	return here + frame[0] - 1;
 }
 
-static void deep_fiber(void *arg)
+static struct pw__fctx *deep_fiber(void *arg)
 {
 	struct deep *d = arg;
 
 	d->lowest = dig(d);
-	pw__fctx_exit(&d->fib, &d->main);
+	return &d->main;
 }
 
 Test(fiber_ctx, every_size_class_usable_to_its_top_and_reused)
@@ -461,10 +465,11 @@ static __attribute__((noinline)) int runaway(int n)
 	return frame[0];
 }
 
-static void runaway_fiber(void *arg)
+static struct pw__fctx *runaway_fiber(void *arg)
 {
 	(void)arg;
 	runaway(0);
+	return NULL; /* not reached: the overflow ends the process */
 }
 
 /*
@@ -605,12 +610,12 @@ static void stack_policy(struct on_shard *o)
 	}
 }
 
-static void shard_fiber(void *arg)
+static struct pw__fctx *shard_fiber(void *arg)
 {
 	struct on_shard *o = arg;
 
 	o->ran++;
-	pw__fctx_exit(&o->fib, &o->main);
+	return &o->main;
 }
 
 static enum pw_poll pool_poll(struct pw_cx *cx, void *state)

@@ -39,7 +39,7 @@ static struct pw__fstack fstack(char *mem, size_t size)
 static struct pw__fctx main_ctx, fib_ctx;
 static long rounds, count, order_errors;
 
-static void pp_fiber(void *arg)
+static struct pw__fctx *pp_fiber(void *arg)
 {
 	CHECK(arg == &rounds);
 	for (long i = 1; i <= rounds; i++) {
@@ -49,7 +49,7 @@ static void pp_fiber(void *arg)
 		pw__fctx_switch(&fib_ctx, &main_ctx);
 	}
 	count = -1;
-	pw__fctx_exit(&fib_ctx, &main_ctx);
+	return &main_ctx;
 }
 
 static void ping_pong(void)
@@ -139,7 +139,7 @@ __asm__(".text\n"
 
 static int clobbers;
 
-static void clobber_fiber(void *arg)
+static struct pw__fctx *clobber_fiber(void *arg)
 {
 	(void)arg;
 	for (;;) {
@@ -157,6 +157,8 @@ static void clobber_fiber(void *arg)
 					   "d8", "d9", "d10", "d11", "d12",
 					   "d13", "d14", "d15");
 		clobbers++;
+		if (clobbers == 3)
+			return &main_ctx; /* the trampoline's way back */
 		pw__fctx_switch(&fib_ctx, &main_ctx);
 	}
 }
