@@ -11,6 +11,8 @@
 #                     clang's libFuzzer, ASan and UBSan
 #   make bench        Google Benchmark micro benchmarks (table + JSON, then
 #                     one summary table; BENCH_ARGS adds flags)
+#   make bench-compare BASE=REF   the benchmarks of git ref REF against
+#                     this tree's, alternated, with the U test's verdict
 #   make run          the main job: pinwheel bench, shard against steal
 #                     (RUN_ARGS adds flags; see README.md)
 #   make install PREFIX=/usr/local [DESTDIR=...]
@@ -93,7 +95,8 @@ BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
 .PHONY: all deps test test-run test-aarch64 test-install check-exports check-includes asan tsan ubsan \
-	bench bench-peers run install format format-check clean
+	bench bench-compare test-bench-compare bench-peers run install format \
+	format-check clean
 
 all: $(DEPS_STAMP) $(LIB_A) $(LIB_SO) $(PINWHEEL)
 
@@ -187,7 +190,8 @@ SCHEDS ?= shard steal
 SUITE_LIMIT ?= 1500
 ONE_PASS := $(shell sed -e 's/\#.*//' tests/one_pass.txt | \
 	awk 'NF { printf "%s%s", sep, $$1; sep = "|" }')
-test: all check-includes check-exports test-install test-run test-aarch64
+test: all check-includes check-exports test-install test-bench-compare \
+	test-run test-aarch64
 
 test-run: $(TESTS) $(PINWHEEL)
 	$(Q)only=; for s in $(SCHEDS); do \
@@ -250,6 +254,28 @@ bench: all $(BENCHES)
 	$(Q)$(BENCHES) --benchmark_out=$(BUILD)/bench.json \
 		--benchmark_out_format=json $(BENCH_ARGS)
 	$(Q)sh scripts/bench-summary.sh $(BUILD)/bench.json
+
+# A/B of the micro benchmarks: BASE (a git ref, required) is exported and
+# built in build/compare/base-SHA, then both binaries run in alternated
+# rounds on the same CPUs and Google Benchmark's compare.py prints each
+# change with its U test (scripts/bench-compare.sh; COMPARE_ROUNDS,
+# COMPARE_REPS, COMPARE_FILTER, COMPARE_MIN_TIME, COMPARE_CPUS). Only this
+# target needs the compare tool and SciPy, so their packages are checked
+# here and not in DEPS_PKGS. make test checks only the script's merge step
+# on fixtures (test-bench-compare), in well under a second.
+COMPARE_PKGS := libbenchmark-tools python3-scipy python3-numpy
+
+bench-compare:
+	$(Q)[ -n "$(BASE)" ] || { sh scripts/bench-compare.sh --help; exit 2; }
+	$(Q)git rev-parse --verify --quiet '$(BASE)^{commit}' >/dev/null || { \
+		echo "bench-compare: unknown git ref '$(BASE)'" >&2; exit 2; }
+	$(Q)sh scripts/deps.sh $(COMPARE_PKGS)
+	$(Q)$(MAKE) --no-print-directory all $(BENCHES)
+	$(Q)COMPARE_CONTENDER='$(CURDIR)/$(BENCHES)' \
+		sh scripts/bench-compare.sh '$(BASE)'
+
+test-bench-compare:
+	$(Q)sh scripts/bench-compare.sh --self-test
 
 run: all
 	$(Q)sh scripts/run.sh $(PINWHEEL) $(RUN_ARGS)
