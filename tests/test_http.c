@@ -899,11 +899,15 @@ static char nonreader_reqs[150 * (sizeof(REQ) - 1)];
 /*
  * A client that never reads: a receive window of 4 KiB (set before the
  * connect), and GETs pipelined without end until the server stops taking
- * them (nothing writable for 200 ms). Returns the socket, blocking again;
- * *@sent (if not NULL) receives the bytes written.
+ * them: nothing writable for 200 ms while the server's "reads" counter
+ * stood still. With @answered, also not before the server has answered
+ * one of them (a starved server thread may not have run at all in the
+ * first windows). Returns the socket, blocking again; *@sent (if not
+ * NULL) receives the bytes written.
  */
-static int nonreader(const struct srv *v, size_t *sent)
+static int nonreader_until(struct srv *v, size_t *sent, bool answered)
 {
+	uint64_t requests = SUM(v, requests);
 	int fd = socket(v->a.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int rcv = 4096, snd = 16384;
 	struct timeval tv = { 10, 0 };
@@ -929,13 +933,20 @@ static int nonreader(const struct srv *v, size_t *sent)
 		cr_assert(k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
 			  "send: %s", strerror(errno));
 		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		if (poll(&p, 1, 200) == 0)
+		uint64_t reads = SUM(v, reads);
+		if (poll(&p, 1, 200) == 0 && SUM(v, reads) == reads &&
+		    (!answered || SUM(v, requests) > requests))
 			break;
 	}
 	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
 	if (sent)
 		*sent = total;
 	return fd;
+}
+
+static int nonreader(struct srv *v, size_t *sent)
+{
+	return nonreader_until(v, sent, false);
 }
 
 /* Read until the peer's end: the error of the last read (0 for a clean
@@ -1221,7 +1232,7 @@ Test(http, sndbuf_stalls_a_nonreader_below_max_requests)
 
 	srv_start_pass(&v, 1, &o);
 	size_t sent;
-	int bad = nonreader(&v, &sent);
+	int bad = nonreader_until(&v, &sent, true);
 	cr_assert_gt(sent / strlen(REQ), 1000, "the client sent %zu requests",
 		     sent / strlen(REQ));
 	uint64_t served = SUM(&v, requests);
