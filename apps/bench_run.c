@@ -12,7 +12,8 @@
  * /proc/PID/stat when the warm-up ends and when the run is over, and
  * stops the children (SIGTERM, then SIGKILL after 10 s). A server that
  * exits with status 2 at start (a flag it does not know) skips the
- * scenario. Rounds alternate the columns: shard, steal, tokio, shard ...
+ * scenario. Rounds alternate the columns, and their order: shard, steal,
+ * tokio in even rounds (counting from 0), tokio, steal, shard in odd ones.
  *
  * Every child is killed by the kernel if this thread ends first
  * (PR_SET_PDEATHSIG), so a bench that is killed leaves no server behind.
@@ -385,6 +386,7 @@ static void record(struct meas *m, const struct pw_load_result *res,
 	m->rps = res->throughput;
 	m->requests = res->requests;
 	m->errors = res->errors;
+	m->err = res->err;
 	m->p50 = (double)pw_hist_percentile(&res->latency, 50) / 1e3;
 	m->p99 = (double)pw_hist_percentile(&res->latency, 99) / 1e3;
 	m->p999 = (double)pw_hist_percentile(&res->latency, 99.9) / 1e3;
@@ -507,7 +509,14 @@ static void print_meas(int col, unsigned round, uint64_t rounds,
 		printf("%.2f us CPU/request, ", m->cpu_us);
 	else
 		printf("CPU time unknown, ");
-	printf("%" PRIu64 " errors\n", m->errors);
+	printf("%" PRIu64 " errors", m->errors);
+	if (m->errors) {
+		char why[128];
+
+		pw_bench_causes_text(&m->err, why, sizeof(why));
+		printf(" (%s)", why);
+	}
+	putchar('\n');
 	fflush(stdout);
 }
 
@@ -528,12 +537,14 @@ static bool row_runnable(const struct bench *b, struct row *r)
 	return false;
 }
 
-/* One measurement of column @c in round @k of row @r, recorded.
+/* One measurement of column @c in round @k of row @r, @slot-th in the
+ * round, recorded.
  * Return: false when the row must end (skipped, or a stop). */
-static bool run_cell(struct bench *b, struct row *r, int c, unsigned k)
+static bool run_cell(struct bench *b, struct row *r, int c, unsigned k,
+		     unsigned slot)
 {
 	struct cell *cl = &r->cell[c];
-	struct meas m = { 0 };
+	struct meas m = { .round = k, .slot = slot };
 	char note[NOTE_LEN] = "";
 	int rc = measure(b, r, c, &m, note);
 
@@ -580,13 +591,24 @@ void pw_bench_run_row(struct bench *b, struct row *r)
 		       ": they share cores, so the load generator's work "
 		       "counts against the server's" :
 		       "");
+	if (r->smt)
+		printf("  warning: server CPU %d and load CPU %d are SMT "
+		       "siblings: they share one core\n",
+		       r->smt_a, r->smt_b);
 	if (r->cell[COL_TOKIO].used && !b->peer_ok)
 		r->cell[COL_TOKIO].skipped = true;
-	for (unsigned k = 0; k < b->rounds && !b->stop; k++)
-		for (int c = 0; c < NCOLS && !b->stop; c++)
+	for (unsigned k = 0; k < b->rounds && !b->stop; k++) {
+		unsigned slot = 0;
+
+		/* Odd rounds go backwards, so no column is always first. */
+		for (int i = 0; i < NCOLS && !b->stop; i++) {
+			int c = k % 2 ? NCOLS - 1 - i : i;
+
 			if (r->cell[c].used && !r->cell[c].skipped &&
-			    !run_cell(b, r, c, k))
+			    !run_cell(b, r, c, k, slot++))
 				return;
+		}
+	}
 }
 
 char *pw_bench_peer_sched(const struct bench *b, const char *name)
