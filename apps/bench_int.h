@@ -49,6 +49,7 @@ struct meas {
 	struct pw_load_errors err; /* errors by cause */
 	unsigned round;		   /* 0-based */
 	unsigned slot;		   /* its place in the round's order, 0-based */
+	char server_log[NOTE_LEN]; /* with errors: the server's last line */
 };
 
 /* The figures of a measurement the report summarises, in table order. */

@@ -168,6 +168,24 @@ void pw_bench_first_line(const char *path, char *buf, size_t len)
 	buf[strcspn(buf, "\n")] = '\0';
 }
 
+/* The last line of the file @path that is not empty, into @buf (empty
+ * when it cannot be read). */
+static void last_line(const char *path, char *buf, size_t len)
+{
+	char line[NOTE_LEN];
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(buf, len, "%s", line);
+	}
+	fclose(f);
+}
+
 /*
  * Waits until the server on @port accepts, or exits. Return 0 ready;
  * 1 exited with *@status (-1: killed); -ETIMEDOUT after 10 s; -EINTR
@@ -490,6 +508,13 @@ static int measure(const struct bench *b, struct row *r, int col,
 	if (ret == M_OK) {
 		ret = load_server(b, r, col, port, pid, m, note);
 		stop_child(pid);
+		/* A round with errors keeps the server's own account. */
+		if (ret == M_OK && m->errors) {
+			char log[PATH_MAX + 16];
+
+			snprintf(log, sizeof(log), "%s/server.log", b->tmp);
+			last_line(log, m->server_log, sizeof(m->server_log));
+		}
 	}
 	if (bpid > 0)
 		stop_child(bpid);
@@ -517,6 +542,8 @@ static void print_meas(int col, unsigned round, uint64_t rounds,
 		printf(" (%s)", why);
 	}
 	putchar('\n');
+	if (m->server_log[0])
+		printf("    server: %s\n", m->server_log);
 	fflush(stdout);
 }
 
