@@ -50,6 +50,8 @@ struct meas {
 	unsigned round;		   /* 0-based */
 	unsigned slot;		   /* its place in the round's order, 0-based */
 	char server_log[NOTE_LEN]; /* with errors: the server's last line */
+	double steal_pct;	   /* the VM's steal time over the run, % of
+				      all CPU time; < 0: unknown */
 };
 
 /* The figures of a measurement the report summarises, in table order. */

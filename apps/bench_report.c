@@ -350,6 +350,8 @@ static void json_round(FILE *f, const struct meas *m)
 	json_num(f, "server_cpu_s", m->cpu_s);
 	fprintf(f, ", ");
 	json_num(f, "elapsed_s", m->elapsed_s);
+	fprintf(f, ", ");
+	json_num(f, "vm_steal_pct", m->steal_pct);
 	if (m->server_log[0]) {
 		fprintf(f, ", \"server_log\": ");
 		pw_cli_json_str(f, m->server_log);

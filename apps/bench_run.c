@@ -506,7 +506,14 @@ static int measure(const struct bench *b, struct row *r, int col,
 		return ret;
 	ret = start_server(b, r, col, port, bport, &pid, note);
 	if (ret == M_OK) {
+		struct pw_machine_ticks t0, t1;
+		bool ticks = !pw_machine_read_stat(PW_MACHINE_STAT, &t0);
+
 		ret = load_server(b, r, col, port, pid, m, note);
+		m->steal_pct =
+			ticks && !pw_machine_read_stat(PW_MACHINE_STAT, &t1) ?
+				pw_machine_steal_pct(&t0, &t1) :
+				-1;
 		stop_child(pid);
 		/* A round with errors keeps the server's own account. */
 		if (ret == M_OK && m->errors) {
@@ -541,6 +548,8 @@ static void print_meas(int col, unsigned round, uint64_t rounds,
 		pw_bench_causes_text(&m->err, why, sizeof(why));
 		printf(" (%s)", why);
 	}
+	if (m->steal_pct > 1)
+		printf(", VM steal %.1f%%", m->steal_pct);
 	putchar('\n');
 	if (m->server_log[0])
 		printf("    server: %s\n", m->server_log);
