@@ -79,13 +79,13 @@ static const struct pw_cli_cmd bench_cmd = {
 		 "throughput, p50, p99, p99.9 and the server's CPU time "
 		 "per\nrequest side by side: medians over alternated rounds "
 		 "with their spread, and\nfor each steal/shard ratio a 95% "
-		 "bootstrap interval and a verdict (5 rounds\nor more). "
-		 "Warns when the machine is too noisy to decide. The "
-		 "defaults (5 rounds\nof 0.5s warm-up + 1.5s) keep every "
-		 "scenario under both schedulers near 2\nminutes; for "
-		 "figures to quote use more rounds or a longer --duration.\n"
-		 "Writes JSON and a PNG of the latency curves (gnuplot). The "
-		 "scenarios are listed\nbelow the flags.",
+		 "bootstrap interval and a verdict (5 rounds\nor more); "
+		 "warns when the machine is too noisy to decide. The "
+		 "defaults, 5\nrounds of 0.5s warm-up + 1.5s, keep every "
+		 "scenario under both schedulers near\n2 minutes; for "
+		 "figures to quote use more rounds or a longer --duration."
+		 "\nWrites JSON and a PNG of the latency curves (gnuplot). "
+		 "The scenarios are listed\nbelow the flags.",
 	.opts = bench_opts,
 	.nopts = sizeof(bench_opts) / sizeof(bench_opts[0]),
 };

@@ -327,8 +327,8 @@ Test(bench, short_http_run_writes_json_and_plot)
 	cr_assert_eq(mkdir(tmp, 0700), 0);
 	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
 	char *argv[] = { "pinwheel", "bench", "--scenarios", "http",
-			 "--rounds", "5",     "--duration",  "0.3s",
-			 "--warmup", "0.1s",  "--conns",     "8",
+			 "--rounds", "5",     "--duration",  "1s",
+			 "--warmup", "0.2s",  "--conns",     "8",
 			 "--json",   json,    "--plot",	     plot,
 			 NULL };
 	int st = run_cmd(out, sizeof(out), argv);
