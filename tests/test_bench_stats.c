@@ -14,6 +14,18 @@
 #include "tests/common.h"
 #include "apps/bench_stats.h"
 
+/* Whether @a is within @eps of @b. */
+static bool near(double a, double b, double eps)
+{
+	return a - b <= eps && b - a <= eps;
+}
+
+/* @a within @eps of @b (Criterion's float comparison, which the TSan
+ * build's stand-in lacks). */
+#define expect_near(a, b, eps)                                             \
+	cr_expect(near((a), (b), (eps)), "%s = %.15g, expected %.15g", #a, \
+		  (double)(a), (double)(b))
+
 #define EPS 1e-9
 
 Test(bench, stats_median_of_odd_and_even_counts)
@@ -24,16 +36,16 @@ Test(bench, stats_median_of_odd_and_even_counts)
 	const double one[] = { 7 };
 
 	cr_assert_eq(pw_stats_summarize(odd, 3, &s), 0);
-	cr_expect_float_eq(s.median, 3.0, EPS);
-	cr_expect_float_eq(s.min, 1.0, EPS);
-	cr_expect_float_eq(s.max, 5.0, EPS);
+	expect_near(s.median, 3.0, EPS);
+	expect_near(s.min, 1.0, EPS);
+	expect_near(s.max, 5.0, EPS);
 	cr_assert_eq(pw_stats_summarize(even, 4, &s), 0);
-	cr_expect_float_eq(s.median, 2.5, EPS, "the middle two's mean");
+	expect_near(s.median, 2.5, EPS);
 	cr_assert_eq(pw_stats_summarize(one, 1, &s), 0);
-	cr_expect_float_eq(s.median, 7.0, EPS);
-	cr_expect_float_eq(s.iqr, 0.0, EPS);
-	cr_expect_float_eq(s.sd, 0.0, EPS);
-	cr_expect_float_eq(s.cv, 0.0, EPS, "one value has no spread");
+	expect_near(s.median, 7.0, EPS);
+	expect_near(s.iqr, 0.0, EPS);
+	expect_near(s.sd, 0.0, EPS);
+	expect_near(s.cv, 0.0, EPS);
 	cr_expect_eq(pw_stats_summarize(odd, 0, &s), -EINVAL);
 	cr_expect_eq(pw_stats_summarize(NULL, 3, &s), -EINVAL);
 	cr_expect_eq(pw_stats_summarize(odd, 3, NULL), -EINVAL);
@@ -48,21 +60,21 @@ Test(bench, stats_quartiles_iqr_and_cv)
 
 	/* Sorted 1 3 5 7 9: q1 at rank 1, q3 at rank 3. */
 	cr_assert_eq(pw_stats_summarize(five, 5, &s), 0);
-	cr_expect_float_eq(s.q1, 3.0, EPS);
-	cr_expect_float_eq(s.q3, 7.0, EPS);
-	cr_expect_float_eq(s.iqr, 4.0, EPS);
-	cr_expect_float_eq(s.mean, 5.0, EPS);
-	cr_expect_float_eq(s.sd, 3.16227766016838, 1e-12, "sqrt(40 / 4)");
-	cr_expect_float_eq(s.cv, 0.632455532033676, 1e-12);
+	expect_near(s.q1, 3.0, EPS);
+	expect_near(s.q3, 7.0, EPS);
+	expect_near(s.iqr, 4.0, EPS);
+	expect_near(s.mean, 5.0, EPS);
+	expect_near(s.sd, 3.16227766016838, 1e-12);
+	expect_near(s.cv, 0.632455532033676, 1e-12);
 	/* Ranks 1.75 and 5.25 interpolate: 4 and 5 + 0.25 * 2. */
 	cr_assert_eq(pw_stats_summarize(eight, 8, &s), 0);
-	cr_expect_float_eq(s.median, 4.5, EPS);
-	cr_expect_float_eq(s.q1, 4.0, EPS);
-	cr_expect_float_eq(s.q3, 5.5, EPS);
-	cr_expect_float_eq(s.iqr, 1.5, EPS);
-	cr_expect_float_eq(s.sd, 2.13808993529940, 1e-12, "sqrt(32 / 7)");
-	cr_expect_float_eq(s.cv, 0.427617987059880, 1e-12);
-	cr_expect_float_eq(pw_stats_quantile(NULL, 0, 0.5), 0.0, EPS);
+	expect_near(s.median, 4.5, EPS);
+	expect_near(s.q1, 4.0, EPS);
+	expect_near(s.q3, 5.5, EPS);
+	expect_near(s.iqr, 1.5, EPS);
+	expect_near(s.sd, 2.13808993529940, 1e-12);
+	expect_near(s.cv, 0.427617987059880, 1e-12);
+	expect_near(pw_stats_quantile(NULL, 0, 0.5), 0.0, EPS);
 }
 
 Test(bench, stats_bootstrap_interval_on_known_samples)
@@ -77,9 +89,9 @@ Test(bench, stats_bootstrap_interval_on_known_samples)
 	 * (splitmix64, fixed seed, 10,000 resamples of pairs). */
 	cr_assert_eq(pw_stats_boot_ratio(a8, b8, 8, PW_STATS_SEED, &ci), 0);
 	cr_expect_eq(ci.n, 8u);
-	cr_expect_float_eq(ci.ratio, 1.065, 1e-12);
-	cr_expect_float_eq(ci.lo, 0.99, 1e-12);
-	cr_expect_float_eq(ci.hi, 1.15, 1e-12);
+	expect_near(ci.ratio, 1.065, 1e-12);
+	expect_near(ci.lo, 0.99, 1e-12);
+	expect_near(ci.hi, 1.15, 1e-12);
 	/* The same input, the same interval. */
 	cr_assert_eq(pw_stats_boot_ratio(a8, b8, 8, PW_STATS_SEED, &again), 0);
 	cr_expect(ci.n == again.n && ci.ratio == again.ratio &&
@@ -90,12 +102,12 @@ Test(bench, stats_bootstrap_interval_on_known_samples)
 	 * 2.5th and 97.5th percentiles are the smallest and largest ratio.
 	 */
 	cr_assert_eq(pw_stats_boot_ratio(a5, b8, 5, PW_STATS_SEED, &ci), 0);
-	cr_expect_float_eq(ci.ratio, 0.95, 1e-12);
-	cr_expect_float_eq(ci.lo, 0.90, 1e-12);
-	cr_expect_float_eq(ci.hi, 1.10, 1e-12);
+	expect_near(ci.ratio, 0.95, 1e-12);
+	expect_near(ci.lo, 0.90, 1e-12);
+	expect_near(ci.hi, 1.10, 1e-12);
 	cr_assert_eq(pw_stats_boot_ratio(ones, ones, 6, PW_STATS_SEED, &ci), 0);
-	cr_expect_float_eq(ci.lo, 1.0, EPS);
-	cr_expect_float_eq(ci.hi, 1.0, EPS);
+	expect_near(ci.lo, 1.0, EPS);
+	expect_near(ci.hi, 1.0, EPS);
 	/* Errors: nothing to pair, a zero, a negative. */
 	const double zero[] = { 1, 0 }, neg[] = { 1, -1 };
 	cr_expect_eq(pw_stats_boot_ratio(a8, b8, 0, 1, &ci), -EINVAL);
