@@ -8,7 +8,10 @@
  *   bench_scenarios.c  the scenario table, its selection, CPU placement
  *                      and the servers' command lines
  *   bench_run.c        child processes, one measurement, rounds
- *   bench_report.c     medians, the table, JSON and the plot
+ *   bench_report.c     medians, verdicts, warnings, the table, JSON and
+ *                      the plot
+ *   bench_stats.c      median, spread, bootstrap interval, verdict text
+ *   machine.c          load average, steal time, governor, SMT siblings
  *
  * Everything here runs on the main thread of the pinwheel command.
  */
@@ -24,6 +27,8 @@
 #include "pinwheel.h"
 #include "pinwheel/hist.h"
 #include "apps/bench.h"
+#include "apps/load.h"
+#include "apps/machine.h"
 
 /* The columns of a row: the two schedulers and the Tokio peer. */
 enum { COL_SHARD, COL_STEAL, COL_TOKIO, NCOLS };
@@ -41,7 +46,16 @@ struct meas {
 	double rps, p50, p99, p999, cpu_us; /* cpu_us < 0: unknown */
 	double cpu_s, elapsed_s;
 	uint64_t requests, errors;
+	struct pw_load_errors err; /* errors by cause */
+	unsigned round;		   /* 0-based */
+	unsigned slot;		   /* its place in the round's order, 0-based */
+	char server_log[NOTE_LEN]; /* with errors: the server's last line */
+	double steal_pct;	   /* the VM's steal time over the run, % of
+				      all CPU time; < 0: unknown */
 };
+
+/* The figures of a measurement the report summarises, in table order. */
+enum { FIG_RPS, FIG_P50, FIG_P99, FIG_P999, FIG_CPU, NFIGS };
 
 /* A scenario under one scheduler (or the Tokio peer). */
 struct cell {
@@ -62,6 +76,8 @@ struct row {
 	unsigned conns;
 	int srv[PW_MAX_SHARDS], load[PW_MAX_SHARDS];
 	unsigned nsrv, nload;
+	bool smt;	  /* a server CPU and a load CPU share a core */
+	int smt_a, smt_b; /* that pair */
 	struct cell cell[NCOLS];
 };
 
@@ -81,6 +97,7 @@ struct bench {
 	char *peer_sched[2]; /* the peer's scheduler scenarios' JSON lines */
 	bool stop;
 	bool failed;
+	struct pw_machine machine; /* read before and after the rows */
 	struct row rows[];
 };
 
@@ -180,11 +197,36 @@ char *pw_bench_peer_sched(const struct bench *b, const char *name);
 /* ---- bench_report.c ---- */
 
 /*
- * pw_bench_print_table - the medians of every selected row, with the
- * steal/shard ratios, as a table on @f.
+ * pw_bench_print_table - the medians of every selected row with their
+ * spread, the steal/shard ratios with their verdicts, and the errors by
+ * cause, as a table on @f.
  * Context: the main thread.
  */
 void pw_bench_print_table(const struct bench *b, FILE *f);
+
+/*
+ * pw_bench_causes_text - the nonzero causes of @e as "timeout 64, reset
+ * 2" into @buf (cut to @len); "" when there is none.
+ * Context: the main thread.
+ */
+void pw_bench_causes_text(const struct pw_load_errors *e, char *buf,
+			  size_t len);
+
+/*
+ * pw_bench_warnings - the warnings of a finished bench (the machine's,
+ * SMT siblings per row, noisy cells), one line each into @out[0..@max).
+ * Return: the number written.
+ * Context: the main thread.
+ */
+unsigned pw_bench_warnings(const struct bench *b,
+			   char (*out)[PW_MACHINE_WARN_LEN], unsigned max);
+
+/*
+ * pw_bench_print_warnings - @b's warnings on @f under a heading, or
+ * nothing when there is none.
+ * Context: the main thread.
+ */
+void pw_bench_print_warnings(const struct bench *b, FILE *f);
 
 /**
  * pw_bench_write_json - the bench's settings and every selected row's

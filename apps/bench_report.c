@@ -22,43 +22,162 @@
 #include "pinwheel.h"
 #include "apps/bench.h"
 #include "apps/bench_int.h"
+#include "apps/bench_stats.h"
 #include "apps/cli.h"
 
-/* ---- medians ------------------------------------------------------------ */
+/* ---- figures, medians and ratios ---------------------------------------- */
 
-static int cmp_double(const void *a, const void *b)
+/* The figures' JSON keys, their names in a verdict, which way is better,
+ * and their table columns (width, decimals). */
+static const struct figure {
+	const char *key, *what;
+	enum pw_stats_sense sense;
+	int width, prec;
+} figs[NFIGS] = {
+	[FIG_RPS] = { "throughput_rps", "throughput", PW_STATS_HIGHER_BETTER,
+		      12, 1 },
+	[FIG_P50] = { "p50_us", "p50", PW_STATS_LOWER_BETTER, 10, 1 },
+	[FIG_P99] = { "p99_us", "p99", PW_STATS_LOWER_BETTER, 10, 1 },
+	[FIG_P999] = { "p99.9_us", "p99.9", PW_STATS_LOWER_BETTER, 10, 1 },
+	[FIG_CPU] = { "cpu_us_per_request", "CPU per request",
+		      PW_STATS_LOWER_BETTER, 11, 2 },
+};
+
+/* Figure @f of @m; below 0 when unknown. */
+static double fig(const struct meas *m, int f)
 {
-	double x = *(const double *)a, y = *(const double *)b;
-	return (x > y) - (x < y);
+	switch (f) {
+	case FIG_RPS:
+		return m->rps;
+	case FIG_P50:
+		return m->p50;
+	case FIG_P99:
+		return m->p99;
+	case FIG_P999:
+		return m->p999;
+	default:
+		return m->cpu_us;
+	}
 }
 
-/* The median of field @off (a double in struct meas) over @c's rounds;
- * negative values (unknown) are left out; -1 when none is known. */
-static double median(const struct cell *c, size_t off)
+/* Figure @f of @c's rounds, the unknown ones left out, in @s. Return:
+ * whether any is known. */
+static bool summary(const struct cell *c, int f, struct pw_stats_summary *s)
 {
 	double v[ROUNDS_MAX];
 	unsigned n = 0;
 
-	for (unsigned i = 0; i < c->n; i++) {
-		double x;
-		memcpy(&x, (const char *)&c->m[i] + off, sizeof(x));
-		if (x >= 0)
-			v[n++] = x;
-	}
-	if (!n)
-		return -1;
-	qsort(v, n, sizeof(v[0]), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	for (unsigned i = 0; i < c->n; i++)
+		if (fig(&c->m[i], f) >= 0)
+			v[n++] = fig(&c->m[i], f);
+	return n && !pw_stats_summarize(v, n, s);
 }
 
-#define MED(c, f) median((c), offsetof(struct meas, f))
-
-static uint64_t total_errors(const struct cell *c)
+/* The median of figure @f over @c's rounds; -1 when none is known. */
+static double median(const struct cell *c, int f)
 {
-	uint64_t e = 0;
-	for (unsigned i = 0; i < c->n; i++)
-		e += c->m[i].errors;
-	return e;
+	struct pw_stats_summary s;
+
+	return summary(c, f, &s) ? s.median : -1;
+}
+
+/* The ratio of figure @f, column @a over column @b, over the rounds both
+ * measured (above 0), with its interval. Return: whether any round
+ * pairs. */
+static bool ratio(const struct cell *a, const struct cell *b, int f,
+		  struct pw_stats_ci *ci)
+{
+	double va[ROUNDS_MAX], vb[ROUNDS_MAX];
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < a->n; i++)
+		for (unsigned j = 0; j < b->n; j++)
+			if (a->m[i].round == b->m[j].round &&
+			    fig(&a->m[i], f) > 0 && fig(&b->m[j], f) > 0) {
+				va[n] = fig(&a->m[i], f);
+				vb[n++] = fig(&b->m[j], f);
+			}
+	return n && !pw_stats_boot_ratio(va, vb, n, PW_STATS_SEED, ci);
+}
+
+static uint64_t total_errors(const struct cell *c, struct pw_load_errors *e)
+{
+	uint64_t n = 0;
+
+	memset(e, 0, sizeof(*e));
+	for (unsigned i = 0; i < c->n; i++) {
+		n += c->m[i].errors;
+		e->connect += c->m[i].err.connect;
+		e->reset += c->m[i].err.reset;
+		e->timeout += c->m[i].err.timeout;
+		e->bad += c->m[i].err.bad;
+		e->other += c->m[i].err.other;
+	}
+	return n;
+}
+
+void pw_bench_causes_text(const struct pw_load_errors *e, char *buf, size_t len)
+{
+	const uint64_t v[] = { e->connect, e->reset, e->timeout, e->bad,
+			       e->other };
+	static const char *const name[] = { "connect", "reset", "timeout",
+					    "bad", "other" };
+	size_t used = 0;
+
+	buf[0] = '\0';
+	for (int i = 0; i < 5 && used < len; i++)
+		if (v[i])
+			used += (size_t)snprintf(buf + used, len - used,
+						 "%s%s %" PRIu64,
+						 used ? ", " : "", name[i],
+						 v[i]);
+}
+
+/* ---- warnings ------------------------------------------------------------- */
+
+unsigned pw_bench_warnings(const struct bench *b,
+			   char (*out)[PW_MACHINE_WARN_LEN], unsigned max)
+{
+	unsigned n = pw_machine_warnings(&b->machine, b->ncpus, out, max);
+
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+		const struct row *r = &b->rows[i];
+
+		if (!r->selected || r->skipped)
+			continue;
+		if (r->smt && n < max)
+			snprintf(out[n++], PW_MACHINE_WARN_LEN,
+				 "%s: server CPU %d and load CPU %d are SMT "
+				 "siblings: they share one core",
+				 r->sc->name, r->smt_a, r->smt_b);
+		for (int c = 0; c < NCOLS; c++) {
+			struct pw_stats_summary s;
+
+			if (n < max && r->cell[c].n > 1 &&
+			    summary(&r->cell[c], FIG_RPS, &s) &&
+			    s.cv > PW_MACHINE_CV_WARN)
+				snprintf(out[n++], PW_MACHINE_WARN_LEN,
+					 "%s %s: throughput varies by %.1f%% "
+					 "(CV) over %u rounds, above %.0f%%",
+					 r->sc->name, pw_bench_col_name[c],
+					 100 * s.cv, s.n,
+					 100 * PW_MACHINE_CV_WARN);
+		}
+	}
+	return n;
+}
+
+void pw_bench_print_warnings(const struct bench *b, FILE *f)
+{
+	char w[32][PW_MACHINE_WARN_LEN];
+	unsigned n = pw_bench_warnings(b, w, 32);
+
+	if (!n)
+		return;
+	fprintf(f, "\nwarnings: the run may be too noisy to decide "
+		   "(docs/benchmarking.md, \"Reading a verdict\"):\n");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "  - %s\n", w[i]);
 }
 
 /* ---- the table ------------------------------------------------------------ */
@@ -71,62 +190,119 @@ static void print_num(FILE *f, double v, int width, int prec)
 		fprintf(f, " %*.*f", width, prec, v);
 }
 
-static void print_ratio(FILE *f, double a, double b, int width)
+/* @v in at most 5 characters or so: 98k, 1.2k, 739, 8.92. */
+static int short_num(char *buf, size_t len, double v)
 {
-	if (a < 0 || b <= 0)
-		fprintf(f, " %*s", width, "-");
+	if (v >= 10000)
+		return snprintf(buf, len, "%.0fk", v / 1e3);
+	if (v >= 1000)
+		return snprintf(buf, len, "%.1fk", v / 1e3);
+	if (v >= 100)
+		return snprintf(buf, len, "%.0f", v);
+	if (v >= 10)
+		return snprintf(buf, len, "%.1f", v);
+	return snprintf(buf, len, "%.2f", v);
+}
+
+/* A cell's figures: medians, the throughput's CV, the errors (with their
+ * causes); then a line of min..max per figure. */
+static void print_cell(FILE *f, const struct cell *cl)
+{
+	struct pw_stats_summary s;
+	struct pw_load_errors e;
+	uint64_t errors = total_errors(cl, &e);
+	char causes[128];
+
+	for (int k = 0; k < NFIGS; k++)
+		print_num(f, median(cl, k), figs[k].width, figs[k].prec);
+	if (summary(cl, FIG_RPS, &s) && s.n > 1)
+		fprintf(f, " %5.1f%%", 100 * s.cv);
 	else
-		fprintf(f, " %*.2fx", width - 1, a / b);
+		fprintf(f, " %6s", "-");
+	fprintf(f, " %8" PRIu64, errors);
+	pw_bench_causes_text(&e, causes, sizeof(causes));
+	if (errors)
+		fprintf(f, " (%s)", causes);
+	fprintf(f, "\n%-9s %-12s", "", "  min..max");
+	for (int k = 0; k < NFIGS; k++) {
+		char lo[16], hi[16], both[40];
+
+		if (!summary(cl, k, &s)) {
+			fprintf(f, " %*s", figs[k].width, "-");
+			continue;
+		}
+		short_num(lo, sizeof(lo), s.min);
+		short_num(hi, sizeof(hi), s.max);
+		snprintf(both, sizeof(both), "%s..%s", lo, hi);
+		fprintf(f, " %*s", figs[k].width, both);
+	}
+	fputc('\n', f);
+}
+
+/* The ratio line of column @a over @b (named @name), then the verdicts
+ * on throughput and p99. */
+static void print_ratios(FILE *f, const struct cell *a, const struct cell *b,
+			 const char *na, const char *nb)
+{
+	struct pw_stats_ci ci;
+	char name[32], v[200];
+
+	snprintf(name, sizeof(name), "%s/%s", na, nb);
+	fprintf(f, "%-9s %-12s", "", name);
+	for (int k = 0; k < NFIGS; k++)
+		if (ratio(a, b, k, &ci))
+			fprintf(f, " %*.2fx", figs[k].width - 1, ci.ratio);
+		else
+			fprintf(f, " %*s", figs[k].width, "-");
+	fputc('\n', f);
+	for (int k = FIG_RPS; k <= FIG_P99; k += FIG_P99 - FIG_RPS) {
+		if (!ratio(a, b, k, &ci))
+			continue;
+		pw_stats_verdict(&ci, figs[k].sense, na, nb, figs[k].what, v,
+				 sizeof(v));
+		fprintf(f, "%-9s   %s: %s\n", "", figs[k].what, v);
+	}
+}
+
+/* Row @r's lines. */
+static void print_row(FILE *f, const struct row *r)
+{
+	bool first = true;
+
+	if (r->skipped) {
+		fprintf(f, "%-9s skipped: %s\n", r->sc->name, r->note);
+		return;
+	}
+	for (int c = 0; c < NCOLS; c++) {
+		const struct cell *cl = &r->cell[c];
+
+		if (!cl->used)
+			continue;
+		fprintf(f, "%-9s %-12s", first ? r->sc->name : "",
+			pw_bench_col_name[c]);
+		first = false;
+		if (!cl->n)
+			fprintf(f, " %s: %s\n",
+				cl->skipped ? "skipped" : "failed",
+				cl->note[0] ? cl->note : "no result");
+		else
+			print_cell(f, cl);
+	}
+	for (int c = COL_STEAL; c < NCOLS; c++)
+		if (r->cell[c].n && r->cell[COL_SHARD].n)
+			print_ratios(f, &r->cell[c], &r->cell[COL_SHARD],
+				     pw_bench_col_name[c],
+				     pw_bench_col_name[COL_SHARD]);
 }
 
 void pw_bench_print_table(const struct bench *b, FILE *f)
 {
-	fprintf(f, "\n%-9s %-12s %12s %10s %10s %10s %11s %8s\n", "scenario",
-		"sched", "req/s", "p50 us", "p99 us", "p99.9 us", "cpu us/req",
-		"errors");
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
-		const struct row *r = &b->rows[i];
-		bool first = true;
-
-		if (!r->selected)
-			continue;
-		if (r->skipped) {
-			fprintf(f, "%-9s skipped: %s\n", r->sc->name, r->note);
-			continue;
-		}
-		for (int c = 0; c < NCOLS; c++) {
-			const struct cell *cl = &r->cell[c];
-
-			if (!cl->used)
-				continue;
-			fprintf(f, "%-9s %-12s", first ? r->sc->name : "",
-				pw_bench_col_name[c]);
-			first = false;
-			if (!cl->n) {
-				fprintf(f, " %s: %s\n",
-					cl->skipped ? "skipped" : "failed",
-					cl->note[0] ? cl->note : "no result");
-				continue;
-			}
-			print_num(f, MED(cl, rps), 12, 1);
-			print_num(f, MED(cl, p50), 10, 1);
-			print_num(f, MED(cl, p99), 10, 1);
-			print_num(f, MED(cl, p999), 10, 1);
-			print_num(f, MED(cl, cpu_us), 11, 2);
-			fprintf(f, " %8" PRIu64 "\n", total_errors(cl));
-		}
-		const struct cell *a = &r->cell[COL_STEAL],
-				  *s = &r->cell[COL_SHARD];
-		if (a->n && s->n) {
-			fprintf(f, "%-9s %-12s", "", "steal/shard");
-			print_ratio(f, MED(a, rps), MED(s, rps), 12);
-			print_ratio(f, MED(a, p50), MED(s, p50), 10);
-			print_ratio(f, MED(a, p99), MED(s, p99), 10);
-			print_ratio(f, MED(a, p999), MED(s, p999), 10);
-			print_ratio(f, MED(a, cpu_us), MED(s, cpu_us), 11);
-			fputc('\n', f);
-		}
-	}
+	fprintf(f, "\n%-9s %-12s %12s %10s %10s %10s %11s %6s %8s\n",
+		"scenario", "sched", "req/s", "p50 us", "p99 us", "p99.9 us",
+		"cpu us/req", "cv", "errors");
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		if (b->rows[i].selected)
+			print_row(f, &b->rows[i]);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -148,8 +324,67 @@ static void json_cpus(FILE *f, const int *cpus, unsigned n)
 	fputc(']', f);
 }
 
+static void json_causes(FILE *f, const struct pw_load_errors *e)
+{
+	fprintf(f,
+		"\"error_causes\": {\"connect\": %" PRIu64
+		", \"reset\": %" PRIu64 ", \"timeout\": %" PRIu64
+		", \"bad\": %" PRIu64 ", \"other\": %" PRIu64 "}",
+		e->connect, e->reset, e->timeout, e->bad, e->other);
+}
+
+/* One round's figures. */
+static void json_round(FILE *f, const struct meas *m)
+{
+	fprintf(f, "{\"round\": %u, \"order\": %u, ", m->round + 1,
+		m->slot + 1);
+	json_num(f, "throughput_rps", m->rps);
+	fprintf(f, ", \"requests\": %" PRIu64 ", \"errors\": %" PRIu64 ", ",
+		m->requests, m->errors);
+	json_causes(f, &m->err);
+	for (int k = FIG_P50; k < NFIGS; k++) {
+		fprintf(f, ", ");
+		json_num(f, figs[k].key, fig(m, k));
+	}
+	fprintf(f, ", ");
+	json_num(f, "server_cpu_s", m->cpu_s);
+	fprintf(f, ", ");
+	json_num(f, "elapsed_s", m->elapsed_s);
+	fprintf(f, ", ");
+	json_num(f, "vm_steal_pct", m->steal_pct);
+	if (m->server_log[0]) {
+		fprintf(f, ", \"server_log\": ");
+		pw_cli_json_str(f, m->server_log);
+	}
+	fputc('}', f);
+}
+
+/* The spread of each figure over @c's rounds. */
+static void json_spread(FILE *f, const struct cell *c)
+{
+	fprintf(f, ",\n        \"spread\": {");
+	for (int k = 0; k < NFIGS; k++) {
+		struct pw_stats_summary s;
+
+		fprintf(f, "%s\"%s\": ", k ? ", " : "", figs[k].key);
+		if (!summary(c, k, &s)) {
+			fprintf(f, "null");
+			continue;
+		}
+		fprintf(f,
+			"{\"n\": %u, \"min\": %.3f, \"q1\": %.3f, "
+			"\"median\": %.3f, \"q3\": %.3f, \"max\": %.3f, "
+			"\"iqr\": %.3f, \"cv\": %.4f}",
+			s.n, s.min, s.q1, s.median, s.q3, s.max, s.iqr, s.cv);
+	}
+	fputc('}', f);
+}
+
 static void json_cell(FILE *f, const struct cell *c)
 {
+	struct pw_load_errors e;
+	uint64_t errors;
+
 	fprintf(f, "{\"status\": \"%s\"",
 		c->n	   ? "ok" :
 		c->skipped ? "skipped" :
@@ -162,43 +397,50 @@ static void json_cell(FILE *f, const struct cell *c)
 		fputc('}', f);
 		return;
 	}
-	fprintf(f, ", ");
-	json_num(f, "throughput_rps", MED(c, rps));
-	fprintf(f, ", ");
-	json_num(f, "p50_us", MED(c, p50));
-	fprintf(f, ", ");
-	json_num(f, "p99_us", MED(c, p99));
-	fprintf(f, ", ");
-	json_num(f, "p99.9_us", MED(c, p999));
-	fprintf(f, ", ");
-	json_num(f, "cpu_us_per_request", MED(c, cpu_us));
-	fprintf(f, ", \"errors\": %" PRIu64 ", \"rounds\": [", total_errors(c));
+	for (int k = 0; k < NFIGS; k++) {
+		fprintf(f, ", ");
+		json_num(f, figs[k].key, median(c, k));
+	}
+	errors = total_errors(c, &e);
+	fprintf(f, ", \"errors\": %" PRIu64 ", ", errors);
+	json_causes(f, &e);
+	json_spread(f, c);
+	fprintf(f, ",\n        \"rounds\": [");
 	for (unsigned i = 0; i < c->n; i++) {
-		const struct meas *m = &c->m[i];
-		fprintf(f, "%s\n          {", i ? "," : "");
-		json_num(f, "throughput_rps", m->rps);
-		fprintf(f,
-			", \"requests\": %" PRIu64 ", \"errors\": %" PRIu64
-			", ",
-			m->requests, m->errors);
-		json_num(f, "p50_us", m->p50);
-		fprintf(f, ", ");
-		json_num(f, "p99_us", m->p99);
-		fprintf(f, ", ");
-		json_num(f, "p99.9_us", m->p999);
-		fprintf(f, ", ");
-		json_num(f, "cpu_us_per_request", m->cpu_us);
-		fprintf(f, ", ");
-		json_num(f, "server_cpu_s", m->cpu_s);
-		fprintf(f, ", ");
-		json_num(f, "elapsed_s", m->elapsed_s);
-		fputc('}', f);
+		fprintf(f, "%s\n          ", i ? "," : "");
+		json_round(f, &c->m[i]);
 	}
 	fprintf(f, "],\n        \"latency\": ");
 	if (c->have_hist)
 		pw_hist_write_json(&c->hist, f);
 	else
 		fprintf(f, "null");
+	fputc('}', f);
+}
+
+/* The ratios of column @a over @b, each with its interval and verdict. */
+static void json_ratio(FILE *f, const struct cell *a, const struct cell *b,
+		       const char *na, const char *nb)
+{
+	fprintf(f, "\"%s/%s\": {", na, nb);
+	for (int k = 0; k < NFIGS; k++) {
+		struct pw_stats_ci ci;
+		char v[200];
+
+		fprintf(f, "%s\"%s\": ", k ? ",\n          " : "", figs[k].key);
+		if (!ratio(a, b, k, &ci)) {
+			fprintf(f, "null");
+			continue;
+		}
+		pw_stats_verdict(&ci, figs[k].sense, na, nb, figs[k].what, v,
+				 sizeof(v));
+		fprintf(f,
+			"{\"rounds\": %u, \"ratio\": %.4f, \"ci95\": [%.4f, "
+			"%.4f], \"verdict\": ",
+			ci.n, ci.ratio, ci.lo, ci.hi);
+		pw_cli_json_str(f, v);
+		fputc('}', f);
+	}
 	fputc('}', f);
 }
 
@@ -226,6 +468,37 @@ static void json_settings(const struct bench *b, FILE *f)
 		"  \"rate\": %" PRIu64,
 		(double)b->duration / 1e9, (double)b->warmup / 1e9, b->rounds,
 		b->rate ? "open" : "closed", b->rate);
+	fprintf(f,
+		",\n  \"bootstrap\": {\"method\": \"paired rounds: the "
+		"median of the per-round ratios, resampled by round\", "
+		"\"resamples\": %u, \"seed\": %llu, \"confidence\": 0.95, "
+		"\"min_rounds\": %u}",
+		PW_STATS_RESAMPLES, (unsigned long long)PW_STATS_SEED,
+		PW_STATS_MIN_ROUNDS);
+}
+
+/* The machine's state and the warnings, after the settings. */
+static void json_machine(const struct bench *b, FILE *f)
+{
+	const struct pw_machine *m = &b->machine;
+	char w[32][PW_MACHINE_WARN_LEN];
+	unsigned n = pw_bench_warnings(b, w, 32);
+
+	fprintf(f, ",\n  \"machine\": {\"load_average\": ");
+	if (m->load1 >= 0)
+		fprintf(f, "[%.2f, %.2f, %.2f]", m->load1, m->load5, m->load15);
+	else
+		fprintf(f, "null");
+	fprintf(f, ", \"online_cpus\": %u, ", m->online);
+	json_num(f, "steal_pct", m->steal_pct);
+	fprintf(f, ", \"governor\": ");
+	pw_cli_json_str(f, m->governor);
+	fprintf(f, ",\n    \"warnings\": [");
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%s\n      ", i ? "," : "");
+		pw_cli_json_str(f, w[i]);
+	}
+	fprintf(f, "]}");
 }
 
 /* One selected row: the scenario, its placement, and its cells. */
@@ -249,6 +522,11 @@ static void json_row(const struct row *r, FILE *f)
 	json_cpus(f, r->srv, r->nsrv);
 	fprintf(f, ", \"load_cpus\": ");
 	json_cpus(f, r->load, r->nload);
+	fprintf(f, ", \"smt_shared\": ");
+	if (r->smt)
+		fprintf(f, "[%d, %d]", r->smt_a, r->smt_b);
+	else
+		fprintf(f, "null");
 	fprintf(f, ", \"conns\": %u,\n      \"status\": \"%s\"", r->conns,
 		r->skipped ? "skipped" : "ran");
 	if (r->skipped) {
@@ -265,6 +543,16 @@ static void json_row(const struct row *r, FILE *f)
 			pw_bench_col_name[c]);
 		first = false;
 		json_cell(f, &r->cell[c]);
+	}
+	fprintf(f, "},\n      \"ratios\": {");
+	first = true;
+	for (int c = COL_STEAL; c < NCOLS; c++) {
+		if (!r->cell[c].n || !r->cell[COL_SHARD].n)
+			continue;
+		fprintf(f, "%s\n        ", first ? "" : ",");
+		first = false;
+		json_ratio(f, &r->cell[c], &r->cell[COL_SHARD],
+			   pw_bench_col_name[c], pw_bench_col_name[COL_SHARD]);
 	}
 	fprintf(f, "}}");
 }
@@ -293,6 +581,7 @@ int pw_bench_write_json(const struct bench *b, FILE *f)
 
 	fputc('{', f);
 	json_settings(b, f);
+	json_machine(b, f);
 	fprintf(f, ",\n  \"scenarios\": [");
 	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
 		if (!b->rows[i].selected)

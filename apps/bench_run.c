@@ -12,7 +12,8 @@
  * /proc/PID/stat when the warm-up ends and when the run is over, and
  * stops the children (SIGTERM, then SIGKILL after 10 s). A server that
  * exits with status 2 at start (a flag it does not know) skips the
- * scenario. Rounds alternate the columns: shard, steal, tokio, shard ...
+ * scenario. Rounds alternate the columns, and their order: shard, steal,
+ * tokio in even rounds (counting from 0), tokio, steal, shard in odd ones.
  *
  * Every child is killed by the kernel if this thread ends first
  * (PR_SET_PDEATHSIG), so a bench that is killed leaves no server behind.
@@ -165,6 +166,24 @@ void pw_bench_first_line(const char *path, char *buf, size_t len)
 		buf[0] = '\0';
 	fclose(f);
 	buf[strcspn(buf, "\n")] = '\0';
+}
+
+/* The last line of the file @path that is not empty, into @buf (empty
+ * when it cannot be read). */
+static void last_line(const char *path, char *buf, size_t len)
+{
+	char line[NOTE_LEN];
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (!f)
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0])
+			snprintf(buf, len, "%s", line);
+	}
+	fclose(f);
 }
 
 /*
@@ -385,6 +404,7 @@ static void record(struct meas *m, const struct pw_load_result *res,
 	m->rps = res->throughput;
 	m->requests = res->requests;
 	m->errors = res->errors;
+	m->err = res->err;
 	m->p50 = (double)pw_hist_percentile(&res->latency, 50) / 1e3;
 	m->p99 = (double)pw_hist_percentile(&res->latency, 99) / 1e3;
 	m->p999 = (double)pw_hist_percentile(&res->latency, 99.9) / 1e3;
@@ -486,8 +506,22 @@ static int measure(const struct bench *b, struct row *r, int col,
 		return ret;
 	ret = start_server(b, r, col, port, bport, &pid, note);
 	if (ret == M_OK) {
+		struct pw_machine_ticks t0, t1;
+		bool ticks = !pw_machine_read_stat(PW_MACHINE_STAT, &t0);
+
 		ret = load_server(b, r, col, port, pid, m, note);
+		m->steal_pct =
+			ticks && !pw_machine_read_stat(PW_MACHINE_STAT, &t1) ?
+				pw_machine_steal_pct(&t0, &t1) :
+				-1;
 		stop_child(pid);
+		/* A round with errors keeps the server's own account. */
+		if (ret == M_OK && m->errors) {
+			char log[PATH_MAX + 16];
+
+			snprintf(log, sizeof(log), "%s/server.log", b->tmp);
+			last_line(log, m->server_log, sizeof(m->server_log));
+		}
 	}
 	if (bpid > 0)
 		stop_child(bpid);
@@ -507,7 +541,18 @@ static void print_meas(int col, unsigned round, uint64_t rounds,
 		printf("%.2f us CPU/request, ", m->cpu_us);
 	else
 		printf("CPU time unknown, ");
-	printf("%" PRIu64 " errors\n", m->errors);
+	printf("%" PRIu64 " errors", m->errors);
+	if (m->errors) {
+		char why[128];
+
+		pw_bench_causes_text(&m->err, why, sizeof(why));
+		printf(" (%s)", why);
+	}
+	if (m->steal_pct > 1)
+		printf(", VM steal %.1f%%", m->steal_pct);
+	putchar('\n');
+	if (m->server_log[0])
+		printf("    server: %s\n", m->server_log);
 	fflush(stdout);
 }
 
@@ -528,12 +573,14 @@ static bool row_runnable(const struct bench *b, struct row *r)
 	return false;
 }
 
-/* One measurement of column @c in round @k of row @r, recorded.
+/* One measurement of column @c in round @k of row @r, @slot-th in the
+ * round, recorded.
  * Return: false when the row must end (skipped, or a stop). */
-static bool run_cell(struct bench *b, struct row *r, int c, unsigned k)
+static bool run_cell(struct bench *b, struct row *r, int c, unsigned k,
+		     unsigned slot)
 {
 	struct cell *cl = &r->cell[c];
-	struct meas m = { 0 };
+	struct meas m = { .round = k, .slot = slot };
 	char note[NOTE_LEN] = "";
 	int rc = measure(b, r, c, &m, note);
 
@@ -580,13 +627,24 @@ void pw_bench_run_row(struct bench *b, struct row *r)
 		       ": they share cores, so the load generator's work "
 		       "counts against the server's" :
 		       "");
+	if (r->smt)
+		printf("  warning: server CPU %d and load CPU %d are SMT "
+		       "siblings: they share one core\n",
+		       r->smt_a, r->smt_b);
 	if (r->cell[COL_TOKIO].used && !b->peer_ok)
 		r->cell[COL_TOKIO].skipped = true;
-	for (unsigned k = 0; k < b->rounds && !b->stop; k++)
-		for (int c = 0; c < NCOLS && !b->stop; c++)
+	for (unsigned k = 0; k < b->rounds && !b->stop; k++) {
+		unsigned slot = 0;
+
+		/* Odd rounds go backwards, so no column is always first. */
+		for (int i = 0; i < NCOLS && !b->stop; i++) {
+			int c = k % 2 ? NCOLS - 1 - i : i;
+
 			if (r->cell[c].used && !r->cell[c].skipped &&
-			    !run_cell(b, r, c, k))
+			    !run_cell(b, r, c, k, slot++))
 				return;
+		}
+	}
 }
 
 char *pw_bench_peer_sched(const struct bench *b, const char *name)

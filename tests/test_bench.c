@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_bench.c - `pinwheel bench`: the scenario table and its selection,
- * word splitting, CPU placement, /proc CPU time, flag errors, one short
- * run of the http scenario that must leave valid JSON with both
- * schedulers' results (and a plot where gnuplot is installed), and the
- * scratch folder removed after a run and after running out of memory.
+ * word splitting, CPU placement, /proc CPU time, flag errors, errors by
+ * cause as text, one short run of the http scenario in 5 rounds that
+ * must leave valid JSON with both schedulers' results, their spread,
+ * ratios with intervals and verdicts and the machine's state (and a plot
+ * where gnuplot is installed), and the scratch folder removed after a
+ * run and after running out of memory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -20,6 +22,7 @@
 #include "core/fault.h"
 #include "apps/apps.h"
 #include "apps/bench.h"
+#include "apps/bench_int.h"
 
 Test(bench, table_is_well_formed)
 {
@@ -234,6 +237,24 @@ Test(bench, command_flags)
 	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
+Test(bench, error_causes_as_text)
+{
+	struct pw_load_errors e = { 0 };
+	char buf[128];
+
+	pw_bench_causes_text(&e, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "");
+	e.timeout = 64;
+	pw_bench_causes_text(&e, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "timeout 64");
+	e.connect = 1;
+	e.other = 3;
+	pw_bench_causes_text(&e, buf, sizeof(buf));
+	cr_expect_str_eq(buf, "connect 1, timeout 64, other 3");
+	pw_bench_causes_text(&e, buf, 8);
+	cr_expect_str_eq(buf, "connect", "cut to the buffer");
+}
+
 Test(bench, json_checker_works)
 {
 	cr_expect(pw_test_json_valid(
@@ -305,10 +326,11 @@ Test(bench, short_http_run_writes_json_and_plot)
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
 	cr_assert_eq(mkdir(tmp, 0700), 0);
 	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
-	char *argv[] = { "pinwheel",   "bench", "--scenarios", "http",
-			 "--duration", "1s",	"--warmup",    "0.2s",
-			 "--conns",    "8",	"--json",      json,
-			 "--plot",     plot,	NULL };
+	char *argv[] = { "pinwheel", "bench", "--scenarios", "http",
+			 "--rounds", "5",     "--duration",  "1s",
+			 "--warmup", "0.2s",  "--conns",     "8",
+			 "--json",   json,    "--plot",	     plot,
+			 NULL };
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	cr_expect_eq(dir_entries(tmp), 0, "the scratch folder is left");
@@ -316,6 +338,11 @@ Test(bench, short_http_run_writes_json_and_plot)
 	cr_expect(strstr(out, "steal/shard"), "%s", out);
 	cr_expect(strstr(out, "keep-alive"), "the one-line description: %s",
 		  out);
+	/* The spread, a verdict on throughput and p99, the machine. */
+	cr_expect(strstr(out, "min..max"), "%s", out);
+	cr_expect(strstr(out, "   throughput: "), "%s", out);
+	cr_expect(strstr(out, "   p99: "), "%s", out);
+	cr_expect(strstr(out, "  machine: load average "), "%s", out);
 
 	char *j = slurp(json, &len);
 	cr_assert_not_null(j, "no %s: %s", json, out);
@@ -331,6 +358,25 @@ Test(bench, short_http_run_writes_json_and_plot)
 	if (steal)
 		expect_throughput(steal);
 	cr_expect(strstr(j, "\"cpu_us_per_request\": "), "%s", j);
+	/* Errors by cause, spread, the ratios with intervals and verdicts,
+	 * the machine, and the alternated order: shard first in round 1,
+	 * second in round 2. */
+	cr_expect(strstr(j, "\"error_causes\": {\"connect\": "), "%s", j);
+	cr_expect(strstr(j, "\"spread\": {\"throughput_rps\": {\"n\": 5, "),
+		  "%s", j);
+	cr_expect(strstr(j, "\"steal/shard\": {\"throughput_rps\": "
+			    "{\"rounds\": 5, \"ratio\": "),
+		  "%s", j);
+	cr_expect(strstr(j, "\"ci95\": ["), "%s", j);
+	cr_expect(strstr(j, "\"verdict\": \""), "%s", j);
+	cr_expect(strstr(j, "\"machine\": {\"load_average\": "), "%s", j);
+	cr_expect(strstr(j, "\"bootstrap\": {\"method\": "), "%s", j);
+	if (shard) {
+		cr_expect(strstr(shard, "{\"round\": 1, \"order\": 1, "), "%s",
+			  shard);
+		cr_expect(strstr(shard, "{\"round\": 2, \"order\": 2, "), "%s",
+			  shard);
+	}
 	free(j);
 
 	if (have_gnuplot()) {
@@ -383,11 +429,11 @@ Test(bench, peer_column_and_skips)
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(peer, 0755), 0);
 
-	char *argv[] = { "pinwheel",   "bench",	 "--scenarios", "http,fanout",
-			 "--duration", "0.3s",	 "--warmup",	"0",
-			 "--conns",    "4",	 "--peers",	"--peer-bin",
-			 peer,	       "--json", json,		"--plot",
-			 plot,	       NULL };
+	char *argv[] = { "pinwheel", "bench",	   "--scenarios", "http,fanout",
+			 "--rounds", "1",	   "--duration",  "0.3s",
+			 "--warmup", "0",	   "--conns",	  "4",
+			 "--peers",  "--peer-bin", peer,	  "--json",
+			 json,	     "--plot",	   plot,	  NULL };
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	char *j = slurp(json, &len);
