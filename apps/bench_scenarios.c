@@ -40,13 +40,13 @@ const struct pw_bench_scenario pw_bench_scenarios[] = {
 	},
 	{
 		.name = "skewed",
-		.what = "every connection on shard 0, 2000 iterations of CPU "
+		.what = "every connection on shard 0, 50000 iterations of CPU "
 			"work per request in a child task: stealing can use "
 			"the idle core (server on all cores; load shares them)",
-		.server = "http --accept-shards 1 --work 2000",
+		.server = "http --accept-shards 1 --work 50000",
 		.place = PW_BENCH_ALL,
 		.conns = 64,
-		.peer = "http --work 2000",
+		.peer = "http --work 50000",
 	},
 	{
 		.name = "fanout",
