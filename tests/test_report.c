@@ -19,6 +19,7 @@
 #include "tests/common.h"
 #include "tests/json.h"
 #include "pinwheel/hist_hdr.h"
+#include "apps/load.h"
 
 /* A scratch file name for this test process. */
 static void tmp_name(char *buf, size_t len, const char *what)
@@ -340,4 +341,69 @@ Test(report, load_hgrm_and_start_at_checks)
 	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 	kill(sp, SIGINT);
 	pw_test_cmd_wait(sp, fd, text, sizeof(text));
+}
+
+/* What the interval hook saw. */
+struct ivl_seen {
+	struct pw_hist sum;
+	uint64_t n, next_index, bad_start;
+	uint64_t lengths[16];
+};
+
+static void on_interval(void *arg, const struct pw_load_interval *iv)
+{
+	struct ivl_seen *v = arg;
+
+	if (iv->index != v->next_index++ ||
+	    iv->start_ns != iv->index * PW_NSEC_PER_SEC)
+		v->bad_start++;
+	if (v->n < 16)
+		v->lengths[v->n] = iv->length_ns;
+	v->n++;
+	pw_hist_merge(&v->sum, iv->hist);
+}
+
+/* In process, on two shards: the interval histograms hold every answer
+ * of the run's latency histogram, one a second, in order. */
+Test(report, load_intervals_hold_every_answer)
+{
+	static char text[16384];
+	struct pw_net_addr addr;
+	struct pw_load_config lc;
+	struct pw_load_result res;
+	struct ivl_seen v = { 0 };
+	size_t len = 0;
+	int fd;
+
+	char *srv[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			"--shards", "1",    NULL };
+	pid_t sp = pw_test_cmd_start(srv, &fd);
+	pw_test_banner_addr(fd, text, sizeof(text), &len, &addr);
+	cr_assert_eq(pw_hist_init(&v.sum, 0, PW_LOAD_HIST_DIGITS), 0);
+	struct pw_runtime *rt = pw_test_runtime(2);
+	pw_load_config_init(&lc);
+	lc.target = addr;
+	lc.conns = 4;
+	lc.warmup_ns = 100 * PW_NSEC_PER_MSEC;
+	lc.duration_ns = 2500 * PW_NSEC_PER_MSEC;
+	lc.interval = on_interval;
+	lc.arg = &v;
+	cr_assert_eq(pw_load_run(rt, &lc, &res), 0);
+	pw_runtime_destroy(rt);
+	kill(sp, SIGINT);
+	pw_test_cmd_wait(sp, fd, text, sizeof(text));
+
+	cr_assert_gt(res.requests, 0);
+	cr_assert_eq(v.bad_start, 0);
+	cr_assert_eq(v.n, 3, "%" PRIu64 " intervals", v.n);
+	cr_assert_eq(v.lengths[0], PW_NSEC_PER_SEC);
+	cr_assert_eq(v.lengths[1], PW_NSEC_PER_SEC);
+	cr_assert_eq(v.lengths[2], 500 * PW_NSEC_PER_MSEC);
+	cr_assert_eq(pw_hist_count(&v.sum), res.requests);
+	cr_assert_eq(memcmp(v.sum.counts, res.latency.counts,
+			    v.sum.ncounts * sizeof(uint64_t)),
+		     0);
+	cr_assert_gt(res.start_wall_ns, 0);
+	pw_hist_destroy(&v.sum);
+	pw_load_result_destroy(&res);
 }
