@@ -49,13 +49,71 @@ uint64_t pw_hist_highest(const struct pw_hist *h)
 
 /* ---- the percentile distribution ------------------------------------ */
 
-/* The value a row shows for bucket @i: its highest value, but never
- * more than the exact maximum. */
-static uint64_t row_value(const struct pw_hist *h, uint32_t i)
+/* The shortest decimal digits of @v that read back as @v, into @dig
+ * (NUL-terminated), and the power of ten of the first one. */
+static int shortest_digits(double v, char *dig)
 {
-	uint64_t v = pw__hist_bucket_high(h, i);
+	char e[48], *p = e;
+	int prec, n = 0;
 
-	return v < h->max ? v : h->max;
+	for (prec = 1; prec < 17; prec++) {
+		snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+		if (strtod(e, NULL) == v)
+			break;
+	}
+	snprintf(e, sizeof(e), "%.*e", prec - 1, v);
+	for (; *p && *p != 'e'; p++)
+		if (*p >= '0' && *p <= '9')
+			dig[n++] = *p;
+	dig[n] = '\0';
+	return *p ? atoi(p + 1) : 0;
+}
+
+/*
+ * @v (>= 0, finite) with @dec decimals, right-aligned in @width, as
+ * HdrHistogram's Java formatter prints it: the shortest decimal that
+ * reads back as @v, rounded half up (C's printf rounds the exact binary
+ * value, so the two differ on ties such as 0.9997802734375).
+ */
+static void put_fixed(FILE *f, int width, int dec, double v)
+{
+	char dig[32], out[64], *o = out + 1;
+	int top, nd, exp10;
+	bool up;
+
+	if (!(v >= 0) || v > 1e30) {
+		fprintf(f, "%*.*f", width, dec, v);
+		return;
+	}
+	exp10 = shortest_digits(v, dig);
+	nd = (int)strlen(dig);
+	top = exp10 > 0 ? exp10 : 0;
+	out[0] = '0'; /* room for a carry */
+	/* The digit of the place 10^q. */
+#define DIGIT(q) (exp10 - (q) >= 0 && exp10 - (q) < nd ? dig[exp10 - (q)] : '0')
+	for (int q = top; q >= -dec; q--) {
+		if (q == -1)
+			*o++ = '.';
+		*o++ = DIGIT(q);
+	}
+	up = DIGIT(-dec - 1) >= '5';
+#undef DIGIT
+	*o = '\0';
+	for (char *p = o - 1; up && p >= out; p--) {
+		if (*p == '.')
+			continue;
+		up = *p == '9';
+		*p = up ? '0' : (char)(*p + 1);
+	}
+	fprintf(f, "%*s", width, out[0] == '0' ? out + 1 : out);
+}
+
+/* HdrHistogram's middle value of bucket @i. */
+static uint64_t bucket_mid(const struct pw_hist *h, uint32_t i)
+{
+	uint64_t low = pw__hist_bucket_low(h, i);
+
+	return low + ((pw__hist_bucket_high(h, i) - low + 1) >> 1);
 }
 
 /* The percentile level after @level: fixed steps within each half of
@@ -73,14 +131,17 @@ static double next_level(double level, unsigned ticks)
 static void hgrm_row(FILE *f, const struct pw_hist *h, unsigned d, double ratio,
 		     uint32_t i, double level, uint64_t cum)
 {
-	double v = (double)row_value(h, i) / ratio, q = level / 100.0;
+	double q = level / 100.0;
 
-	if (level < 100.0)
-		fprintf(f, "%12.*f %2.12f %10llu %14.2f\n", (int)d, v, q,
-			(unsigned long long)cum, 1.0 / (1.0 - q));
-	else
-		fprintf(f, "%12.*f %2.12f %10llu\n", (int)d, v, q,
-			(unsigned long long)cum);
+	put_fixed(f, 12, (int)d, (double)pw__hist_bucket_high(h, i) / ratio);
+	fputc(' ', f);
+	put_fixed(f, 2, 12, q);
+	fprintf(f, " %10llu", (unsigned long long)cum);
+	if (level < 100.0) {
+		fputc(' ', f);
+		put_fixed(f, 14, 2, 1.0 / (1.0 - q));
+	}
+	fputc('\n', f);
 }
 
 /* The rows: walk the buckets once; a bucket gives a row for each level
@@ -111,30 +172,34 @@ static void hgrm_rows(FILE *f, const struct pw_hist *h, unsigned d,
 		hgrm_row(f, h, d, ratio, last, 100.0, h->total);
 }
 
-/* The standard deviation, each bucket counted at its middle value. */
-static double hgrm_stddev(const struct pw_hist *h)
+/* HdrHistogram's mean and standard deviation: each bucket counted at its
+ * middle value, summed in bucket order as it does. */
+static void hgrm_moments(const struct pw_hist *h, double *mean, double *sd)
 {
-	double mean = pw_hist_mean(h), acc = 0;
+	double acc = 0;
 
+	*mean = *sd = 0;
 	if (!h->total)
-		return 0;
+		return;
+	for (uint32_t i = 0; i < h->ncounts; i++)
+		if (h->counts[i])
+			acc += (double)bucket_mid(h, i) * (double)h->counts[i];
+	*mean = acc / (double)h->total;
+	acc = 0;
 	for (uint32_t i = 0; i < h->ncounts; i++) {
-		uint64_t low, mid;
-		double dev;
+		double dev = (double)bucket_mid(h, i) - *mean;
 
-		if (!h->counts[i])
-			continue;
-		low = pw__hist_bucket_low(h, i);
-		mid = low + ((pw__hist_bucket_high(h, i) - low + 1) >> 1);
-		dev = (double)mid - mean;
-		acc += dev * dev * (double)h->counts[i];
+		if (h->counts[i])
+			acc += dev * dev * (double)h->counts[i];
 	}
-	return sqrt(acc / (double)h->total);
+	*sd = sqrt(acc / (double)h->total);
 }
 
 int pw_hist_write_hgrm(const struct pw_hist *h, FILE *f, double ratio,
 		       unsigned ticks)
 {
+	double mean, sd;
+	uint64_t max;
 	unsigned d;
 
 	if (!usable(h) || !f || !(ratio > 0))
@@ -143,10 +208,16 @@ int pw_hist_write_hgrm(const struct pw_hist *h, FILE *f, double ratio,
 	fprintf(f, "%12s %14s %10s %14s\n\n", "Value", "Percentile",
 		"TotalCount", "1/(1-Percentile)");
 	hgrm_rows(f, h, d, ratio, ticks ? ticks : PW_HDR_TICKS);
-	fprintf(f, "#[Mean    = %12.*f, StdDeviation   = %12.*f]\n", (int)d,
-		pw_hist_mean(h) / ratio, (int)d, hgrm_stddev(h) / ratio);
-	fprintf(f, "#[Max     = %12.*f, Total count    = %12llu]\n", (int)d,
-		(double)pw_hist_max(h) / ratio, (unsigned long long)h->total);
+	hgrm_moments(h, &mean, &sd);
+	max = h->total ? pw_hist_highest_equivalent(h, h->max) : 0;
+	fprintf(f, "#[Mean    = ");
+	put_fixed(f, 12, (int)d, mean / ratio);
+	fprintf(f, ", StdDeviation   = ");
+	put_fixed(f, 12, (int)d, sd / ratio);
+	fprintf(f, "]\n#[Max     = ");
+	put_fixed(f, 12, (int)d, (double)max / ratio);
+	fprintf(f, ", Total count    = %12llu]\n",
+		(unsigned long long)h->total);
 	fprintf(f, "#[Buckets = %12u, SubBuckets     = %12u]\n",
 		pw__hist_buckets(h), 1u << h->sub_bits);
 	return pw__flushed(f);

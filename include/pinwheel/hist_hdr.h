@@ -7,9 +7,11 @@
  * written in the formats HdrHistogram's tools read, and read back:
  *
  *   - the percentile distribution (".hgrm"), as HdrHistogram's
- *     outputPercentileDistribution prints it: a row per percentile step
- *     (ticks per half distance to 100%), then the mean, standard
- *     deviation, maximum, count and layout as "#[...]" lines. Values are
+ *     outputPercentileDistribution prints it: a row per percentile level
+ *     reached (HdrHistogram's levels: @ticks equal steps in each half of
+ *     the distance left to 100%), then a last row at 100%; then the
+ *     mean, standard deviation, maximum, count and layout as "#[...]"
+ *     lines. Values are
  *     divided by a unit ratio: pinwheel records nanoseconds, so 1000
  *     writes microseconds, 1e6 milliseconds;
  *   - the V2 compressed encoding of one histogram, as base64 text: the
@@ -24,10 +26,13 @@
  *     its own, milliseconds by HdrHistogram's convention) and its
  *     histogram in the encoding above.
  *
- * Values from pinwheel are exact where HdrHistogram reports bucket
- * bounds: a percentile row never shows more than the exact maximum, and
- * the mean is the exact mean. A decoded histogram knows only buckets:
- * its minimum, maximum and sum follow from them.
+ * The ".hgrm" text is what HdrHistogram itself prints for the same
+ * histogram, byte for byte: each row shows the highest value of its
+ * bucket, the footer the mean and standard deviation with every value at
+ * its bucket's middle and the maximum's bucket top, and numbers are
+ * rounded as Java's formatter rounds them (the exact statistics are in
+ * pinwheel/hist.h). A decoded histogram knows only buckets: its minimum,
+ * maximum and sum follow from them.
  *
  * Threads: like pinwheel/hist.h; the writers read @h while no writer
  * records into it; a struct pw_hdr_log belongs to one thread at a time.
