@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include "tests/common.h"
@@ -858,4 +859,68 @@ Test(hist_hdr, interval_log_reader_errors)
 	free(text);
 	pw_hist_destroy(&a);
 	pw_hist_destroy(&b);
+}
+
+/* ---- HdrHistogram itself, when it is installed ---------------------------- */
+
+static const char ref_java[] =
+	"import org.HdrHistogram.*;\n"
+	"public class Ref {\n"
+	"  public static void main(String[] a) throws Exception {\n"
+	"    HistogramLogReader r = new HistogramLogReader(a[0]);\n"
+	"    Histogram sum = null;\n"
+	"    EncodableHistogram e;\n"
+	"    while ((e = r.nextIntervalHistogram()) != null) {\n"
+	"      if (sum == null) sum = ((Histogram) e).copy();\n"
+	"      else sum.add((Histogram) e);\n"
+	"    }\n"
+	"    sum.outputPercentileDistribution(System.out, 5,\n"
+	"        Double.parseDouble(a[1]));\n"
+	"  }\n"
+	"}\n";
+
+/*
+ * HdrHistogram's Java library (Debian: libhdrhistogram-java, with a JDK)
+ * reads pinwheel's interval log, and the percentile distribution it
+ * prints of it is pinwheel's .hgrm byte for byte. Skipped without it.
+ */
+Test(hist_hdr, hdrhistogram_reads_the_log_and_prints_the_same_hgrm)
+{
+	static const char jar[] = "/usr/share/java/hdrhistogram.jar";
+	char dir[64], cmd[512], path[128];
+	struct pw_hist h[2];
+	struct pw_hdr_log log;
+	uint64_t seed = 11;
+
+	if (access(jar, R_OK) || system("javac -version >/dev/null 2>&1"))
+		cr_skip_test("needs %s and javac (libhdrhistogram-java, "
+			     "default-jdk)",
+			     jar);
+	snprintf(dir, sizeof(dir), "/tmp/pw-hdr-ref-%d", getpid());
+	cr_assert_eq(mkdir(dir, 0700), 0);
+	snprintf(path, sizeof(path), "%s/Ref.java", dir);
+	FILE *f = fopen(path, "w");
+	fputs(ref_java, f);
+	fclose(f);
+	snprintf(path, sizeof(path), "%s/run.hlog", dir);
+	cr_assert_eq(pw_hdr_log_open(&log, path, 1733212800.0, 0), 0);
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(pw_hist_init(&h[i], 0, 3), 0);
+		fill(&h[i], &seed, 40000);
+		cr_assert_eq(pw_hdr_log_write(&log, &h[i], i, 1.0), 0);
+	}
+	cr_assert_eq(pw_hdr_log_close(&log), 0);
+	pw_hist_merge(&h[0], &h[1]);
+	snprintf(path, sizeof(path), "%s/pw.hgrm", dir);
+	cr_assert_eq(pw_hist_save_hgrm(&h[0], path, PW_HDR_US), 0);
+	snprintf(cmd, sizeof(cmd),
+		 "cd %s && javac -cp %s Ref.java && java -cp %s:. Ref "
+		 "run.hlog 1000 > ref.hgrm && cmp ref.hgrm pw.hgrm",
+		 dir, jar, jar);
+	int st = system(cmd);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_expect_eq(system(cmd), 0);
+	cr_assert_eq(st, 0, "HdrHistogram's .hgrm differs from pinwheel's");
+	pw_hist_destroy(&h[0]);
+	pw_hist_destroy(&h[1]);
 }
