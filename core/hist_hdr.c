@@ -69,6 +69,15 @@ static int shortest_digits(double v, char *dig)
 	return *p ? atoi(p + 1) : 0;
 }
 
+/* The digit of the place 10^@q in digits @dig (@nd of them, the first
+ * at 10^@exp10). */
+static char digit_at(const char *dig, int nd, int exp10, int q)
+{
+	int k = exp10 - q;
+
+	return k >= 0 && k < nd ? dig[k] : '0';
+}
+
 /*
  * @v (>= 0, finite) with @dec decimals, right-aligned in @width, as
  * HdrHistogram's Java formatter prints it: the shortest decimal that
@@ -89,15 +98,12 @@ static void put_fixed(FILE *f, int width, int dec, double v)
 	nd = (int)strlen(dig);
 	top = exp10 > 0 ? exp10 : 0;
 	out[0] = '0'; /* room for a carry */
-	/* The digit of the place 10^q. */
-#define DIGIT(q) (exp10 - (q) >= 0 && exp10 - (q) < nd ? dig[exp10 - (q)] : '0')
 	for (int q = top; q >= -dec; q--) {
 		if (q == -1)
 			*o++ = '.';
-		*o++ = DIGIT(q);
+		*o++ = digit_at(dig, nd, exp10, q);
 	}
-	up = DIGIT(-dec - 1) >= '5';
-#undef DIGIT
+	up = digit_at(dig, nd, exp10, -dec - 1) >= '5';
 	*o = '\0';
 	for (char *p = o - 1; up && p >= out; p--) {
 		if (*p == '.')
