@@ -40,14 +40,15 @@ BINDIR ?= $(PREFIX)/bin
 
 DEPS_PKGS := liburing-dev libjemalloc-dev libhwloc-dev libnuma-dev \
 	libbenchmark-dev libcriterion-dev libck-dev g++ pkg-config \
-	wrk gnuplot-nox python3
+	wrk gnuplot-nox python3 zlib1g-dev
 
 WARN := -Wall -Wextra -Werror
 OPT ?= -O2
 CPPFLAGS := -D_GNU_SOURCE -I. -Iinclude
 CFLAGS_ALL := -std=c11 $(OPT) -g $(WARN) -fPIC -fno-semantic-interposition $(CFLAGS)
 CXXFLAGS_ALL := -std=c++17 $(OPT) -g -Wall -Wextra -Werror $(CXXFLAGS)
-LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread $(LDLIBS)
+# zlib and libm: the HdrHistogram formats (core/hist_hdr.c).
+LDLIBS_ALL := -luring -lhwloc -lnuma -lpthread -lz -lm $(LDLIBS)
 
 # jemalloc serves malloc in the programs built here (tests, benchmarks, the
 # pinwheel command) so shards get arenas of their own (numa/mem.c), except

@@ -17,6 +17,16 @@
  * snap_done. The caller's thread reads a snapshot only while snap_done
  * equals its own request, and the shard writes it only after a new one.
  *
+ * Interval histograms (with an interval hook) travel the other way, in
+ * a one-slot mailbox per shard so that no answer is lost: the caller's
+ * thread raises ivl_req at each second of the measured run; the next
+ * answer on each shard, before it is recorded, swaps the shard's
+ * interval histogram with the empty one in the mailbox and sets
+ * ivl_full. The caller's thread merges a full mailbox, empties it and
+ * clears ivl_full; a shard whose mailbox is still full keeps counting
+ * into its own histogram and hands it over at a later request. Once
+ * every task has gone, what is left in the shards is read directly.
+ *
  * Waits in the tasks are cut into slices of at most STOP_SLICE_NS so that
  * a stop is seen promptly; a receive that times out stays armed, so no
  * byte is lost by that.
@@ -38,6 +48,7 @@
 #include "apps/driver.h"
 #include "apps/http_parse.h"
 #include "apps/load.h"
+#include "pinwheel/hist_hdr.h"
 
 #define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
 #define CHECK_NS       (10 * PW_NSEC_PER_MSEC)
@@ -64,6 +75,14 @@ struct load_shard {
 	/* release: publishes the snapshot above; pairs with the acquire load
 	 * in take_snapshot(). */
 	_Atomic uint64_t snap_done;
+	/* The interval mailbox (see the top of the file): ivl is the
+	 * shard's, ivl_out the mailbox's. */
+	struct pw_hist ivl, ivl_out;
+	uint64_t ivl_served; /* the last ivl_req this shard answered */
+	/* release by the shard (ivl_out filled), acquire in
+	 * take_intervals(); release by the caller's thread (ivl_out
+	 * emptied), acquire in hand_interval(). */
+	atomic_bool ivl_full;
 };
 
 struct load_run {
@@ -85,6 +104,13 @@ struct load_run {
 	/* release in take_snapshot(), acquire in maybe_snapshot(): a new
 	 * request hands the snapshots back to the shards. */
 	_Atomic uint64_t snap_req;
+	/* relaxed: a request number alone; the mailbox's ivl_full carries
+	 * the data both ways. */
+	_Atomic uint64_t ivl_req;
+	bool intervals;		/* cfg->interval is set */
+	struct pw_hist ivl_sum; /* the caller's thread's: this interval */
+	uint64_t ivl_next;	/* the index of the next interval */
+	uint64_t wall_measure;	/* CLOCK_REALTIME of run->measure */
 };
 
 /* What a connection carries over to its next socket. */
@@ -184,12 +210,36 @@ static void maybe_snapshot(struct load_run *run, struct load_shard *sh)
 	atomic_store_explicit(&sh->snap_done, want, memory_order_release);
 }
 
+/* Hand the shard's interval histogram over when asked to and the
+ * mailbox is empty. */
+static void hand_interval(struct load_run *run, struct load_shard *sh)
+{
+	/* relaxed: see ivl_req. */
+	uint64_t want =
+		atomic_load_explicit(&run->ivl_req, memory_order_relaxed);
+	struct pw_hist t;
+
+	if (want == sh->ivl_served ||
+	    /* acquire: pairs with the release in take_intervals(): the
+	     * caller's thread is done with ivl_out. */
+	    atomic_load_explicit(&sh->ivl_full, memory_order_acquire))
+		return;
+	t = sh->ivl_out;
+	sh->ivl_out = sh->ivl;
+	sh->ivl = t;
+	sh->ivl_served = want;
+	/* release: pairs with the acquire in take_intervals(). */
+	atomic_store_explicit(&sh->ivl_full, true, memory_order_release);
+}
+
 /* Count the end of the request in flight. */
 static void request_end(struct load_conn *c, int how, uint64_t now)
 {
 	struct load_run *run = c->s.run;
 	struct load_shard *sh = my_shard(run);
 
+	if (run->intervals)
+		hand_interval(run, sh);
 	sh->answers++;
 	if (c->t_due >= run->measure && now <= run->end) {
 		if (c->s.quota != NO_QUOTA && c->s.quota)
@@ -201,6 +251,8 @@ static void request_end(struct load_conn *c, int how, uint64_t now)
 			sh->requests++;
 			pw_hist_record(&sh->lat, now - c->t_due);
 			pw_hist_record(&sh->svc, now - c->t_sent);
+			if (run->intervals)
+				pw_hist_record(&sh->ivl, now - c->t_due);
 		} else {
 			sh->errors++;
 			switch (how) {
@@ -263,6 +315,7 @@ static void fail(struct load_conn *c, int how)
 
 static void conn_drop(void *state);
 static enum pw_poll conn_poll(struct pw_cx *cx, void *state);
+static void nap_1ms(void);
 
 /* Hand the slot to a fresh task: this one keeps its leaves until the
  * kernel is done with them. */
@@ -630,6 +683,8 @@ static void free_shards(struct load_run *run)
 		pw_hist_destroy(&run->shards[i].lat);
 		pw_hist_destroy(&run->shards[i].svc);
 		pw_hist_destroy(&run->shards[i].snap);
+		pw_hist_destroy(&run->shards[i].ivl);
+		pw_hist_destroy(&run->shards[i].ivl_out);
 	}
 	free(run->shards);
 	run->shards = NULL;
@@ -648,10 +703,14 @@ static int init_shards(struct load_run *run)
 		struct load_shard *sh = &run->shards[i];
 		if (pw_hist_init(&sh->lat, 0, PW_LOAD_HIST_DIGITS) ||
 		    pw_hist_init(&sh->svc, 0, PW_LOAD_HIST_DIGITS) ||
-		    pw_hist_init(&sh->snap, 0, PW_LOAD_HIST_DIGITS)) {
+		    pw_hist_init(&sh->snap, 0, PW_LOAD_HIST_DIGITS) ||
+		    (run->intervals &&
+		     (pw_hist_init(&sh->ivl, 0, PW_LOAD_HIST_DIGITS) ||
+		      pw_hist_init(&sh->ivl_out, 0, PW_LOAD_HIST_DIGITS)))) {
 			free_shards(run);
 			return -ENOMEM;
 		}
+		atomic_init(&sh->ivl_full, false);
 	}
 	return 0;
 }
@@ -725,6 +784,83 @@ static void take_snapshot(struct load_run *run, struct pw_hist *sum,
 	cfg->progress(cfg->arg, &p);
 }
 
+/* Give the interval hook run->ivl_sum as interval run->ivl_next, from
+ * its second to @end_ns (since the measured run began), and empty it. */
+static void emit_interval(struct load_run *run, uint64_t end_ns)
+{
+	uint64_t start = run->ivl_next * PW_NSEC_PER_SEC;
+	struct pw_load_interval iv = {
+		.index = run->ivl_next,
+		.start_ns = start,
+		.length_ns = end_ns > start ? end_ns - start : 0,
+		.run_wall_ns = run->wall_measure,
+		.hist = &run->ivl_sum,
+	};
+
+	run->cfg->interval(run->cfg->arg, &iv);
+	pw_hist_reset(&run->ivl_sum);
+	run->ivl_next++;
+}
+
+/* Take what the mailboxes hold; with @wait, wait up to SNAP_WAIT_NS for
+ * every shard with connections to fill its own. */
+static void take_intervals(struct load_run *run, bool wait)
+{
+	unsigned active = run->nshards < run->cfg->conns ? run->nshards :
+							   run->cfg->conns;
+	bool got[PW_MAX_SHARDS] = { false };
+	uint64_t t0 = pw_cli_mono_ns();
+	unsigned ngot = 0;
+
+	for (;;) {
+		for (unsigned i = 0; i < active; i++) {
+			struct load_shard *sh = &run->shards[i];
+			/* acquire: pairs with the release in
+			 * hand_interval(); ivl_out is ours to read. */
+			if (got[i] ||
+			    !atomic_load_explicit(&sh->ivl_full,
+						  memory_order_acquire))
+				continue;
+			got[i] = true;
+			ngot++;
+			pw_hist_merge(&run->ivl_sum, &sh->ivl_out);
+			pw_hist_reset(&sh->ivl_out);
+			/* release: pairs with the acquire in
+			 * hand_interval(): the mailbox is empty again. */
+			atomic_store_explicit(&sh->ivl_full, false,
+					      memory_order_release);
+		}
+		/* acquire: pairs with the release in conn_drop(). */
+		if (!wait || ngot == active ||
+		    pw_cli_mono_ns() - t0 > SNAP_WAIT_NS ||
+		    !atomic_load_explicit(&run->live, memory_order_acquire))
+			return;
+		nap_1ms();
+	}
+}
+
+/* A second of the measured run is over: ask the shards for it. */
+static void next_interval(struct load_run *run)
+{
+	/* relaxed: see ivl_req. */
+	atomic_store_explicit(&run->ivl_req, run->ivl_next + 1,
+			      memory_order_relaxed);
+	take_intervals(run, true);
+	emit_interval(run, (run->ivl_next + 1) * PW_NSEC_PER_SEC);
+}
+
+/* Every task has gone: the rest of every shard is the last interval,
+ * to the end of the measured time. */
+static void last_interval(struct load_run *run, uint64_t elapsed_ns)
+{
+	take_intervals(run, false);
+	for (unsigned i = 0; i < run->nshards; i++)
+		pw_hist_merge(&run->ivl_sum, &run->shards[i].ivl);
+	if (pw_hist_count(&run->ivl_sum) || !run->ivl_next ||
+	    elapsed_ns > run->ivl_next * PW_NSEC_PER_SEC)
+		emit_interval(run, elapsed_ns);
+}
+
 static void collect(struct load_run *run, struct pw_load_result *res,
 		    uint64_t stopped_at)
 {
@@ -785,8 +921,13 @@ static void run_clock(struct load_run *run)
 					   (double)cfg->rate);
 	if (cfg->rate && !run->interval)
 		run->interval = 1;
+	struct timespec wall;
+	clock_gettime(CLOCK_REALTIME, &wall);
 	run->start = pw_cli_mono_ns();
 	run->measure = run->start + cfg->warmup_ns;
+	run->wall_measure = (uint64_t)wall.tv_sec * PW_NSEC_PER_SEC +
+			    (uint64_t)wall.tv_nsec + cfg->warmup_ns;
+	atomic_init(&run->ivl_req, 0);
 	run->end = duration ? run->measure + duration : UINT64_MAX;
 	atomic_init(&run->stop, false);
 	atomic_init(&run->snap_req, 0);
@@ -803,9 +944,16 @@ static int run_init(struct load_run *run, const struct pw_load_config *cfg,
 	memset(run, 0, sizeof(*run));
 	run->cfg = cfg;
 	run->nshards = n;
+	run->intervals = cfg->interval != NULL;
 	if ((err = build_msg(cfg, &run->msg, &run->msg_len)))
 		return err;
+	if (run->intervals &&
+	    pw_hist_init(&run->ivl_sum, 0, PW_LOAD_HIST_DIGITS)) {
+		free(run->msg);
+		return -ENOMEM;
+	}
 	if ((err = init_shards(run))) {
+		pw_hist_destroy(&run->ivl_sum);
 		free(run->msg);
 		return err;
 	}
@@ -814,6 +962,7 @@ static int run_init(struct load_run *run, const struct pw_load_config *cfg,
 	    pw_hist_init(&res->service, 0, PW_LOAD_HIST_DIGITS)) {
 		pw_load_result_destroy(res);
 		free_shards(run);
+		pw_hist_destroy(&run->ivl_sum);
 		free(run->msg);
 		return -ENOMEM;
 	}
@@ -885,12 +1034,17 @@ static uint64_t run_wait(struct load_run *run, struct pw_load_result *res,
 	bool have_sum = cfg->progress && !failed &&
 			!pw_hist_init(&sum, 0, PW_LOAD_HIST_DIGITS);
 	uint64_t next_report = run->start + PW_NSEC_PER_SEC;
+	uint64_t next_ivl = run->measure + PW_NSEC_PER_SEC;
 	uint64_t prev_answers = 0, prev_at = run->start;
 	uint64_t stopped_at = UINT64_MAX;
 
 	/* acquire: pairs with the release in conn_drop(). */
 	while (atomic_load_explicit(&run->live, memory_order_acquire)) {
-		if (have_sum && pw_cli_mono_ns() >= next_report) {
+		if (run->intervals && !failed && pw_cli_mono_ns() >= next_ivl &&
+		    next_ivl <= run->end) {
+			next_interval(run);
+			next_ivl += PW_NSEC_PER_SEC;
+		} else if (have_sum && pw_cli_mono_ns() >= next_report) {
 			take_snapshot(run, &sum, &prev_answers, &prev_at);
 			next_report += PW_NSEC_PER_SEC;
 		} else if (failed || stopped_at != UINT64_MAX) {
@@ -925,11 +1079,16 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 		return err;
 	err = spawn_conns(rt, &run);
 	stopped_at = run_wait(&run, res, err != 0);
-	if (!err)
+	if (!err) {
 		collect(&run, res, stopped_at);
-	else
+		res->start_wall_ns = run.wall_measure;
+		if (run.intervals)
+			last_interval(&run, res->elapsed_ns);
+	} else {
 		pw_load_result_destroy(res);
+	}
 	free_shards(&run);
+	pw_hist_destroy(&run.ivl_sum);
 	free(run.msg);
 	return err;
 }
@@ -1001,20 +1160,35 @@ int pw_load_print(const struct pw_load_config *cfg,
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
+/* ", "KEY": "NAME"" or null. */
+static void json_file(FILE *f, const char *key, const char *name)
+{
+	fprintf(f, ", \"%s\": ", key);
+	if (name)
+		pw_cli_json_str(f, name);
+	else
+		fprintf(f, "null");
+}
+
 int pw_load_write_json(const struct pw_load_config *cfg,
-		       const struct pw_load_result *res, FILE *f)
+		       const struct pw_load_result *res,
+		       const struct pw_load_outputs *out, FILE *f)
 {
 	char target[PW_NET_ADDR_STRLEN] = "";
+	char *hdr = NULL;
+	int err;
 
 	if (!cfg || !res || !f)
 		return -EINVAL;
+	if ((err = pw_hist_encode_hdr(&res->latency, &hdr, NULL)))
+		return err;
 	pw_net_addr_format(&cfg->target, target, sizeof(target));
 	fprintf(f, "{\"proto\": \"%s\", \"target\": ", proto_name(cfg));
 	pw_cli_json_str(f, target);
 	fprintf(f,
 		", \"conns\": %u, \"shards\": %u, \"rate\": %" PRIu64
-		", \"mode\": \"%s\", \"elapsed_s\": %.6f, \"requests\": %" PRIu64
-		", \"errors\": %" PRIu64
+		", \"mode\": \"%s\", \"elapsed_s\": %.6f, \"start_wall_s\": %.6f"
+		", \"requests\": %" PRIu64 ", \"errors\": %" PRIu64
 		", \"error_causes\": {\"connect\": %" PRIu64
 		", \"reset\": %" PRIu64 ", \"timeout\": %" PRIu64
 		", \"bad\": %" PRIu64 ", \"other\": %" PRIu64
@@ -1024,13 +1198,18 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 		", \"stopped\": %s, \"latency\": ",
 		cfg->conns, res->shards, cfg->rate,
 		cfg->rate ? "open" : "closed", (double)res->elapsed_ns / 1e9,
-		res->requests, res->errors, res->err.connect, res->err.reset,
-		res->err.timeout, res->err.bad, res->err.other, res->bad_status,
-		res->throughput, res->bytes_sent, res->bytes_received,
-		res->connects, res->stopped ? "true" : "false");
+		(double)res->start_wall_ns / 1e9, res->requests, res->errors,
+		res->err.connect, res->err.reset, res->err.timeout,
+		res->err.bad, res->err.other, res->bad_status, res->throughput,
+		res->bytes_sent, res->bytes_received, res->connects,
+		res->stopped ? "true" : "false");
 	pw_hist_write_json(&res->latency, f);
 	fprintf(f, ", \"service\": ");
 	pw_hist_write_json(&res->service, f);
+	fprintf(f, ", \"latency_hdr\": \"%s\"", hdr);
+	free(hdr);
+	json_file(f, "hgrm", out ? out->hgrm : NULL);
+	json_file(f, "hdr_log", out ? out->hdr_log : NULL);
 	fprintf(f, "}\n");
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
@@ -1044,6 +1223,12 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 /* The flags of `pinwheel load` and the run's results. */
 static struct load_cmd {
 	const char *proto, *target, *path, *host, *json;
+	const char *hgrm, *hdr_log, *start_at; /* --hgrm, --hdr-log,
+						  --start-at */
+	uint64_t start_wall_ns; /* --start-at as CLOCK_REALTIME ns, or 0 */
+	FILE *hgrm_f, *log_f;	/* opened before the run */
+	struct pw_hdr_log log;	/* started at the first interval */
+	bool log_started;
 	uint64_t size, conns, rate, duration, requests, warmup, timeout;
 	uint64_t max_error_ppm; /* --max-error-rate, in millionths */
 	bool quiet, have_res;
@@ -1091,21 +1276,31 @@ static const struct pw_cli_opt load_opts[] = {
 	  "R", "exit 1 when more than R fail, e.g. 1% or 0.01 (100%)" },
 	{ "--json", PW_CLI_STRING, &L.json, 0, 0, "FILE",
 	  "also write the results as JSON to FILE (- for stdout)" },
+	{ "--hgrm", PW_CLI_STRING, &L.hgrm, 0, 0, "FILE",
+	  "write the latency as an HdrHistogram .hgrm distribution (us)" },
+	{ "--hdr-log", PW_CLI_STRING, &L.hdr_log, 0, 0, "FILE",
+	  "write an HdrHistogram interval log, one histogram a second" },
+	{ "--start-at", PW_CLI_STRING, &L.start_at, 0, 0, "TIME",
+	  "start at Unix time TIME (seconds) or +D from now (e.g. +5s)" },
 	{ "--quiet", PW_CLI_BOOL, &L.quiet, 0, 0, NULL,
 	  "no progress line each second" },
 };
 
 static const struct pw_cli_cmd load_cmd = {
 	.name = "pinwheel load",
-	.about = "Loads an HTTP/1.1 or echo server from the shards and "
-		 "reports latency percentiles\n(from the due time in "
-		 "open loop: coordinated omission corrected), errors "
-		 "and\nthroughput. SIGINT stops early and still "
-		 "reports.\n\nExit status: 0; 1 when no request "
-		 "succeeded, when more than --max-error-rate\nfailed, "
-		 "or when the run failed; 2 for a bad flag or a --json "
-		 "FILE that cannot\nbe opened (it is opened before the "
-		 "run); 130 or 143 after a second SIGINT or\nSIGTERM.",
+	.about =
+		"Loads an HTTP/1.1 or echo server from the shards and "
+		"reports latency percentiles\n(from the due time in "
+		"open loop: coordinated omission corrected), errors "
+		"and\nthroughput. SIGINT stops early and still "
+		"reports.\n\nExit status: 0; 1 when no request "
+		"succeeded, when more than --max-error-rate\nfailed, "
+		"or when the run failed; 2 for a bad flag or a --json "
+		"FILE that cannot\nbe opened (it is opened before the "
+		"run); 130 or 143 after a second SIGINT or\nSIGTERM.\n\n--start-at lets load processes on several "
+		"machines start together (clocks in sync,\ne.g. by "
+		"NTP); `pinwheel report` merges their --json or --hdr-log "
+		"files.",
 	.opts = load_opts,
 	.nopts = sizeof(load_opts) / sizeof(load_opts[0]),
 	.common = PW_CLI_RUNTIME,
@@ -1140,6 +1335,67 @@ static int load_open_json(struct pw_drv *d)
 	return 0;
 }
 
+/* --hgrm or --hdr-log FILE opened (created, truncated) now, like --json. */
+static int load_open_out(struct pw_drv *d, const char *flag, const char *path,
+			 FILE **f)
+{
+	if (!path)
+		return 0;
+	*f = fopen(path, "we");
+	if (!*f)
+		return pw_cli_fail(&d->cli, 2, "%s: cannot open '%s': %s", flag,
+				   path, strerror(errno));
+	return 0;
+}
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC + (uint64_t)ts.tv_nsec;
+}
+
+/* --start-at: "+D" (a duration from now) or Unix seconds with up to 9
+ * decimals; a time that has passed is refused. */
+static int load_start_at(struct pw_drv *d)
+{
+	const char *s = L.start_at;
+	uint64_t now = wall_ns(), at, ns;
+
+	if (!s)
+		return 0;
+	if (s[0] == '+') {
+		if (pw_cli_parse_duration(s + 1, &ns) || ns > LOAD_TIME_MAX)
+			return pw_cli_fail(&d->cli, 2,
+					   "--start-at: '%s' is not +DURATION "
+					   "(e.g. +5s) or Unix seconds",
+					   s);
+		at = now + ns;
+	} else {
+		/* Unix seconds: a duration since the epoch, unit s. */
+		if (!(s[0] >= '0' && s[0] <= '9') || strpbrk(s, "numhs") ||
+		    pw_cli_parse_duration(s, &at))
+			return pw_cli_fail(&d->cli, 2,
+					   "--start-at: '%s' is not +DURATION "
+					   "(e.g. +5s) or Unix seconds",
+					   s);
+		if (at <= now)
+			return pw_cli_fail(&d->cli, 2,
+					   "--start-at: %s is %.3f s in the "
+					   "past (now is %.3f)",
+					   s, (double)(now - at) / 1e9,
+					   (double)now / 1e9);
+		if (at - now > LOAD_TIME_MAX)
+			return pw_cli_fail(&d->cli, 2,
+					   "--start-at: %s is more than 1000 h "
+					   "away",
+					   s);
+	}
+	L.start_wall_ns = at;
+	return 0;
+}
+
 /* Check the flags and turn them into the run's config. */
 static int load_setup(struct pw_drv *d)
 {
@@ -1168,7 +1424,9 @@ static int load_setup(struct pw_drv *d)
 				   "--path or --host: must be non-empty, "
 				   "without blanks or control characters (a "
 				   "path starts with /)");
-	if (load_open_json(d))
+	if (load_start_at(d) || load_open_json(d) ||
+	    load_open_out(d, "--hgrm", L.hgrm, &L.hgrm_f) ||
+	    load_open_out(d, "--hdr-log", L.hdr_log, &L.log_f))
 		return 2;
 	d->cfg.tick_ns = 10 * PW_NSEC_PER_USEC; /* due times to within 10 us */
 	/* The shard threads inherit it: timers end within 1 us, not the
@@ -1177,12 +1435,56 @@ static int load_setup(struct pw_drv *d)
 	return 0;
 }
 
+/* Each second of the measured run into the --hdr-log file; the log
+ * starts (its StartTime) with the measured run. */
+static void load_interval(void *arg, const struct pw_load_interval *iv)
+{
+	(void)arg;
+	if (!L.log_started) {
+		L.log_started = true;
+		pw_hdr_log_init(&L.log, L.log_f, (double)iv->run_wall_ns / 1e9,
+				PW_HDR_MS);
+	}
+	pw_hdr_log_write(&L.log, iv->hist, (double)iv->start_ns / 1e9,
+			 (double)iv->length_ns / 1e9);
+}
+
+/* Wait for --start-at: in slices that a signal can cut, then to the
+ * nanosecond. Return: 0, or 1 when a stop came first. */
+static int load_wait_start(struct pw_drv *d)
+{
+	uint64_t now;
+
+	if (!L.start_wall_ns)
+		return 0;
+	now = wall_ns();
+	if (!L.quiet && now < L.start_wall_ns)
+		fprintf(stderr, "  waiting %.3f s for --start-at %s\n",
+			(double)(L.start_wall_ns - now) / 1e9, L.start_at);
+	while ((now = wall_ns()) + 20 * PW_NSEC_PER_MSEC < L.start_wall_ns)
+		if (pw_drv_wait(d,
+				L.start_wall_ns - now - 10 * PW_NSEC_PER_MSEC))
+			return pw_cli_fail(&d->cli, 1,
+					   "stopped before --start-at");
+	struct timespec ts = {
+		(time_t)(L.start_wall_ns / PW_NSEC_PER_SEC),
+		(long)(L.start_wall_ns % PW_NSEC_PER_SEC),
+	};
+	while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, NULL) ==
+	       EINTR)
+		;
+	return 0;
+}
+
 static int load_run(struct pw_drv *d)
 {
 	int err;
 
+	if (load_wait_start(d))
+		return 1;
 	L.lc.wait = load_wait;
 	L.lc.progress = L.quiet ? NULL : load_progress;
+	L.lc.interval = L.log_f ? load_interval : NULL;
 	L.lc.arg = d;
 	err = pw_load_run(d->rt, &L.lc, &L.res);
 	if (err)
@@ -1206,7 +1508,8 @@ static void load_report(struct pw_drv *d, bool final)
 static int load_write_json(struct pw_drv *d)
 {
 	FILE *f = L.json_f ? L.json_f : stdout;
-	bool bad = pw_load_write_json(&L.lc, &L.res, f) != 0;
+	struct pw_load_outputs out = { L.hgrm, L.hdr_log };
+	bool bad = pw_load_write_json(&L.lc, &L.res, &out, f) != 0;
 
 	if (L.json_f && fclose(L.json_f))
 		bad = true;
@@ -1241,16 +1544,58 @@ static int load_verdict(struct pw_drv *d)
 			   all, (double)L.max_error_ppm / 1e4);
 }
 
-/* The report, the JSON with --json, and the verdict. */
+/* The --hgrm and --hdr-log files finished and closed; 0, or 1 when one
+ * could not be written. */
+static int load_write_hdr(struct pw_drv *d)
+{
+	int bad = 0;
+
+	if (L.hgrm_f) {
+		bool err = pw_hist_write_hgrm(&L.res.latency, L.hgrm_f,
+					      PW_HDR_US, 0) != 0;
+		if (fclose(L.hgrm_f) || err)
+			bad = pw_cli_fail(&d->cli, 1, "cannot write %s",
+					  L.hgrm);
+		L.hgrm_f = NULL;
+	}
+	if (L.log_f) {
+		if (!L.log_started)
+			pw_hdr_log_init(&L.log, L.log_f,
+					(double)L.res.start_wall_ns / 1e9,
+					PW_HDR_MS);
+		L.log_started = false;
+		bool err = pw_hdr_log_close(&L.log) != 0;
+		if (fclose(L.log_f) || err)
+			bad = pw_cli_fail(&d->cli, 1, "cannot write %s",
+					  L.hdr_log);
+		L.log_f = NULL;
+	}
+	return bad;
+}
+
+/* Close what was opened for a run that did not happen. */
+static void load_close_all(void)
+{
+	FILE **fs[] = { &L.json_f, &L.hgrm_f, &L.log_f };
+
+	for (size_t i = 0; i < sizeof(fs) / sizeof(fs[0]); i++) {
+		if (*fs[i])
+			fclose(*fs[i]);
+		*fs[i] = NULL;
+	}
+}
+
+/* The report, the JSON with --json, the HdrHistogram files, and the
+ * verdict. */
 static int load_stop(struct pw_drv *d, int status)
 {
 	if (!L.have_res) {
-		if (L.json_f)
-			fclose(L.json_f);
-		L.json_f = NULL;
+		load_close_all();
 		return status;
 	}
 	status = pw_load_print(&L.lc, &L.res, stdout) ? 1 : 0;
+	if (load_write_hdr(d))
+		status = 1;
 	if (L.json && load_write_json(d))
 		status = 1;
 	if (load_verdict(d))

@@ -32,6 +32,11 @@
  * or not, uses up one of the run's requests, so a failing target still
  * ends the run.
  *
+ * With an interval hook, each shard also counts its answers in an
+ * interval histogram and hands it to the thread in pw_load_run() at each
+ * second of the measured run (see load.c), which merges them and calls
+ * the hook: HdrHistogram interval logs are written from there.
+ *
  * HTTP answers are read with the response side of apps/http_parse.h.
  */
 #ifndef PW_APPS_LOAD_H
@@ -67,6 +72,17 @@ struct pw_load_progress {
 	uint64_t p99_ns;     /* did not answer in time are left out) */
 };
 
+/* One second of the measured run, for the interval hook. */
+struct pw_load_interval {
+	uint64_t index;		    /* 0, 1, 2, ... */
+	uint64_t start_ns;	    /* since the measured run began */
+	uint64_t length_ns;	    /* 1 s, except the last one */
+	uint64_t run_wall_ns;	    /* CLOCK_REALTIME when the measured run
+				   began */
+	const struct pw_hist *hist; /* the latency of the answers that came
+				       in it (PW_LOAD_HIST_DIGITS) */
+};
+
 /* A run's settings. Initialise with pw_load_config_init(), then adjust. */
 struct pw_load_config {
 	enum pw_load_proto proto;
@@ -90,7 +106,17 @@ struct pw_load_config {
 	bool (*wait)(void *arg, uint64_t ns);
 	/* Called by that thread once a second; NULL: no progress. */
 	void (*progress)(void *arg, const struct pw_load_progress *p);
-	void *arg; /* passed to wait and progress */
+	/*
+	 * Called by that thread after each second of the measured run and
+	 * once for the rest at its end, in order; @iv and its histogram are
+	 * valid during the call only. The intervals together hold every
+	 * answer of res->latency. An answer counts in the interval its shard
+	 * handed over next: a shard that answers nothing for a while hands
+	 * its answers over late (the log then shows them a second later),
+	 * none is lost. NULL: no interval histograms are kept.
+	 */
+	void (*interval)(void *arg, const struct pw_load_interval *iv);
+	void *arg; /* passed to wait, progress and interval */
 };
 
 /* Failed requests, by cause. */
@@ -119,6 +145,8 @@ struct pw_load_result {
 	double throughput;	 /* requests / elapsed, per second */
 	unsigned shards;	 /* shards the connections ran on */
 	bool stopped;		 /* the wait hook ended the run early */
+	uint64_t start_wall_ns;	 /* CLOCK_REALTIME when the measured run
+				    began */
 	struct pw_hist latency;	 /* from due time (open loop) or send time
 				       (closed loop) to the whole answer */
 	struct pw_hist service;	 /* from the actual send to the answer */
@@ -167,17 +195,29 @@ void pw_load_result_destroy(struct pw_load_result *res);
 int pw_load_print(const struct pw_load_config *cfg,
 		  const struct pw_load_result *res, FILE *f);
 
+/* Files a run's results were also written to, named in its JSON. */
+struct pw_load_outputs {
+	const char *hgrm;    /* the latency's percentile distribution */
+	const char *hdr_log; /* the interval log */
+};
+
 /**
  * pw_load_write_json - write @res as one JSON object and a newline:
  * "proto", "target", "conns", "shards", "rate" (0: closed loop), "mode"
- * ("closed" or "open"), "elapsed_s", "requests", "errors" (total),
- * "error_causes" {connect, reset, timeout, bad, other}, "bad_status",
- * "throughput_rps", "bytes_sent", "bytes_received", "stopped",
- * "latency" and "service" (pw_hist_write_json() objects, in ns).
- * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
+ * ("closed" or "open"), "elapsed_s", "start_wall_s", "requests", "errors"
+ * (total), "error_causes" {connect, reset, timeout, bad, other},
+ * "bad_status", "throughput_rps", "bytes_sent", "bytes_received",
+ * "stopped", "latency" and "service" (pw_hist_write_json() objects, in
+ * ns), "latency_hdr" (the latency histogram whole, in HdrHistogram's V2
+ * compressed encoding as base64: what `pinwheel report` merges), and
+ * "hgrm" and "hdr_log" (the file names in @out, or null; @out may be
+ * NULL).
+ * Return: 0; -EINVAL for NULL arguments; -ENOMEM; -EIO when writing
+ * failed.
  * Context: any thread.
  */
 int pw_load_write_json(const struct pw_load_config *cfg,
-		       const struct pw_load_result *res, FILE *f);
+		       const struct pw_load_result *res,
+		       const struct pw_load_outputs *out, FILE *f);
 
 #endif /* PW_APPS_LOAD_H */

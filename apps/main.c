@@ -9,6 +9,7 @@
 
 #include "pinwheel.h"
 #include "apps/apps.h"
+#include "apps/report.h"
 
 static const struct pw_app_cmd {
 	const char *name;
@@ -20,6 +21,8 @@ static const struct pw_app_cmd {
 	{ "load", pw_app_load,
 	  "generate HTTP or echo load; latency percentiles, throughput" },
 	{ "proxy", pw_app_proxy, "run an L4 TCP proxy" },
+	{ "report", pw_app_report,
+	  "merge the latency of several load runs: table, JSON, plot" },
 	{ "bench", pw_app_bench,
 	  "shard against stealing on server scenarios: table, JSON, plot" },
 	{ "demo", pw_app_demo, "run a short demonstration of the runtime" },

@@ -23,9 +23,10 @@
 
 #include "core/fault.h"
 #include "core/flush.h"
+#include "core/hist_int.h"
 #include "pinwheel/hist.h"
 
-#define HIST_HIGHEST_MAX (1ull << 62)
+#define HIST_HIGHEST_MAX PW__HIST_HIGHEST_MAX
 
 static unsigned digits_to_bits(unsigned digits)
 {
@@ -404,4 +405,78 @@ int pw_hist_write_json(const struct pw_hist *h, FILE *f)
 			(unsigned long long)pw_hist_percentile(h, table[i].p));
 	fprintf(f, "}}");
 	return pw__flushed(f);
+}
+
+/* ---- for the HdrHistogram formats (core/hist_int.h) ------------------- */
+
+uint64_t pw__hist_bucket_low(const struct pw_hist *h, uint32_t i)
+{
+	return bucket_low(h->sub_bits, i);
+}
+
+uint64_t pw__hist_bucket_high(const struct pw_hist *h, uint32_t i)
+{
+	return bucket_high(h->sub_bits, i);
+}
+
+unsigned pw__hist_digits(const struct pw_hist *h)
+{
+	for (unsigned d = 1; d <= 4; d++)
+		if (digits_to_bits(d) == h->sub_bits)
+			return d;
+	return 0;
+}
+
+uint32_t pw__hist_buckets(const struct pw_hist *h)
+{
+	unsigned msb = 63u - (unsigned)__builtin_clzll(h->highest | 1);
+
+	return msb + 1 >= h->sub_bits ? msb + 2 - h->sub_bits : 1;
+}
+
+int pw__hist_set_counts(struct pw_hist *h, uint64_t clamped)
+{
+	unsigned __int128 sum = 0;
+	uint64_t total = 0;
+	uint32_t first = UINT32_MAX, last = 0;
+
+	for (uint32_t i = 0; i < h->ncounts; i++) {
+		uint64_t c = h->counts[i], low, mid;
+
+		if (!c)
+			continue;
+		if (__builtin_add_overflow(total, c, &total))
+			return -EOVERFLOW;
+		if (first == UINT32_MAX)
+			first = i;
+		last = i;
+		low = bucket_low(h->sub_bits, i);
+		mid = low + (bucket_high(h->sub_bits, i) - low + 1) / 2;
+		sum += (unsigned __int128)c *
+		       (mid < h->highest ? mid : h->highest);
+	}
+	h->total = total;
+	h->clamped = clamped;
+	h->sum_lo = (uint64_t)sum;
+	h->sum_hi = (uint64_t)(sum >> 64);
+	if (!total) {
+		h->min = UINT64_MAX;
+		h->max = 0;
+		return 0;
+	}
+	h->min = bucket_low(h->sub_bits, first);
+	h->max = bucket_high(h->sub_bits, last);
+	if (h->max > h->highest)
+		h->max = h->highest;
+	return 0;
+}
+
+int pw__hist_set_max(struct pw_hist *h, uint64_t max)
+{
+	if (!h->total || max > h->highest ||
+	    bucket_of(h->sub_bits, max) != bucket_of(h->sub_bits, h->max) ||
+	    max < h->min)
+		return -EINVAL;
+	h->max = max;
+	return 0;
 }
