@@ -33,7 +33,7 @@
 
 /* The flags of `pinwheel bench`. */
 static struct bench_flags {
-	const char *scen, *json, *plot, *peer_bin;
+	const char *scen, *json, *plot, *peer_bin, *hgrm, *hdr_log;
 	uint64_t duration, warmup, conns, rate, rounds;
 	bool peers;
 } F;
@@ -64,6 +64,10 @@ static const struct pw_cli_opt bench_opts[] = {
 	  "results (default build/bench/results.json)" },
 	{ "--plot", PW_CLI_STRING, &F.plot, 0, 0, "FILE",
 	  "latency curves, PNG (default build/bench/latency.png)" },
+	{ "--hgrm", PW_CLI_STRING, &F.hgrm, 0, 0, "DIR",
+	  "each cell's latency as DIR/SCENARIO-SCHED.hgrm (HdrHistogram)" },
+	{ "--hdr-log", PW_CLI_STRING, &F.hdr_log, 0, 0, "DIR",
+	  "interval logs, one second each: DIR/SCENARIO-SCHED.hlog" },
 	{ "--peers", PW_CLI_BOOL, &F.peers, 0, 0, NULL,
 	  "add a tokio column (bench/peers/tokio, make bench-peers)" },
 	{ "--peer-bin", PW_CLI_STRING, &F.peer_bin, 0, 0, "FILE",
@@ -103,6 +107,7 @@ static void bench_free(struct bench *b)
 
 	if (!b)
 		return;
+	pw_bench_hdr_abandon(b);
 	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
 		for (int c = 0; c < NCOLS; c++) {
 			free(b->rows[i].cell[c].m);
@@ -258,6 +263,8 @@ static int bench_new(struct bench **bp, const bool *sel)
 	b->rounds = F.rounds;
 	b->json = F.json;
 	b->plot = F.plot;
+	b->hgrm = F.hgrm;
+	b->hdr_log = F.hdr_log;
 	b->peers = F.peers;
 	if ((err = make_tmp(b)))
 		return setup_failed("mkdtemp", err);
@@ -293,9 +300,10 @@ static void run_peer_sched(struct bench *b)
 	}
 }
 
-/* Write the JSON file and the plot. Return: 0, or 1 when the JSON file
+/* Write the JSON file, the HdrHistogram files and the plot. Return: 0,
+ * or 1 when the JSON file or an HdrHistogram file
  * could not be written. */
-static int write_outputs(const struct bench *b)
+static int write_outputs(struct bench *b)
 {
 	char why[NOTE_LEN];
 	int status = 0, rc;
@@ -312,6 +320,7 @@ static int write_outputs(const struct bench *b)
 	} else {
 		printf("\nwrote %s\n", b->json);
 	}
+	status |= pw_bench_hdr_finish(b);
 	pw_bench_make_parent(b->plot);
 	rc = pw_bench_write_plot(b, why, sizeof(why));
 	if (rc == 0)
@@ -392,6 +401,10 @@ static int check_flags(bool *sel)
 				"file name\n");
 		return 2;
 	}
+	if (F.hgrm && pw_bench_hdr_check(F.hgrm, "--hgrm"))
+		return 2;
+	if (F.hdr_log && pw_bench_hdr_check(F.hdr_log, "--hdr-log"))
+		return 2;
 	return 0;
 }
 

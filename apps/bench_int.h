@@ -11,6 +11,7 @@
  *   bench_report.c     medians, verdicts, warnings, the table, JSON and
  *                      the plot
  *   bench_stats.c      median, spread, bootstrap interval, verdict text
+ *   bench_hdr.c        the HdrHistogram files (--hgrm, --hdr-log)
  *   machine.c          load average, steal time, governor, SMT siblings
  *
  * Everything here runs on the main thread of the pinwheel command.
@@ -26,6 +27,7 @@
 
 #include "pinwheel.h"
 #include "pinwheel/hist.h"
+#include "pinwheel/hist_hdr.h"
 #include "apps/bench.h"
 #include "apps/load.h"
 #include "apps/machine.h"
@@ -66,6 +68,11 @@ struct cell {
 	bool have_hist;	      /* hist set up */
 	bool skipped, failed; /* note says why */
 	char note[NOTE_LEN];
+	/* --hdr-log: the cell's interval log (apps/bench_hdr.c). */
+	struct pw_hdr_log log;
+	bool log_open;
+	int log_err;	   /* the first error opening or writing it */
+	double log_base_s; /* its start, wall-clock seconds */
 };
 
 /* A scenario and its results. */
@@ -85,6 +92,7 @@ struct row {
 struct bench {
 	uint64_t duration, warmup, conns, rate, rounds;
 	const char *json, *plot, *peer_bin;
+	const char *hgrm, *hdr_log; /* folders, or NULL */
 	bool peers;
 	int cpus[PW_MAX_SHARDS];
 	unsigned ncpus;
@@ -193,6 +201,41 @@ void pw_bench_run_row(struct bench *b, struct row *r);
  * Context: the main thread.
  */
 char *pw_bench_peer_sched(const struct bench *b, const char *name);
+
+/* ---- bench_hdr.c ---- */
+
+/*
+ * pw_bench_hdr_check - make the folder @dir given to @flag (--hgrm or
+ * --hdr-log) and check it can be written in.
+ * Return: 0, or 2 after a message.
+ * Context: the main thread.
+ */
+int pw_bench_hdr_check(const char *dir, const char *flag);
+
+/*
+ * pw_bench_hdr_interval - one measured second of row @r under column
+ * @col, from the load's interval hook: appended to the cell's interval
+ * log (opened at its first interval) when --hdr-log is set. An error is
+ * kept for pw_bench_hdr_finish() to report.
+ * Context: the main thread (the thread in pw_load_run()).
+ */
+void pw_bench_hdr_interval(const struct bench *b, struct row *r, int col,
+			   const struct pw_load_interval *iv);
+
+/*
+ * pw_bench_hdr_finish - write each cell's .hgrm (--hgrm) and close its
+ * interval log (--hdr-log), naming each file written.
+ * Return: 0, or 1 when a file could not be written (after a message).
+ * Context: the main thread.
+ */
+int pw_bench_hdr_finish(struct bench *b);
+
+/*
+ * pw_bench_hdr_abandon - close the interval logs still open (a bench
+ * that stops early keeps what was logged).
+ * Context: the main thread.
+ */
+void pw_bench_hdr_abandon(struct bench *b);
 
 /* ---- bench_report.c ---- */
 

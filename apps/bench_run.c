@@ -362,6 +362,9 @@ static int start_server(const struct bench *b, const struct row *r, int col,
 /* The load's wait hook: notes the server's CPU time when the warm-up
  * ends, and stops the run on SIGINT/SIGTERM. */
 struct hook {
+	const struct bench *b;
+	struct row *r;
+	int col;
 	pid_t pid;
 	uint64_t mark; /* when the warm-up ends */
 	bool marked;
@@ -418,6 +421,14 @@ static void record(struct meas *m, const struct pw_load_result *res,
 }
 
 /* The load settings of a run of row @r against @port. */
+/* The load's interval hook: a measured second for the cell's log. */
+static void hook_interval(void *arg, const struct pw_load_interval *iv)
+{
+	struct hook *h = arg;
+
+	pw_bench_hdr_interval(h->b, h->r, h->col, iv);
+}
+
 static void load_config(const struct bench *b, const struct row *r, int port,
 			struct hook *h, struct pw_load_config *lc)
 {
@@ -431,6 +442,8 @@ static void load_config(const struct bench *b, const struct row *r, int port,
 	lc->duration_ns = b->duration;
 	lc->warmup_ns = b->warmup;
 	lc->wait = hook_wait;
+	if (b->hdr_log)
+		lc->interval = hook_interval;
 	lc->arg = h;
 }
 
@@ -443,7 +456,7 @@ static int load_server(const struct bench *b, struct row *r, int col, int port,
 	struct pw_runtime *rt;
 	struct pw_load_config lc;
 	struct pw_load_result res;
-	struct hook h = { .pid = pid };
+	struct hook h = { .b = b, .r = r, .col = col, .pid = pid };
 	uint64_t cpu1 = 0, t1;
 	bool cpu_ok;
 	int rc, st, ret = M_OK;

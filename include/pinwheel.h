@@ -23,6 +23,7 @@
 #include "pinwheel/fiber.h"
 #include "pinwheel/topo.h"
 #include "pinwheel/hist.h"
+#include "pinwheel/hist_hdr.h"
 #include "pinwheel/net.h"
 #include "pinwheel/reader.h"
 #include "pinwheel/serve.h"

@@ -314,22 +314,62 @@ static int dir_entries(const char *path)
 	return n;
 }
 
+/*
+ * The HdrHistogram files of column @sched in @dir: the interval log's
+ * intervals hold exactly the answers the .hgrm (every round merged)
+ * counts, five rounds of about one second each. Removes both files.
+ */
+static void expect_hdr_files(const char *dir, const char *sched)
+{
+	char path[128], line[256];
+	unsigned long long total = 0;
+	struct pw_hdr_log_info info;
+	struct pw_hist sum;
+
+	snprintf(path, sizeof(path), "%s/http-%s.hgrm", dir, sched);
+	FILE *f = fopen(path, "r");
+	cr_assert_not_null(f, "no %s", path);
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "#[Max = %*f, Total count = %llu", &total) ==
+		    1)
+			break;
+	fclose(f);
+	unlink(path);
+	cr_assert_gt(total, 0, "%s: no total count", path);
+	snprintf(path, sizeof(path), "%s/http-%s.hlog", dir, sched);
+	f = fopen(path, "r");
+	cr_assert_not_null(f, "no %s", path);
+	cr_assert_eq(pw_hdr_log_read(f, &sum, &info), 0, "%s: %s", path,
+		     info.error ? info.error : "?");
+	fclose(f);
+	unlink(path);
+	cr_expect_eq(pw_hist_count(&sum), total,
+		     "%s: the intervals hold %llu answers, the rounds %llu",
+		     sched, (unsigned long long)pw_hist_count(&sum), total);
+	cr_expect_geq(info.intervals, 5, "%s: %llu intervals", sched,
+		      (unsigned long long)info.intervals);
+	pw_hist_destroy(&sum);
+}
+
 Test(bench, short_http_run_writes_json_and_plot)
 {
 	static char out[65536];
 	char dir[] = "/tmp/pw-test-bench.XXXXXX", json[64], plot[64], tmp[64];
+	char hdr[64];
 	size_t len = 0;
 
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(json, sizeof(json), "%s/out/r.json", dir);
 	snprintf(plot, sizeof(plot), "%s/l.png", dir);
 	snprintf(tmp, sizeof(tmp), "%s/tmp", dir);
+	snprintf(hdr, sizeof(hdr), "%s/hdr", dir);
 	cr_assert_eq(mkdir(tmp, 0700), 0);
 	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
 	char *argv[] = { "pinwheel", "bench", "--scenarios", "http",
 			 "--rounds", "5",     "--duration",  "1s",
 			 "--warmup", "0.2s",  "--conns",     "8",
 			 "--json",   json,    "--plot",	     plot,
+			 "--hgrm",   hdr,     "--hdr-log",   hdr,
 			 NULL };
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
@@ -387,6 +427,10 @@ Test(bench, short_http_run_writes_json_and_plot)
 	} else {
 		cr_expect(strstr(out, "gnuplot is not installed"), "%s", out);
 	}
+	cr_expect_eq(dir_entries(hdr), 4, "an .hgrm and an .hlog per column");
+	expect_hdr_files(hdr, "shard");
+	expect_hdr_files(hdr, "steal");
+	cr_expect_eq(rmdir(hdr), 0);
 	unlink(json);
 	unlink(plot);
 	snprintf(json, sizeof(json), "%s/out", dir);
