@@ -24,6 +24,7 @@
 
 #include "pinwheel/hist_hdr.h"
 #include "apps/cli.h"
+#include "apps/plot.h"
 #include "apps/report.h"
 
 #define REPORT_FILE_MAX (256u << 20)
@@ -281,52 +282,26 @@ static int write_json(FILE *f)
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-/* @h's percentile curve as gnuplot data: x = 1 / (1 - p), y in us. */
-static void plot_curve(FILE *f, const struct pw_hist *h)
-{
-	double n = (double)pw_hist_count(h), rest = 1.0;
-
-	for (int i = 0; i <= 60 && 1.0 / rest <= n; i++) {
-		fprintf(f, "%.6g %.3f\n", 1.0 / rest,
-			(double)pw_hist_percentile(h, 100.0 * (1.0 - rest)) /
-				1e3);
-		rest *= 0.7943282347242815; /* 10^(-1/10) */
-	}
-	fprintf(f, "%.6g %.3f\n", n, (double)pw_hist_max(h) / 1e3);
-}
-
-/* A gnuplot single-quoted string. */
-static void gp_str(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++)
-		fprintf(f, *s == '\'' ? "''" : "%c", *s);
-	fputc('\'', f);
-}
-
 static void plot_script(FILE *f)
 {
 	for (unsigned i = 0; i <= R.nin; i++) {
 		fprintf(f, "$c%u << EOD\n", i);
-		plot_curve(f, i < R.nin ? &R.in[i].h : &R.all);
+		pw_plot_curve(f, i < R.nin ? &R.in[i].h : &R.all);
 		fprintf(f, "EOD\n");
 	}
 	fprintf(f, "set terminal pngcairo size 900,500 font ',9'\n"
 		   "set output ");
-	gp_str(f, R.plot);
+	pw_plot_str(f, R.plot);
 	fprintf(f,
 		"\nset title 'pinwheel report: latency by percentile, %u "
-		"input%s merged'\n"
-		"set logscale xy\nset grid\nset key top left noenhanced\n"
-		"set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, '99%%%%' 100, "
-		"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' 100000, "
-		"'99.9999%%%%' 1000000)\n"
-		"set xlabel 'percentile'\nset ylabel 'latency (us)'\nplot ",
+		"input%s merged'\n",
 		R.nin, R.nin == 1 ? "" : "s");
+	pw_plot_percentile_axes(f);
+	fprintf(f, "plot ");
 	for (unsigned i = 0; i <= R.nin; i++) {
 		fprintf(f, "%s$c%u with linespoints pt 7 ps 0.4 lw %d title ",
 			i ? ", " : "", i, i < R.nin ? 1 : 3);
-		gp_str(f, i < R.nin ? R.in[i].path : "merged");
+		pw_plot_str(f, i < R.nin ? R.in[i].path : "merged");
 	}
 	fputc('\n', f);
 }
