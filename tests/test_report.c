@@ -219,19 +219,29 @@ static pid_t load_start(const char *at, const char *tag, char (*files)[128],
 	return pw_test_cmd_start(argv, fd);
 }
 
+/* A one-shard `pinwheel http` on a free loopback port, its address into
+ * @at; its pid, with its output on *@fd. */
+static pid_t start_http(char at[PW_NET_ADDR_STRLEN], int *fd)
+{
+	static char text[16384];
+	struct pw_net_addr addr;
+	size_t len = 0;
+	char *srv[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			"--shards", "1",    NULL };
+	pid_t sp = pw_test_cmd_start(srv, fd);
+
+	pw_test_banner_addr(*fd, text, sizeof(text), &len, &addr);
+	pw_net_addr_format(&addr, at, PW_NET_ADDR_STRLEN);
+	return sp;
+}
+
 Test(report, two_concurrent_loads_merge_to_the_sum)
 {
 	static char text[16384], json_a[8192];
-	struct pw_net_addr addr;
 	char at[PW_NET_ADDR_STRLEN], fa[2][128], fb[2][128], out[128];
-	size_t len = 0;
 	int fd;
 
-	char *srv[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			"--shards", "1",    NULL };
-	pid_t sp = pw_test_cmd_start(srv, &fd);
-	pw_test_banner_addr(fd, text, sizeof(text), &len, &addr);
-	pw_net_addr_format(&addr, at, sizeof(at));
+	pid_t sp = start_http(at, &fd);
 	/* One start time for both, two seconds ahead (time to start both
 	 * on a busy machine); 2 s runs, so that a connect whose SYN a busy
 	 * server dropped is retried (after 1 s) within the run. */
@@ -300,16 +310,10 @@ Test(report, two_concurrent_loads_merge_to_the_sum)
 Test(report, load_hgrm_and_start_at_checks)
 {
 	static char text[16384];
-	struct pw_net_addr addr;
 	char at[PW_NET_ADDR_STRLEN], hgrm[128];
-	size_t len = 0;
 	int fd;
 
-	char *srv[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			"--shards", "1",    NULL };
-	pid_t sp = pw_test_cmd_start(srv, &fd);
-	pw_test_banner_addr(fd, text, sizeof(text), &len, &addr);
-	pw_net_addr_format(&addr, at, sizeof(at));
+	pid_t sp = start_http(at, &fd);
 	tmp_name(hgrm, sizeof(hgrm), "run.hgrm");
 	char *argv[] = { "pinwheel", "load", "--target",   at,
 			 "--shards", "1",    "--requests", "300",
