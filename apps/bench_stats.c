@@ -181,6 +181,14 @@ int pw_stats_verdict(const struct pw_stats_ci *ci, enum pw_stats_sense sense,
 			 ci->lo, ci->hi);
 		return 0;
 	}
+	if (ci->ratio <= 1 + PW_STATS_NOISE &&
+	    ci->ratio >= 1 / (1 + PW_STATS_NOISE)) {
+		snprintf(buf, len,
+			 "no difference above the %.0f%% noise threshold "
+			 "(median %.3fx, 95%% CI %.3fx..%.3fx)",
+			 PW_STATS_NOISE * 100, ci->ratio, ci->lo, ci->hi);
+		return 0;
+	}
 	if (sense == PW_STATS_HIGHER_BETTER && up)
 		say_faster(buf, len, na, ci->ratio, ci->lo, ci->hi);
 	else if (sense == PW_STATS_HIGHER_BETTER)

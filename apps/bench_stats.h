@@ -18,6 +18,12 @@
 #define PW_STATS_RESAMPLES 10000u
 #define PW_STATS_SEED	   0x70696e776865656cull /* "pinwheel" */
 
+/* The noise threshold: a ratio whose median lies within 2% of 1 names
+ * no winner even when its interval leaves 1 out (a difference that small
+ * is below what this kind of measurement can tell apart from the
+ * machine's drift between rounds; Criterion.rs has the same rule). */
+#define PW_STATS_NOISE 0.02
+
 /* Paired rounds a verdict needs at least; fewer give no verdict. */
 #define PW_STATS_MIN_ROUNDS 5u
 
@@ -87,7 +93,9 @@ int pw_stats_boot_ratio(const double *a, const double *b, unsigned n,
  * above 1) or "@nb faster by ..." the other way; for
  * PW_STATS_LOWER_BETTER "@na's @what lower by X% (95% CI A%..B%)" or
  * "@nb's ..."; "no difference within the noise (95% CI Ax..Bx)" when the
- * interval holds 1.0 (its ends included); "too few rounds to decide (N
+ * interval holds 1.0 (its ends included); "no difference above the 2%
+ * noise threshold (median Rx, 95% CI Ax..Bx)" when it does not but the
+ * median ratio is within PW_STATS_NOISE of 1; "too few rounds to decide (N
  * paired; 5 or more needed)" below PW_STATS_MIN_ROUNDS. Throughput: X%
  * is how much more the winner does (winner / loser - 1); latency: how
  * much less it takes (1 - winner / loser); A..B the interval the same

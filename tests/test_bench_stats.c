@@ -146,6 +146,23 @@ Test(bench, stats_verdict_text_at_the_boundaries)
 	cr_expect_str_eq(verdict(1.2, 1.0000001, 1.3, 5, up, &named),
 			 "steal faster by 20.0% (95% CI 0.0%..30.0%)");
 	cr_expect_eq(named, 1);
+	/* A clear but small difference: within the 2% noise threshold,
+	 * its ends included, either way. */
+	cr_expect_str_eq(verdict(1.015, 1.005, 1.06, 5, up, &named),
+			 "no difference above the 2% noise threshold (median "
+			 "1.015x, 95% CI 1.005x..1.060x)");
+	cr_expect_eq(named, 0);
+	cr_expect_str_eq(verdict(1.02, 1.01, 1.03, 5, up, &named),
+			 "no difference above the 2% noise threshold (median "
+			 "1.020x, 95% CI 1.010x..1.030x)");
+	cr_expect_eq(named, 0);
+	cr_expect_str_eq(verdict(1.0201, 1.01, 1.03, 5, up, &named),
+			 "steal faster by 2.0% (95% CI 1.0%..3.0%)");
+	cr_expect_eq(named, 1);
+	cr_expect_str_eq(verdict(0.985, 0.95, 0.99, 5, down, &named),
+			 "no difference above the 2% noise threshold (median "
+			 "0.985x, 95% CI 0.950x..0.990x)");
+	cr_expect_eq(named, 0);
 	cr_expect_str_eq(verdict(0.8, 0.5, 1.0, 5, up, &named),
 			 "no difference within the noise (95% CI "
 			 "0.500x..1.000x)");
