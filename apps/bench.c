@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "pinwheel.h"
+#include "pinwheel/topo.h"
 #include "apps/apps.h"
 #include "apps/bench.h"
 #include "apps/bench_int.h"
@@ -34,12 +35,21 @@
 /* The flags of `pinwheel bench`. */
 static struct bench_flags {
 	const char *scen, *json, *plot, *peer_bin, *hgrm, *hdr_log;
+	const char *cores, *scaling_plot, *srv_cpus, *load_cpus;
 	uint64_t duration, warmup, conns, rate, rounds;
+	uint64_t srv_node, load_node; /* NODE_UNSET: not given */
 	bool peers;
 } F;
 
+/* --server-node and --load-node when not given. */
+#define NODE_UNSET UINT64_MAX
+
 static const struct bench_flags bench_defaults = {
 	.scen = "all",
+	.cores = "1,all",
+	.scaling_plot = "build/bench/scaling.png",
+	.srv_node = NODE_UNSET,
+	.load_node = NODE_UNSET,
 	.json = "build/bench/results.json",
 	.plot = "build/bench/latency.png",
 	.duration = 3 * PW_NSEC_PER_SEC / 2,
@@ -50,6 +60,18 @@ static const struct bench_flags bench_defaults = {
 static const struct pw_cli_opt bench_opts[] = {
 	{ "--scenarios", PW_CLI_STRING, &F.scen, 0, 0, "LIST",
 	  "comma-separated scenarios, or all (the default)" },
+	{ "--server-cores", PW_CLI_STRING, &F.cores, 0, 0, "LIST",
+	  "server core counts (1,2,4 / all); each scenario at each, "
+	  "default 1,all; auto: each scenario's own placement only "
+	  "(half the CPUs, or all for shared ones), as make run does" },
+	{ "--server-cpus", PW_CLI_STRING, &F.srv_cpus, 0, 0, "LIST",
+	  "the server's CPUs (0-3,8), the first K at K cores" },
+	{ "--load-cpus", PW_CLI_STRING, &F.load_cpus, 0, 0, "LIST",
+	  "the load generator's CPUs (may overlap, with a warning)" },
+	{ "--server-node", PW_CLI_UINT, &F.srv_node, 0, 4095, "N",
+	  "the server on NUMA node N's CPUs" },
+	{ "--load-node", PW_CLI_UINT, &F.load_node, 0, 4095, "N",
+	  "the load generator on NUMA node N's CPUs" },
 	{ "--duration", PW_CLI_DURATION, &F.duration, 10 * PW_NSEC_PER_MSEC,
 	  3600 * PW_NSEC_PER_SEC, "D", "measured time per run (default 1.5s)" },
 	{ "--warmup", PW_CLI_DURATION, &F.warmup, 0, 3600 * PW_NSEC_PER_SEC,
@@ -64,8 +86,12 @@ static const struct pw_cli_opt bench_opts[] = {
 	  "results (default build/bench/results.json)" },
 	{ "--plot", PW_CLI_STRING, &F.plot, 0, 0, "FILE",
 	  "latency curves, PNG (default build/bench/latency.png)" },
+	{ "--scaling-plot", PW_CLI_STRING, &F.scaling_plot, 0, 0, "FILE",
+	  "throughput and p99 against server cores, PNG (default "
+	  "build/bench/scaling.png)" },
 	{ "--hgrm", PW_CLI_STRING, &F.hgrm, 0, 0, "DIR",
-	  "each cell's latency as DIR/SCENARIO-SCHED.hgrm (HdrHistogram)" },
+	  "each cell's latency as DIR/SCENARIO-SCHED.hgrm (HdrHistogram; "
+	  "SCENARIO-cK-SCHED with several core counts)" },
 	{ "--hdr-log", PW_CLI_STRING, &F.hdr_log, 0, 0, "DIR",
 	  "interval logs, one second each: DIR/SCENARIO-SCHED.hlog" },
 	{ "--peers", PW_CLI_BOOL, &F.peers, 0, 0, NULL,
@@ -88,6 +114,12 @@ static const struct pw_cli_cmd bench_cmd = {
 		 "defaults, 5\nrounds of 0.5s warm-up + 1.5s, keep every "
 		 "scenario under both schedulers near\n2 minutes; for "
 		 "figures to quote use more rounds or a longer --duration."
+		 "\nEach scenario runs at each --server-cores count (default 1 "
+		 "and all CPUs, so\ntwice the rows; make run passes auto, one "
+		 "count per scenario, to stay near 2\nminutes) and, with more "
+		 "than one count, a second PNG plots throughput and p99\n"
+		 "against server cores. The JSON records each row's placement: "
+		 "CPUs, NUMA nodes\nand their distance."
 		 "\nWrites JSON and a PNG of the latency curves (gnuplot). "
 		 "The scenarios are listed\nbelow the flags.",
 	.opts = bench_opts,
@@ -95,9 +127,9 @@ static const struct pw_cli_cmd bench_cmd = {
 };
 
 /* What a bench may leave in its scratch folder. */
-static const char *const tmp_files[] = { "server.log", "backend.log",
+static const char *const tmp_files[] = { "server.log",	"backend.log",
 					 "gnuplot.log", "latency.gp",
-					 "peer.out" };
+					 "scaling.gp",	"peer.out" };
 
 /* Undo bench_new(), whatever part of it was done: free @b, empty and
  * remove the scratch folder, close the signals. NULL is a no-op. */
@@ -108,12 +140,13 @@ static void bench_free(struct bench *b)
 	if (!b)
 		return;
 	pw_bench_hdr_abandon(b);
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+	for (unsigned i = 0; i < b->nrows; i++)
 		for (int c = 0; c < NCOLS; c++) {
 			free(b->rows[i].cell[c].m);
 			if (b->rows[i].cell[c].have_hist)
 				pw_hist_destroy(&b->rows[i].cell[c].hist);
 		}
+	free(b->rows);
 	for (int i = 0; i < 2; i++)
 		free(b->peer_sched[i]);
 	if (b->tmp[0]) {
@@ -183,37 +216,199 @@ static int find_cpus(struct bench *b)
 	return 0;
 }
 
-/* The rows: @sel chosen, placed on the CPUs, a result array and a
- * latency histogram for every column that applies. */
-static int make_rows(struct bench *b, const bool *sel)
+/* Add @node to the ascending @nodes[0..*n) unless there. */
+static void add_node(int *nodes, unsigned *n, int node)
 {
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
-		struct row *r = &b->rows[i];
+	unsigned i = 0;
 
-		r->sc = &pw_bench_scenarios[i];
-		r->selected = sel[i];
-		r->conns = b->conns ? (unsigned)b->conns : r->sc->conns;
-		pw_bench_place_cpus(r->sc->place, b->cpus, b->ncpus, r->srv,
-				    &r->nsrv, r->load, &r->nload);
-		r->smt = pw_machine_smt_shared(PW_MACHINE_SYSCPU, r->srv,
-					       r->nsrv, r->load, r->nload,
-					       &r->smt_a, &r->smt_b) == 1;
-		for (int c = 0; c < NCOLS; c++) {
-			struct cell *cl = &r->cell[c];
+	while (i < *n && nodes[i] < node)
+		i++;
+	if ((i < *n && nodes[i] == node) || *n == NODES_MAX)
+		return;
+	memmove(nodes + i + 1, nodes + i, (*n - i) * sizeof(*nodes));
+	nodes[i] = node;
+	(*n)++;
+}
 
-			cl->used = c != COL_TOKIO || (b->peers && r->sc->peer);
-			if (!r->selected || !cl->used)
-				continue;
-			cl->m = calloc(b->rounds, sizeof(struct meas));
-			if (!cl->m ||
-			    pw_hist_init(&cl->hist, 0, PW_LOAD_HIST_DIGITS))
-				return -ENOMEM;
-			cl->have_hist = true;
+/* Row @r's NUMA nodes from the topology @t (NULL: unknown) and the
+ * largest distance between a server node and a load node. */
+static void row_nodes(struct row *r, const struct pw_topo *t)
+{
+	const struct pw_topo_pu *u;
+
+	r->distance = -1;
+	if (!t)
+		return;
+	for (unsigned i = 0; i < r->nsrv; i++)
+		if ((u = pw_topo_find(t, r->srv[i])))
+			add_node(r->srv_nodes, &r->nsrv_nodes, u->node);
+	for (unsigned i = 0; i < r->nload; i++)
+		if ((u = pw_topo_find(t, r->load[i])))
+			add_node(r->load_nodes, &r->nload_nodes, u->node);
+	for (unsigned i = 0; i < r->nsrv_nodes; i++)
+		for (unsigned j = 0; j < r->nload_nodes; j++) {
+			int d = pw_bench_node_distance(NULL, r->srv_nodes[i],
+						       r->load_nodes[j]);
+			if (d > r->distance)
+				r->distance = d;
 		}
-		if (r->cell[COL_TOKIO].used && !b->peer_ok)
-			snprintf(r->cell[COL_TOKIO].note, NOTE_LEN, "%s",
-				 b->peer_note);
+}
+
+/* Row @r: scenario @sc at @cores server cores, placed on the CPUs, a
+ * result array and a latency histogram for every column that applies. */
+static int make_row(struct bench *b, struct row *r,
+		    const struct pw_bench_scenario *sc, unsigned cores,
+		    const struct pw_topo *t)
+{
+	struct pw_bench_pools p = { .cpus = b->cpus, .n = b->ncpus };
+
+	if (b->nsrv_pool) {
+		p.srv = b->srv_pool;
+		p.nsrv = b->nsrv_pool;
 	}
+	if (b->nload_pool) {
+		p.load = b->load_pool;
+		p.nload = b->nload_pool;
+	}
+	r->sc = sc;
+	r->selected = true;
+	r->cores = cores;
+	r->conns = b->conns ? (unsigned)b->conns : r->sc->conns;
+	if (pw_bench_place_cores(sc->place, &p, cores, r->srv, &r->nsrv,
+				 r->load, &r->nload))
+		return -ERANGE;
+	row_nodes(r, t);
+	r->smt = pw_machine_smt_shared(PW_MACHINE_SYSCPU, r->srv, r->nsrv,
+				       r->load, r->nload, &r->smt_a,
+				       &r->smt_b) == 1;
+	for (int c = 0; c < NCOLS; c++) {
+		struct cell *cl = &r->cell[c];
+
+		cl->used = c != COL_TOKIO || (b->peers && r->sc->peer);
+		if (!cl->used)
+			continue;
+		cl->m = calloc(b->rounds, sizeof(struct meas));
+		if (!cl->m || pw_hist_init(&cl->hist, 0, PW_LOAD_HIST_DIGITS))
+			return -ENOMEM;
+		cl->have_hist = true;
+	}
+	if (r->cell[COL_TOKIO].used && !b->peer_ok)
+		snprintf(r->cell[COL_TOKIO].note, NOTE_LEN, "%s", b->peer_note);
+	return 0;
+}
+
+/* The rows: each scenario of @sel at each core count. */
+static int make_rows(struct bench *b, const bool *sel, const struct pw_topo *t)
+{
+	unsigned nsel = 0;
+	int err;
+
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		nsel += sel[i];
+	b->rows = calloc((size_t)nsel * b->ncounts, sizeof(struct row));
+	if (!b->rows)
+		return -ENOMEM;
+	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+		for (unsigned k = 0; sel[i] && k < b->ncounts; k++) {
+			/* Counted first: bench_free() frees what it holds. */
+			struct row *r = &b->rows[b->nrows++];
+
+			err = make_row(b, r, &pw_bench_scenarios[i],
+				       b->counts[k], t);
+			if (err)
+				return err;
+		}
+	return 0;
+}
+
+/* A placement flag @flag could not be used: say why. Returns 2. */
+static int place_failed(const char *flag, const char *why)
+{
+	fprintf(stderr, "pinwheel bench: %s: %s\n", flag, why);
+	return 2;
+}
+
+/* The CPUs of node @node (flag @flag) into @out, from @t. Return: their
+ * number, or 0 after a message. */
+static unsigned node_pool(const struct bench *b, const struct pw_topo *t,
+			  uint64_t node, const char *flag, int *out)
+{
+	char why[128];
+	int n;
+
+	if (!t)
+		return place_failed(flag, "the machine's topology is unknown"),
+		       0;
+	n = pw_bench_node_cpus(t, (int)node, b->cpus, b->ncpus, out,
+			       PW_MAX_SHARDS);
+	if (n > 0)
+		return (unsigned)n;
+	snprintf(why, sizeof(why),
+		 "node %" PRIu64 " has none of the CPUs this process may use "
+		 "(see pinwheel topo)",
+		 node);
+	place_failed(flag, why);
+	return 0;
+}
+
+/* One pool from --X-cpus @list or --X-node @node into @out. Return: 0
+ * with *@n set (0: neither given), or 2 after a message. */
+static int one_pool(const struct bench *b, const struct pw_topo *t,
+		    const char *list, uint64_t node, const char *what, int *out,
+		    unsigned *n)
+{
+	char flag[32], why[160];
+	int got;
+
+	*n = 0;
+	if (list && node != NODE_UNSET) {
+		snprintf(flag, sizeof(flag), "--%s-cpus", what);
+		return place_failed(flag, "give a CPU list or a node, not "
+					  "both");
+	}
+	if (node != NODE_UNSET) {
+		snprintf(flag, sizeof(flag), "--%s-node", what);
+		*n = node_pool(b, t, node, flag, out);
+		return *n ? 0 : 2;
+	}
+	if (!list)
+		return 0;
+	snprintf(flag, sizeof(flag), "--%s-cpus", what);
+	got = pw_bench_parse_cpus(list, b->cpus, b->ncpus, out, PW_MAX_SHARDS,
+				  why, sizeof(why));
+	if (got < 0)
+		return place_failed(flag, why);
+	*n = (unsigned)got;
+	return 0;
+}
+
+/* The placement flags and --server-cores, checked against the allowed
+ * CPUs. Return: 0, or 2 after a message. */
+static int place_flags(struct bench *b, const struct pw_topo *t)
+{
+	char why[160];
+	unsigned shared = 0;
+	int n;
+
+	if (one_pool(b, t, F.srv_cpus, F.srv_node, "server", b->srv_pool,
+		     &b->nsrv_pool) ||
+	    one_pool(b, t, F.load_cpus, F.load_node, "load", b->load_pool,
+		     &b->nload_pool))
+		return 2;
+	n = pw_bench_parse_cores(F.cores,
+				 b->nsrv_pool ? b->nsrv_pool : b->ncpus,
+				 b->counts, COUNTS_MAX, why, sizeof(why));
+	if (n < 0)
+		return place_failed("--server-cores", why);
+	b->ncounts = (unsigned)n;
+	for (unsigned i = 0; i < b->nsrv_pool; i++)
+		for (unsigned j = 0; j < b->nload_pool; j++)
+			shared += b->srv_pool[i] == b->load_pool[j];
+	if (shared)
+		printf("pinwheel bench: warning: the server's and the load's "
+		       "CPUs overlap (%u shared): the load generator's work "
+		       "counts against the server's\n",
+		       shared);
 	return 0;
 }
 
@@ -245,12 +440,12 @@ static int setup_failed(const char *what, int err)
 }
 
 /* Set up a bench of the flags and scenarios @sel into *@bp (set even on
- * error, for bench_free()). Return: 0, or 1 after a message. */
+ * error, for bench_free()). Return: 0; 2 after a message on a bad
+ * placement flag; 1 after a message on any other failure. */
 static int bench_new(struct bench **bp, const bool *sel)
 {
-	size_t size =
-		sizeof(struct bench) + pw_bench_nscenarios * sizeof(struct row);
-	struct bench *b = calloc(1, size);
+	struct bench *b = calloc(1, sizeof(struct bench));
+	struct pw_topo *t = NULL;
 	int err;
 
 	*bp = b;
@@ -263,6 +458,7 @@ static int bench_new(struct bench **bp, const bool *sel)
 	b->rounds = F.rounds;
 	b->json = F.json;
 	b->plot = F.plot;
+	b->scaling_plot = F.scaling_plot;
 	b->hgrm = F.hgrm;
 	b->hdr_log = F.hdr_log;
 	b->peers = F.peers;
@@ -272,6 +468,13 @@ static int bench_new(struct bench **bp, const bool *sel)
 		return setup_failed("/proc/self/exe", err);
 	if ((err = find_cpus(b)))
 		return setup_failed("sched_getaffinity", err);
+	if (pw_topo_load(&t))
+		t = NULL;
+	err = place_flags(b, t);
+	if (err) {
+		pw_topo_free(t);
+		return err;
+	}
 	if ((err = pw_cli_signals_init()))
 		return setup_failed("signals", err);
 	b->signals = true;
@@ -279,7 +482,9 @@ static int bench_new(struct bench **bp, const bool *sel)
 	/* The load's shard threads inherit it: due sends within 1 us. */
 	prctl(PR_SET_TIMERSLACK, 1000ul, 0ul, 0ul, 0ul);
 	check_peer(b);
-	if (make_rows(b, sel))
+	err = make_rows(b, sel, t);
+	pw_topo_free(t);
+	if (err)
 		return setup_failed("out of memory", 0);
 	return 0;
 }
@@ -329,6 +534,15 @@ static int write_outputs(struct bench *b)
 		printf("plot skipped: no scenario ran\n");
 	else
 		printf("plot skipped: %s\n", why);
+	pw_bench_make_parent(b->scaling_plot);
+	rc = pw_bench_write_scaling(b, why, sizeof(why));
+	if (rc == 0)
+		printf("wrote %s\n", b->scaling_plot);
+	else if (rc == 1)
+		printf("scaling plot skipped: fewer than two server core "
+		       "counts ran\n");
+	else
+		printf("scaling plot skipped: %s\n", why);
 	fflush(stdout);
 	return status;
 }
@@ -366,12 +580,17 @@ static int bench_go(struct bench *b)
 	if (b->rate)
 		printf("  open loop: %" PRIu64 " requests/s per run\n",
 		       b->rate);
+	if (b->counts[0] != PW_BENCH_CORES_AUTO) {
+		printf("  server cores:");
+		for (unsigned i = 0; i < b->ncounts; i++)
+			printf("%s %u", i ? "," : "", b->counts[i]);
+		printf(" (each scenario at each)\n");
+	}
 	if (b->peers && !b->peer_ok)
 		printf("  tokio column skipped: %s\n", b->peer_note);
 	print_machine(b);
-	for (unsigned i = 0; i < pw_bench_nscenarios && !b->stop; i++)
-		if (b->rows[i].selected)
-			pw_bench_run_row(b, &b->rows[i]);
+	for (unsigned i = 0; i < b->nrows && !b->stop; i++)
+		pw_bench_run_row(b, &b->rows[i]);
 	pw_machine_after(&b->machine);
 	if (b->peers && !b->stop && !access(b->peer_bin, X_OK))
 		run_peer_sched(b);
@@ -396,9 +615,9 @@ static int check_flags(bool *sel)
 		fprintf(stderr, "pinwheel bench: --scenarios: %s\n", err);
 		return 2;
 	}
-	if (!*F.json || !*F.plot) {
-		fprintf(stderr, "pinwheel bench: --json and --plot need a "
-				"file name\n");
+	if (!*F.json || !*F.plot || !*F.scaling_plot) {
+		fprintf(stderr, "pinwheel bench: --json, --plot and "
+				"--scaling-plot need a file name\n");
 		return 2;
 	}
 	if (F.hgrm && pw_bench_hdr_check(F.hgrm, "--hgrm"))

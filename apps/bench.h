@@ -89,6 +89,88 @@ int pw_bench_split(const char *s, char *buf, size_t buflen, char **argv,
 int pw_bench_place_cpus(enum pw_bench_place place, const int *cpus, unsigned n,
 			int *srv, unsigned *nsrv, int *load, unsigned *nload);
 
+/* Where the server and the load may go: the allowed CPUs, and the pools
+ * --server-cpus/--server-node and --load-cpus/--load-node chose. */
+struct pw_bench_pools {
+	const int *cpus; /* the allowed CPUs, ascending */
+	unsigned n;
+	const int *srv; /* the server's pool, ascending; NULL: @cpus */
+	unsigned nsrv;
+	const int *load; /* the load's CPUs; NULL: from the placement */
+	unsigned nload;
+};
+
+/* --server-cores "auto": each scenario at its own placement. */
+#define PW_BENCH_CORES_AUTO 0u
+
+/**
+ * pw_bench_place_cores - the server's and the load's CPUs for a scenario
+ * placed @place at @k server cores. The server takes the first @k CPUs
+ * of its pool. The load takes p->load when given; else, for
+ * PW_BENCH_SPLIT, the allowed CPUs the server does not use (all of them
+ * when none is left), and for PW_BENCH_ALL every allowed CPU.
+ * @k: PW_BENCH_CORES_AUTO gives the scenario's own count: the whole pool
+ * for PW_BENCH_ALL or a chosen server pool, else half the allowed CPUs
+ * (at least one), as pw_bench_place_cpus() does.
+ * @srv, @load: at least p->n (and p->nload) entries each.
+ * Return: 0; -EINVAL for NULL arguments or no allowed CPU; -ERANGE when
+ * @k is above the pool's size.
+ * Context: any thread.
+ */
+int pw_bench_place_cores(enum pw_bench_place place,
+			 const struct pw_bench_pools *p, unsigned k, int *srv,
+			 unsigned *nsrv, int *load, unsigned *nload);
+
+/**
+ * pw_bench_parse_cores - parse a --server-cores list: counts above 0 or
+ * "all" (@max), separated by commas; or "auto" alone
+ * (PW_BENCH_CORES_AUTO, one count). Repeats are allowed.
+ * @max: CPUs the server's pool holds.
+ * @out: receives the counts, ascending, each once; @cap entries.
+ * @err: receives a one-line message on failure (may be NULL).
+ * Return: the number of counts (>= 1); -EINVAL for a malformed list, 0
+ * or "auto" among others; -ERANGE for a count above @max; -E2BIG for more
+ * than @cap counts.
+ * Context: any thread.
+ */
+int pw_bench_parse_cores(const char *list, unsigned max, unsigned *out,
+			 unsigned cap, char *err, size_t errlen);
+
+/**
+ * pw_bench_parse_cpus - parse a CPU list ("0-3,8") that must stay within
+ * the @n allowed CPUs @cpus.
+ * @out: receives the CPUs, ascending, each once; @cap entries.
+ * @err: receives a one-line message on failure (may be NULL).
+ * Return: the number of CPUs (>= 1); -EINVAL for a malformed list;
+ * -ERANGE for a CPU not allowed; -E2BIG for more than @cap.
+ * Context: any thread.
+ */
+int pw_bench_parse_cpus(const char *list, const int *cpus, unsigned n, int *out,
+			unsigned cap, char *err, size_t errlen);
+
+struct pw_topo;
+
+/**
+ * pw_bench_node_cpus - the CPUs of NUMA node @node in the topology @t
+ * that are among the @n allowed CPUs @cpus, ascending, into @out (@cap
+ * entries).
+ * Return: their number (>= 1); -EINVAL for NULL arguments; -ENODEV when
+ * the node has no allowed CPU.
+ * Context: any thread.
+ */
+int pw_bench_node_cpus(const struct pw_topo *t, int node, const int *cpus,
+		       unsigned n, int *out, unsigned cap);
+
+/**
+ * pw_bench_node_distance - the NUMA distance between nodes @a and @b as
+ * the kernel gives it (the SLIT matrix, /sys/devices/system/node), read
+ * under @sysfs (NULL: "/sys").
+ * Return: the distance (10 is local); 10 for @a == @b when the matrix
+ * cannot be read; -ENOENT when it cannot be read for different nodes.
+ * Context: any thread.
+ */
+int pw_bench_node_distance(const char *sysfs, int a, int b);
+
 /**
  * pw_bench_proc_cpu_ns - utime + stime of every thread of process @pid
  * so far, from /proc/PID/stat, in ns (clock-tick resolution).

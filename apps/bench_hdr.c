@@ -3,7 +3,8 @@
  * bench_hdr.c - the HdrHistogram files of `pinwheel bench`: with --hgrm
  * DIR, each cell's latency over all its rounds as DIR/SCENARIO-SCHED.hgrm
  * (percentile distribution, microseconds); with --hdr-log DIR, each
- * cell's interval log DIR/SCENARIO-SCHED.hlog, one interval per measured
+ * cell's interval log DIR/SCENARIO-SCHED.hlog (SCENARIO-cK-SCHED when
+ * more than one server core count K runs), one interval per measured
  * second of every round, in wall-clock time (rounds of the other columns
  * leave gaps between a cell's intervals). The encodings are
  * core/hist_hdr.c's; `pinwheel report` merges the logs.
@@ -21,12 +22,20 @@
 #include "pinwheel/hist_hdr.h"
 #include "apps/bench_int.h"
 
-/* DIR/SCENARIO-SCHED.EXT into @buf; -ENAMETOOLONG when it does not fit. */
+/* DIR/SCENARIO-SCHED.EXT into @buf, DIR/SCENARIO-cK-SCHED.EXT (K server
+ * cores) when @b runs more than one core count; -ENAMETOOLONG when it
+ * does not fit. */
 static int cell_path(char *buf, size_t len, const char *dir,
-		     const struct row *r, int col, const char *ext)
+		     const struct bench *b, const struct row *r, int col,
+		     const char *ext)
 {
-	int n = snprintf(buf, len, "%s/%s-%s.%s", dir, r->sc->name,
-			 pw_bench_col_name[col], ext);
+	char cores[16] = "";
+	int n;
+
+	if (b->ncounts > 1)
+		snprintf(cores, sizeof(cores), "-c%u", r->nsrv);
+	n = snprintf(buf, len, "%s/%s%s-%s.%s", dir, r->sc->name, cores,
+		     pw_bench_col_name[col], ext);
 
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
@@ -63,8 +72,8 @@ void pw_bench_hdr_interval(const struct bench *b, struct row *r, int col,
 	if (!b->hdr_log || c->log_err)
 		return;
 	if (!c->log_open) {
-		c->log_err = cell_path(path, sizeof(path), b->hdr_log, r, col,
-				       "hlog");
+		c->log_err = cell_path(path, sizeof(path), b->hdr_log, b, r,
+				       col, "hlog");
 		if (!c->log_err)
 			c->log_err = pw_hdr_log_open(&c->log, path, at, 0);
 		if (c->log_err)
@@ -91,7 +100,7 @@ static int close_log(struct cell *c)
 
 void pw_bench_hdr_abandon(struct bench *b)
 {
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+	for (unsigned i = 0; i < b->nrows; i++)
 		for (int col = 0; col < NCOLS; col++)
 			close_log(&b->rows[i].cell[col]);
 }
@@ -105,7 +114,7 @@ static int finish_cell(const struct bench *b, struct row *r, int col)
 
 	if (b->hdr_log && (c->log_open || c->log_err)) {
 		rc = close_log(c);
-		cell_path(path, sizeof(path), b->hdr_log, r, col, "hlog");
+		cell_path(path, sizeof(path), b->hdr_log, b, r, col, "hlog");
 		if (rc) {
 			fprintf(stderr, "pinwheel bench: %s: %s\n", path,
 				strerror(-rc));
@@ -115,12 +124,11 @@ static int finish_cell(const struct bench *b, struct row *r, int col)
 		}
 	}
 	if (b->hgrm && c->n && c->have_hist) {
-		rc = cell_path(path, sizeof(path), b->hgrm, r, col, "hgrm");
+		rc = cell_path(path, sizeof(path), b->hgrm, b, r, col, "hgrm");
 		if (!rc)
 			rc = pw_hist_save_hgrm(&c->hist, path, PW_HDR_US);
 		if (rc) {
-			fprintf(stderr, "pinwheel bench: %s/%s-%s.hgrm: %s\n",
-				b->hgrm, r->sc->name, pw_bench_col_name[col],
+			fprintf(stderr, "pinwheel bench: %s: %s\n", path,
 				strerror(-rc));
 			status = 1;
 		} else {
@@ -134,7 +142,7 @@ int pw_bench_hdr_finish(struct bench *b)
 {
 	int status = 0;
 
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+	for (unsigned i = 0; i < b->nrows; i++) {
 		struct row *r = &b->rows[i];
 
 		if (!r->selected)

@@ -75,24 +75,41 @@ struct cell {
 	double log_base_s; /* its start, wall-clock seconds */
 };
 
-/* A scenario and its results. */
+#define COUNTS_MAX 64 /* --server-cores counts at most */
+#define NODES_MAX  16 /* NUMA nodes a row's placement records at most */
+
+/* A scenario at one server core count, and its results. */
 struct row {
 	const struct pw_bench_scenario *sc;
 	bool selected, skipped;
 	char note[NOTE_LEN]; /* why it was skipped */
 	unsigned conns;
+	unsigned cores; /* the --server-cores count asked (0: auto) */
 	int srv[PW_MAX_SHARDS], load[PW_MAX_SHARDS];
 	unsigned nsrv, nload;
+	/* The NUMA nodes of the server's and the load's CPUs, ascending
+	 * (none when the topology is unknown), and the largest distance
+	 * between one of each (-1: unknown). */
+	int srv_nodes[NODES_MAX], load_nodes[NODES_MAX];
+	unsigned nsrv_nodes, nload_nodes;
+	int distance;
 	bool smt;	  /* a server CPU and a load CPU share a core */
 	int smt_a, smt_b; /* that pair */
 	struct cell cell[NCOLS];
 };
 
-/* A bench: its settings, the machine, and a row per scenario. */
+/* A bench: its settings, the machine, and a row per scenario and server
+ * core count. */
 struct bench {
 	uint64_t duration, warmup, conns, rate, rounds;
 	const char *json, *plot, *peer_bin;
-	const char *hgrm, *hdr_log; /* folders, or NULL */
+	const char *scaling_plot;    /* --scaling-plot */
+	unsigned counts[COUNTS_MAX]; /* --server-cores, ascending */
+	unsigned ncounts;
+	/* --server-cpus/--server-node and --load-cpus/--load-node */
+	int srv_pool[PW_MAX_SHARDS], load_pool[PW_MAX_SHARDS];
+	unsigned nsrv_pool, nload_pool; /* 0: not given */
+	const char *hgrm, *hdr_log;	/* folders, or NULL */
 	bool peers;
 	int cpus[PW_MAX_SHARDS];
 	unsigned ncpus;
@@ -106,7 +123,8 @@ struct bench {
 	bool stop;
 	bool failed;
 	struct pw_machine machine; /* read before and after the rows */
-	struct row rows[];
+	unsigned nrows;
+	struct row *rows; /* scenario by scenario, counts ascending */
 };
 
 /* A child's command line: SELF SUBCOMMAND FLAGS --listen ... */
@@ -152,6 +170,14 @@ void pw_bench_args_text(const struct args *a, char *buf, size_t len);
  * Context: the main thread.
  */
 void pw_bench_cpus_text(const int *cpus, unsigned n, char *buf, size_t len);
+
+/*
+ * pw_bench_row_label - row @r's name in the table and messages: the
+ * scenario's, with " cK" (K server cores) when more than one count runs.
+ * Context: the main thread.
+ */
+void pw_bench_row_label(const struct bench *b, const struct row *r, char *buf,
+			size_t len);
 
 /* ---- bench_run.c ---- */
 
@@ -286,6 +312,15 @@ int pw_bench_write_json(const struct bench *b, FILE *f);
  * Context: the main thread.
  */
 int pw_bench_write_plot(const struct bench *b, char *why, size_t len);
+
+/**
+ * pw_bench_write_scaling - draw throughput and p99 against server cores,
+ * each scheduler's curve side by side per scenario with the steal/shard
+ * ratio at each point, into b->scaling_plot with gnuplot.
+ * Return: 0 drawn; 1 fewer than two core counts ran; -1 with @why set.
+ * Context: the main thread.
+ */
+int pw_bench_write_scaling(const struct bench *b, char *why, size_t len);
 
 /*
  * pw_bench_make_parent - mkdir -p of the folder holding @path.

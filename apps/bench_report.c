@@ -140,16 +140,18 @@ unsigned pw_bench_warnings(const struct bench *b,
 {
 	unsigned n = pw_machine_warnings(&b->machine, b->ncpus, out, max);
 
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+	for (unsigned i = 0; i < b->nrows; i++) {
 		const struct row *r = &b->rows[i];
+		char label[64];
 
 		if (!r->selected || r->skipped)
 			continue;
+		pw_bench_row_label(b, r, label, sizeof(label));
 		if (r->smt && n < max)
 			snprintf(out[n++], PW_MACHINE_WARN_LEN,
 				 "%s: server CPU %d and load CPU %d are SMT "
 				 "siblings: they share one core",
-				 r->sc->name, r->smt_a, r->smt_b);
+				 label, r->smt_a, r->smt_b);
 		for (int c = 0; c < NCOLS; c++) {
 			struct pw_stats_summary s;
 
@@ -159,7 +161,7 @@ unsigned pw_bench_warnings(const struct bench *b,
 				snprintf(out[n++], PW_MACHINE_WARN_LEN,
 					 "%s %s: throughput varies by %.1f%% "
 					 "(CV) over %u rounds, above %.0f%%",
-					 r->sc->name, pw_bench_col_name[c],
+					 label, pw_bench_col_name[c],
 					 100 * s.cv, s.n,
 					 100 * PW_MACHINE_CV_WARN);
 		}
@@ -264,13 +266,15 @@ static void print_ratios(FILE *f, const struct cell *a, const struct cell *b,
 	}
 }
 
-/* Row @r's lines. */
-static void print_row(FILE *f, const struct row *r)
+/* Row @r of @b's lines. */
+static void print_row(FILE *f, const struct bench *b, const struct row *r)
 {
 	bool first = true;
+	char label[64];
 
+	pw_bench_row_label(b, r, label, sizeof(label));
 	if (r->skipped) {
-		fprintf(f, "%-9s skipped: %s\n", r->sc->name, r->note);
+		fprintf(f, "%-9s skipped: %s\n", label, r->note);
 		return;
 	}
 	for (int c = 0; c < NCOLS; c++) {
@@ -278,7 +282,7 @@ static void print_row(FILE *f, const struct row *r)
 
 		if (!cl->used)
 			continue;
-		fprintf(f, "%-9s %-12s", first ? r->sc->name : "",
+		fprintf(f, "%-9s %-12s", first ? label : "",
 			pw_bench_col_name[c]);
 		first = false;
 		if (!cl->n)
@@ -300,9 +304,9 @@ void pw_bench_print_table(const struct bench *b, FILE *f)
 	fprintf(f, "\n%-9s %-12s %12s %10s %10s %10s %11s %6s %8s\n",
 		"scenario", "sched", "req/s", "p50 us", "p99 us", "p99.9 us",
 		"cpu us/req", "cv", "errors");
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+	for (unsigned i = 0; i < b->nrows; i++)
 		if (b->rows[i].selected)
-			print_row(f, &b->rows[i]);
+			print_row(f, b, &b->rows[i]);
 }
 
 /* ---- JSON ------------------------------------------------------------------ */
@@ -468,6 +472,13 @@ static void json_settings(const struct bench *b, FILE *f)
 		"  \"rate\": %" PRIu64,
 		(double)b->duration / 1e9, (double)b->warmup / 1e9, b->rounds,
 		b->rate ? "open" : "closed", b->rate);
+	fprintf(f, ",\n  \"server_cores\": ");
+	if (b->counts[0] == PW_BENCH_CORES_AUTO)
+		fprintf(f, "\"auto\"");
+	else
+		for (unsigned i = 0; i < b->ncounts; i++)
+			fprintf(f, "%s%u%s", i ? ", " : "[", b->counts[i],
+				i + 1 == b->ncounts ? "]" : "");
 	fprintf(f,
 		",\n  \"bootstrap\": {\"method\": \"paired rounds: the "
 		"median of the per-round ratios, resampled by round\", "
@@ -501,6 +512,30 @@ static void json_machine(const struct bench *b, FILE *f)
 	fprintf(f, "]}");
 }
 
+/* Row @r's placement: its core count, CPUs, nodes and their distance. */
+static void json_place(const struct row *r, FILE *f)
+{
+	unsigned shared = 0;
+
+	for (unsigned i = 0; i < r->nsrv; i++)
+		for (unsigned j = 0; j < r->nload; j++)
+			shared += r->srv[i] == r->load[j];
+	fprintf(f,
+		", \"place\": \"%s\", \"cores\": %u,\n      \"server_cpus\": ",
+		r->sc->place == PW_BENCH_ALL ? "all" : "split", r->nsrv);
+	json_cpus(f, r->srv, r->nsrv);
+	fprintf(f, ", \"load_cpus\": ");
+	json_cpus(f, r->load, r->nload);
+	fprintf(f, ", \"shared_cpus\": %u, \"server_nodes\": ", shared);
+	json_cpus(f, r->srv_nodes, r->nsrv_nodes);
+	fprintf(f, ", \"load_nodes\": ");
+	json_cpus(f, r->load_nodes, r->nload_nodes);
+	if (r->distance > 0)
+		fprintf(f, ", \"numa_distance\": %d", r->distance);
+	else
+		fprintf(f, ", \"numa_distance\": null");
+}
+
 /* One selected row: the scenario, its placement, and its cells. */
 static void json_row(const struct row *r, FILE *f)
 {
@@ -517,11 +552,7 @@ static void json_row(const struct row *r, FILE *f)
 		pw_cli_json_str(f, r->sc->backend);
 	else
 		fprintf(f, "null");
-	fprintf(f, ", \"place\": \"%s\", \"server_cpus\": ",
-		r->sc->place == PW_BENCH_ALL ? "all" : "split");
-	json_cpus(f, r->srv, r->nsrv);
-	fprintf(f, ", \"load_cpus\": ");
-	json_cpus(f, r->load, r->nload);
+	json_place(r, f);
 	fprintf(f, ", \"smt_shared\": ");
 	if (r->smt)
 		fprintf(f, "[%d, %d]", r->smt_a, r->smt_b);
@@ -583,7 +614,7 @@ int pw_bench_write_json(const struct bench *b, FILE *f)
 	json_settings(b, f);
 	json_machine(b, f);
 	fprintf(f, ",\n  \"scenarios\": [");
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++) {
+	for (unsigned i = 0; i < b->nrows; i++) {
 		if (!b->rows[i].selected)
 			continue;
 		if (!first)
@@ -649,12 +680,14 @@ static void write_curve(FILE *f, const struct pw_hist *h)
 }
 
 /* The panel of row @r (index @i): a curve per column that ran. */
-static void plot_panel(const struct row *r, unsigned i, FILE *f)
+static void plot_panel(const struct bench *b, const struct row *r, unsigned i,
+		       FILE *f)
 {
 	bool first = true;
+	char label[64];
 
-	fprintf(f, "set title '%s, %u connections'\nplot ", r->sc->name,
-		r->conns);
+	pw_bench_row_label(b, r, label, sizeof(label));
+	fprintf(f, "set title '%s, %u connections'\nplot ", label, r->conns);
 	for (int c = 0; c < NCOLS; c++) {
 		if (!r->cell[c].n || !r->cell[c].have_hist)
 			continue;
@@ -676,10 +709,19 @@ static bool row_drawn(const struct row *r)
 	return false;
 }
 
+/* Quote @s for gnuplot between single quotes. */
+static void gp_quoted(FILE *f, const char *s)
+{
+	fputc('\'', f);
+	for (; *s; s++)
+		fprintf(f, *s == '\'' ? "''" : "%c", *s);
+	fputc('\'', f);
+}
+
 /* The gnuplot script: the curves as data blocks, then the panels. */
 static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 {
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+	for (unsigned i = 0; i < b->nrows; i++)
 		for (int c = 0; c < NCOLS; c++) {
 			const struct cell *cl = &b->rows[i].cell[c];
 
@@ -691,10 +733,9 @@ static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 		}
 	fprintf(f, "set terminal pngcairo size 900,%u font ',9'\n",
 		120 + 280 * panels);
-	fprintf(f, "set output '");
-	for (const char *p = b->plot; *p; p++)
-		fprintf(f, *p == '\'' ? "''" : "%c", *p);
-	fprintf(f, "'\n");
+	fprintf(f, "set output ");
+	gp_quoted(f, b->plot);
+	fputc('\n', f);
 	fprintf(f,
 		"set multiplot layout %u,1 title 'pinwheel bench: latency "
 		"by percentile, %s loop, %" PRIu64 " round%s merged'\n",
@@ -706,17 +747,20 @@ static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 		"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' 100000, "
 		"'99.9999%%%%' 1000000)\n"
 		"set xlabel 'percentile'\nset ylabel 'latency (us)'\n");
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
+	for (unsigned i = 0; i < b->nrows; i++)
 		if (row_drawn(&b->rows[i]))
-			plot_panel(&b->rows[i], i, f);
+			plot_panel(b, &b->rows[i], i, f);
 	fprintf(f, "unset multiplot\n");
 }
 
-int pw_bench_write_plot(const struct bench *b, char *why, size_t len)
+/* Run gnuplot on the script @name (in the scratch folder) that @write
+ * makes. Return: 0, or -1 with @why set. */
+static int run_gnuplot(const struct bench *b, const char *name,
+		       void (*write)(const struct bench *, unsigned, FILE *),
+		       unsigned panels, char *why, size_t len)
 {
 	char gp[PATH_MAX], script[PATH_MAX + 16], log[PATH_MAX + 16];
 	char line[200];
-	unsigned panels = 0;
 	FILE *f;
 	pid_t pid;
 	int st;
@@ -727,11 +771,7 @@ int pw_bench_write_plot(const struct bench *b, char *why, size_t len)
 			 "gnuplot-nox)");
 		return -1;
 	}
-	for (unsigned i = 0; i < pw_bench_nscenarios; i++)
-		panels += row_drawn(&b->rows[i]);
-	if (!panels)
-		return 1;
-	snprintf(script, sizeof(script), "%s/latency.gp", b->tmp);
+	snprintf(script, sizeof(script), "%s/%s", b->tmp, name);
 	snprintf(log, sizeof(log), "%s/gnuplot.log", b->tmp);
 	f = fopen(script, "w");
 	if (!f) {
@@ -739,7 +779,7 @@ int pw_bench_write_plot(const struct bench *b, char *why, size_t len)
 			 strerror(errno));
 		return -1;
 	}
-	plot_script(b, panels, f);
+	write(b, panels, f);
 	if (fclose(f)) {
 		snprintf(why, len, "cannot write %s", script);
 		return -1;
@@ -753,4 +793,136 @@ int pw_bench_write_plot(const struct bench *b, char *why, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+int pw_bench_write_plot(const struct bench *b, char *why, size_t len)
+{
+	unsigned panels = 0;
+	char gp[PATH_MAX];
+
+	if (!find_in_path("gnuplot", gp, sizeof(gp))) {
+		snprintf(why, len,
+			 "gnuplot is not installed (apt-get install "
+			 "gnuplot-nox)");
+		return -1;
+	}
+	for (unsigned i = 0; i < b->nrows; i++)
+		panels += row_drawn(&b->rows[i]);
+	if (!panels)
+		return 1;
+	return run_gnuplot(b, "latency.gp", plot_script, panels, why, len);
+}
+
+/* ---- the scaling plot ------------------------------------------------------ */
+
+/* Whether the rows from @i on of scenario b->rows[i].sc have two core
+ * counts or more with a result; *@end gets the row after them. */
+static bool scenario_scales(const struct bench *b, unsigned i, unsigned *end)
+{
+	unsigned ran = 0, j;
+
+	for (j = i; j < b->nrows && b->rows[j].sc == b->rows[i].sc; j++)
+		ran += !b->rows[j].skipped && b->rows[j].cell[COL_SHARD].n > 0;
+	*end = j;
+	return ran >= 2;
+}
+
+/* Data of the scenario in rows [@i, @end): per column a block $gIcC of
+ * "cores req/s p99", then $gIr of "cores steal-req/s steal-p99 rps-ratio
+ * p99-ratio" for the labels. */
+static void scaling_data(const struct bench *b, unsigned i, unsigned end,
+			 FILE *f)
+{
+	struct pw_stats_ci cr, cp;
+
+	for (int c = 0; c < NCOLS; c++) {
+		fprintf(f, "$g%uc%d << EOD\n", i, c);
+		for (unsigned j = i; j < end; j++) {
+			const struct cell *cl = &b->rows[j].cell[c];
+
+			if (cl->n && median(cl, FIG_RPS) > 0)
+				fprintf(f, "%u %.1f %.1f\n", b->rows[j].nsrv,
+					median(cl, FIG_RPS),
+					median(cl, FIG_P99));
+		}
+		fprintf(f, "EOD\n");
+	}
+	fprintf(f, "$g%ur << EOD\n", i);
+	for (unsigned j = i; j < end; j++) {
+		const struct cell *st = &b->rows[j].cell[COL_STEAL];
+		const struct cell *sh = &b->rows[j].cell[COL_SHARD];
+
+		if (!st->n || !sh->n || !ratio(st, sh, FIG_RPS, &cr) ||
+		    !ratio(st, sh, FIG_P99, &cp))
+			continue;
+		fprintf(f, "%u %.1f %.1f \"%.2fx\" \"%.2fx\"\n",
+			b->rows[j].nsrv, median(st, FIG_RPS),
+			median(st, FIG_P99), cr.ratio, cp.ratio);
+	}
+	fprintf(f, "EOD\n");
+}
+
+/* The two panels of the scenario of row @i: throughput, then p99. */
+static void scaling_panels(const struct bench *b, unsigned i, FILE *f)
+{
+	static const char *const ylabel[2] = { "requests/s", "p99 (us)" };
+
+	for (int k = 0; k < 2; k++) {
+		bool first = true;
+
+		fprintf(f, "set title '%s: %s against server cores'\n",
+			b->rows[i].sc->name, k ? "p99" : "throughput");
+		fprintf(f, "set ylabel '%s'\nplot ", ylabel[k]);
+		for (int c = 0; c < NCOLS; c++) {
+			if (!b->rows[i].cell[c].used)
+				continue;
+			fprintf(f,
+				"%s$g%uc%d using 1:%d with linespoints pt 7 "
+				"lw 2 title '%s'",
+				first ? "" : ", ", i, c, 2 + k,
+				pw_bench_col_name[c]);
+			first = false;
+		}
+		fprintf(f,
+			", $g%ur using 1:%d:%d with labels offset 0,1 "
+			"notitle\n",
+			i, 2 + k, 4 + k);
+	}
+}
+
+/* The gnuplot script of the scaling plot: @panels scenarios. */
+static void scaling_script(const struct bench *b, unsigned panels, FILE *f)
+{
+	unsigned end;
+
+	for (unsigned i = 0; i < b->nrows; i = end)
+		if (scenario_scales(b, i, &end))
+			scaling_data(b, i, end, f);
+	fprintf(f, "set terminal pngcairo size 1200,%u font ',9'\n",
+		120 + 300 * panels);
+	fprintf(f, "set output ");
+	gp_quoted(f, b->scaling_plot);
+	fprintf(f,
+		"\nset multiplot layout %u,2 title 'pinwheel bench: "
+		"medians over %" PRIu64 " round%s against server cores; "
+		"labels: the steal/shard ratio'\n",
+		panels, b->rounds, b->rounds == 1 ? "" : "s");
+	fprintf(f, "set grid\nset key top left\nset xlabel 'server cores'\n"
+		   "set xtics 1\nset offsets 0.3, 0.3, graph 0.12, 0\n"
+		   "set yrange [0:*]\n");
+	for (unsigned i = 0; i < b->nrows; i = end)
+		if (scenario_scales(b, i, &end))
+			scaling_panels(b, i, f);
+	fprintf(f, "unset multiplot\n");
+}
+
+int pw_bench_write_scaling(const struct bench *b, char *why, size_t len)
+{
+	unsigned panels = 0, end;
+
+	for (unsigned i = 0; i < b->nrows; i = end)
+		panels += scenario_scales(b, i, &end);
+	if (!panels)
+		return 1;
+	return run_gnuplot(b, "scaling.gp", scaling_script, panels, why, len);
 }

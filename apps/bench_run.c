@@ -625,21 +625,38 @@ static bool run_cell(struct bench *b, struct row *r, int c, unsigned k,
 	return true;
 }
 
+/* Whether row @r's server and load use a CPU in common. */
+static bool shares_cpus(const struct row *r)
+{
+	for (unsigned i = 0; i < r->nsrv; i++)
+		for (unsigned j = 0; j < r->nload; j++)
+			if (r->srv[i] == r->load[j])
+				return true;
+	return false;
+}
+
 void pw_bench_run_row(struct bench *b, struct row *r)
 {
 	char cs[128], cl[128];
 
-	printf("\n%s: %s\n", r->sc->name, r->sc->what);
+	char label[64];
+
+	pw_bench_row_label(b, r, label, sizeof(label));
+	printf("\n%s: %s\n", label, r->sc->what);
 	if (!row_runnable(b, r))
 		return;
 	pw_bench_cpus_text(r->srv, r->nsrv, cs, sizeof(cs));
 	pw_bench_cpus_text(r->load, r->nload, cl, sizeof(cl));
 	printf("  server on CPU %s, load (%u connections) on CPU %s%s\n", cs,
 	       r->conns, cl,
-	       r->sc->place == PW_BENCH_ALL || b->ncpus == 1 ?
+	       shares_cpus(r) ?
 		       ": they share cores, so the load generator's work "
 		       "counts against the server's" :
 		       "");
+	if (r->nsrv_nodes && r->nload_nodes && r->distance > 10)
+		printf("  server on NUMA node %d, load on node %d: distance "
+		       "%d\n",
+		       r->srv_nodes[0], r->load_nodes[0], r->distance);
 	if (r->smt)
 		printf("  warning: server CPU %d and load CPU %d are SMT "
 		       "siblings: they share one core\n",

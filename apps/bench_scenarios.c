@@ -10,8 +10,10 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "pinwheel/topo.h"
 #include "apps/bench.h"
 #include "apps/bench_int.h"
 
@@ -170,6 +172,210 @@ int pw_bench_place_cpus(enum pw_bench_place place, const int *cpus, unsigned n,
 	return 0;
 }
 
+/* Whether @cpu is among the @n CPUs @set. */
+static bool cpu_in(int cpu, const int *set, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (set[i] == cpu)
+			return true;
+	return false;
+}
+
+int pw_bench_place_cores(enum pw_bench_place place,
+			 const struct pw_bench_pools *p, unsigned k, int *srv,
+			 unsigned *nsrv, int *load, unsigned *nload)
+{
+	const int *pool;
+	unsigned np;
+
+	if (!p || !p->cpus || !p->n || !srv || !nsrv || !load || !nload)
+		return -EINVAL;
+	pool = p->srv ? p->srv : p->cpus;
+	np = p->srv ? p->nsrv : p->n;
+	if (k == PW_BENCH_CORES_AUTO)
+		k = place == PW_BENCH_ALL || p->srv ? np :
+		    p->n / 2			    ? p->n / 2 :
+						      1;
+	if (!np || k > np)
+		return -ERANGE;
+	memcpy(srv, pool, k * sizeof(*srv));
+	*nsrv = k;
+	*nload = 0;
+	if (p->load) {
+		memcpy(load, p->load, p->nload * sizeof(*load));
+		*nload = p->nload;
+		return 0;
+	}
+	for (unsigned i = 0; i < p->n; i++)
+		if (place == PW_BENCH_ALL || !cpu_in(p->cpus[i], srv, k))
+			load[(*nload)++] = p->cpus[i];
+	if (!*nload) {
+		memcpy(load, p->cpus, p->n * sizeof(*load));
+		*nload = p->n;
+	}
+	return 0;
+}
+
+/* Parse one --server-cores item of @len bytes at @s: a count, or "all"
+ * (@max). Return: the count; 0 when malformed. */
+static unsigned cores_item(const char *s, size_t len, unsigned max)
+{
+	unsigned long v = 0;
+
+	if (len == 3 && !strncmp(s, "all", 3))
+		return max;
+	if (!len || len > 6)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+		v = v * 10 + (unsigned long)(s[i] - '0');
+	}
+	return (unsigned)v;
+}
+
+/* Insert @v into the ascending @out[0..*n) unless there. Return: 0, or
+ * -E2BIG when @cap is reached. */
+static int insert_sorted(unsigned *out, unsigned *n, unsigned cap, unsigned v)
+{
+	unsigned i = 0;
+
+	while (i < *n && out[i] < v)
+		i++;
+	if (i < *n && out[i] == v)
+		return 0;
+	if (*n == cap)
+		return -E2BIG;
+	memmove(out + i + 1, out + i, (*n - i) * sizeof(*out));
+	out[i] = v;
+	(*n)++;
+	return 0;
+}
+
+int pw_bench_parse_cores(const char *list, unsigned max, unsigned *out,
+			 unsigned cap, char *err, size_t errlen)
+{
+	unsigned n = 0;
+
+	if (!list || !out || !cap || !*list) {
+		set_err(err, errlen, "%s", "empty list");
+		return -EINVAL;
+	}
+	if (!strcmp(list, "auto")) {
+		out[0] = PW_BENCH_CORES_AUTO;
+		return 1;
+	}
+	for (const char *p = list;;) {
+		size_t len = strcspn(p, ",");
+		unsigned v = cores_item(p, len, max);
+		char item[16];
+
+		snprintf(item, sizeof(item), "%.*s", (int)(len < 12 ? len : 12),
+			 p);
+		if (!v) {
+			set_err(err, errlen,
+				"'%s' is not a core count above 0, all or auto "
+				"(alone)",
+				item);
+			return -EINVAL;
+		}
+		if (v > max) {
+			if (err && errlen)
+				snprintf(err, errlen,
+					 "%u server cores asked, but the "
+					 "server may use only %u CPU%s",
+					 v, max, max == 1 ? "" : "s");
+			return -ERANGE;
+		}
+		if (insert_sorted(out, &n, cap, v)) {
+			set_err(err, errlen, "%s", "too many core counts");
+			return -E2BIG;
+		}
+		if (!p[len])
+			break;
+		p += len + 1;
+	}
+	return (int)n;
+}
+
+int pw_bench_parse_cpus(const char *list, const int *cpus, unsigned n, int *out,
+			unsigned cap, char *err, size_t errlen)
+{
+	int got;
+
+	if (!list || !cpus || !out) {
+		set_err(err, errlen, "%s", "no list");
+		return -EINVAL;
+	}
+	got = pw_cpulist_parse(list, out, cap);
+	if (got == -E2BIG) {
+		set_err(err, errlen, "'%s' has too many CPUs", list);
+		return -E2BIG;
+	}
+	if (got <= 0) {
+		set_err(err, errlen, "'%s' is not a CPU list such as 0-3,8",
+			list);
+		return got < 0 && got != -ERANGE ? got : -EINVAL;
+	}
+	for (int i = 0; i < got; i++)
+		if (!cpu_in(out[i], cpus, n)) {
+			if (err && errlen)
+				snprintf(err, errlen,
+					 "CPU %d is not among the CPUs this "
+					 "process may use",
+					 out[i]);
+			return -ERANGE;
+		}
+	return got;
+}
+
+int pw_bench_node_cpus(const struct pw_topo *t, int node, const int *cpus,
+		       unsigned n, int *out, unsigned cap)
+{
+	unsigned got = 0;
+
+	if (!t || !cpus || !out)
+		return -EINVAL;
+	for (unsigned i = 0; i < n && got < cap; i++) {
+		const struct pw_topo_pu *u = pw_topo_find(t, cpus[i]);
+
+		if (u && u->node == node)
+			out[got++] = cpus[i];
+	}
+	return got ? (int)got : -ENODEV;
+}
+
+int pw_bench_node_distance(const char *sysfs, int a, int b)
+{
+	char path[PATH_MAX], line[1024], *p = line;
+	int ids[256], pos = -1, n, d = -1;
+	FILE *f;
+
+	if (!sysfs)
+		sysfs = "/sys";
+	snprintf(path, sizeof(path), "%s/devices/system/node/online", sysfs);
+	f = fopen(path, "r");
+	n = f && fgets(line, sizeof(line), f) ?
+		    pw_cpulist_parse(line, ids, 256) :
+		    -ENOENT;
+	if (f)
+		fclose(f);
+	for (int i = 0; i < n; i++)
+		if (ids[i] == b)
+			pos = i;
+	snprintf(path, sizeof(path), "%s/devices/system/node/node%d/distance",
+		 sysfs, a);
+	f = pos >= 0 ? fopen(path, "r") : NULL;
+	if (f && fgets(line, sizeof(line), f))
+		for (int i = 0; i <= pos && *p; i++)
+			d = (int)strtol(p, &p, 10);
+	if (f)
+		fclose(f);
+	if (d > 0)
+		return d;
+	return a == b ? 10 : -ENOENT;
+}
+
 /* ---- command lines ------------------------------------------------------ */
 
 const char *const pw_bench_col_name[NCOLS] = { "shard", "steal", "tokio" };
@@ -253,4 +459,13 @@ void pw_bench_args_text(const struct args *a, char *buf, size_t len)
 	for (int i = 1; i < a->argc && used < len; i++)
 		used += (size_t)snprintf(buf + used, len - used, "%s%s",
 					 i > 1 ? " " : "", a->argv[i]);
+}
+
+void pw_bench_row_label(const struct bench *b, const struct row *r, char *buf,
+			size_t len)
+{
+	if (b->ncounts > 1)
+		snprintf(buf, len, "%s c%u", r->sc->name, r->nsrv);
+	else
+		snprintf(buf, len, "%s", r->sc->name);
 }

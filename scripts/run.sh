@@ -1,9 +1,12 @@
 #!/bin/sh
 # run.sh - the main job behind `make run`: `pinwheel bench` with its
 # defaults (every scenario, shard against steal, 5 alternated rounds of
-# 0.5 s warm-up and 1.5 s measured: about 2 minutes), then where the
-# table, JSON and plot went. Extra arguments (make run RUN_ARGS=...) go to
-# pinwheel bench.
+# 0.5 s warm-up and 1.5 s measured) but --server-cores auto: each
+# scenario at its own placement only, so the run stays near 2 minutes
+# (the default, 1 and all server cores, runs every scenario twice on a
+# 2-CPU machine). Then where the table, JSON and plot went. Extra
+# arguments (make run RUN_ARGS=...) go to pinwheel bench after it, so
+# RUN_ARGS='--server-cores 1,all' draws the scaling curves.
 #
 # Usage: scripts/run.sh BUILD/pinwheel [pinwheel bench flags]
 set -eu
@@ -14,8 +17,8 @@ shift
 	exit 1
 }
 read -r l1 l5 l15 _ </proc/loadavg
-echo "make run: $pw bench $*"
+echo "make run: $pw bench --server-cores auto $*"
 echo "make run: load average $l1 $l5 $l15 on $(nproc) CPUs before the run;" \
 	"figures from a busy machine are a smoke test, not a result"
 echo
-exec "$pw" bench "$@"
+exec "$pw" bench --server-cores auto "$@"
