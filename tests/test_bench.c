@@ -365,12 +365,12 @@ Test(bench, short_http_run_writes_json_and_plot)
 	snprintf(hdr, sizeof(hdr), "%s/hdr", dir);
 	cr_assert_eq(mkdir(tmp, 0700), 0);
 	cr_assert_eq(setenv("TMPDIR", tmp, 1), 0);
-	char *argv[] = { "pinwheel", "bench", "--scenarios", "http",
-			 "--rounds", "5",     "--duration",  "1s",
-			 "--warmup", "0.2s",  "--conns",     "8",
-			 "--json",   json,    "--plot",	     plot,
-			 "--hgrm",   hdr,     "--hdr-log",   hdr,
-			 NULL };
+	char *argv[] = { "pinwheel",	   "bench", "--scenarios", "http",
+			 "--rounds",	   "5",	    "--duration",  "1s",
+			 "--warmup",	   "0.2s",  "--conns",	   "8",
+			 "--json",	   json,    "--plot",	   plot,
+			 "--hgrm",	   hdr,	    "--hdr-log",   hdr,
+			 "--server-cores", "1",	    NULL };
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	cr_expect_eq(dir_entries(tmp), 0, "the scratch folder is left");
@@ -473,11 +473,14 @@ Test(bench, peer_column_and_skips)
 	cr_assert_eq(fclose(f), 0);
 	cr_assert_eq(chmod(peer, 0755), 0);
 
-	char *argv[] = { "pinwheel", "bench",	   "--scenarios", "http,fanout",
-			 "--rounds", "1",	   "--duration",  "0.3s",
-			 "--warmup", "0",	   "--conns",	  "4",
-			 "--peers",  "--peer-bin", peer,	  "--json",
-			 json,	     "--plot",	   plot,	  NULL };
+	char *argv[] = {
+		"pinwheel", "bench",	  "--scenarios", "http,fanout",
+		"--rounds", "1",	  "--duration",	 "0.3s",
+		"--warmup", "0",	  "--conns",	 "4",
+		"--peers",  "--peer-bin", peer,		 "--json",
+		json,	    "--plot",	  plot,		 "--server-cores",
+		"auto",	    NULL
+	};
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	char *j = slurp(json, &len);
