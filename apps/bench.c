@@ -61,9 +61,8 @@ static const struct pw_cli_opt bench_opts[] = {
 	{ "--scenarios", PW_CLI_STRING, &F.scen, 0, 0, "LIST",
 	  "comma-separated scenarios, or all (the default)" },
 	{ "--server-cores", PW_CLI_STRING, &F.cores, 0, 0, "LIST",
-	  "server core counts (1,2,4 / all); each scenario at each, "
-	  "default 1,all; auto: each scenario's own placement only "
-	  "(half the CPUs, or all for shared ones), as make run does" },
+	  "server core counts, each scenario at each (1,2,all; default "
+	  "1,all); auto: each scenario's own (make run)" },
 	{ "--server-cpus", PW_CLI_STRING, &F.srv_cpus, 0, 0, "LIST",
 	  "the server's CPUs (0-3,8), the first K at K cores" },
 	{ "--load-cpus", PW_CLI_STRING, &F.load_cpus, 0, 0, "LIST",
@@ -112,14 +111,15 @@ static const struct pw_cli_cmd bench_cmd = {
 		 "bootstrap interval and a verdict (5 rounds\nor more); "
 		 "warns when the machine is too noisy to decide. The "
 		 "defaults, 5\nrounds of 0.5s warm-up + 1.5s, keep every "
-		 "scenario under both schedulers near\n2 minutes; for "
+		 "scenario under both schedulers near\n2 minutes per core "
+		 "count;\nfor "
 		 "figures to quote use more rounds or a longer --duration."
 		 "\nEach scenario runs at each --server-cores count (default 1 "
-		 "and all CPUs, so\ntwice the rows; make run passes auto, one "
-		 "count per scenario, to stay near 2\nminutes) and, with more "
-		 "than one count, a second PNG plots throughput and p99\n"
-		 "against server cores. The JSON records each row's placement: "
-		 "CPUs, NUMA nodes\nand their distance."
+		 "and all CPUs, so\ntwice the time; make run passes auto, one "
+		 "count per scenario) and, with two\ncounts or more, a second "
+		 "PNG plots throughput and p99 against server cores.\nThe JSON "
+		 "records each row's placement: CPUs, NUMA nodes and their "
+		 "distance."
 		 "\nWrites JSON and a PNG of the latency curves (gnuplot). "
 		 "The scenarios are listed\nbelow the flags.",
 	.opts = bench_opts,
