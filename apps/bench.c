@@ -336,9 +336,10 @@ static unsigned node_pool(const struct bench *b, const struct pw_topo *t,
 	char why[128];
 	int n;
 
-	if (!t)
-		return place_failed(flag, "the machine's topology is unknown"),
-		       0;
+	if (!t) {
+		place_failed(flag, "the machine's topology is unknown");
+		return 0;
+	}
 	n = pw_bench_node_cpus(t, (int)node, b->cpus, b->ncpus, out,
 			       PW_MAX_SHARDS);
 	if (n > 0)
