@@ -24,6 +24,7 @@
 #include "apps/bench_int.h"
 #include "apps/bench_stats.h"
 #include "apps/cli.h"
+#include "apps/plot.h"
 
 /* ---- figures, medians and ratios ---------------------------------------- */
 
@@ -709,15 +710,6 @@ static bool row_drawn(const struct row *r)
 	return false;
 }
 
-/* Quote @s for gnuplot between single quotes. */
-static void gp_quoted(FILE *f, const char *s)
-{
-	fputc('\'', f);
-	for (; *s; s++)
-		fprintf(f, *s == '\'' ? "''" : "%c", *s);
-	fputc('\'', f);
-}
-
 /* The gnuplot script: the curves as data blocks, then the panels. */
 static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 {
@@ -734,7 +726,7 @@ static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 	fprintf(f, "set terminal pngcairo size 900,%u font ',9'\n",
 		120 + 280 * panels);
 	fprintf(f, "set output ");
-	gp_quoted(f, b->plot);
+	pw_plot_str(f, b->plot);
 	fputc('\n', f);
 	fprintf(f,
 		"set multiplot layout %u,1 title 'pinwheel bench: latency "
@@ -901,7 +893,7 @@ static void scaling_script(const struct bench *b, unsigned panels, FILE *f)
 	fprintf(f, "set terminal pngcairo size 1200,%u font ',9'\n",
 		120 + 300 * panels);
 	fprintf(f, "set output ");
-	gp_quoted(f, b->scaling_plot);
+	pw_plot_str(f, b->scaling_plot);
 	fprintf(f,
 		"\nset multiplot layout %u,2 title 'pinwheel bench: "
 		"medians over %" PRIu64 " round%s against server cores; "
