@@ -79,16 +79,6 @@ int pw_bench_select(const char *list, bool *sel, char *err, size_t errlen);
 int pw_bench_split(const char *s, char *buf, size_t buflen, char **argv,
 		   int max);
 
-/**
- * pw_bench_place_cpus - the server's and the load's CPUs for @place,
- * from the @n allowed CPUs @cpus (ascending).
- * @srv, @load: at least @n entries each; @nsrv, @nload receive counts.
- * Return: 0; -EINVAL for NULL arguments or @n == 0.
- * Context: any thread.
- */
-int pw_bench_place_cpus(enum pw_bench_place place, const int *cpus, unsigned n,
-			int *srv, unsigned *nsrv, int *load, unsigned *nload);
-
 /* Where the server and the load may go: the allowed CPUs, and the pools
  * --server-cpus/--server-node and --load-cpus/--load-node chose. */
 struct pw_bench_pools {
@@ -111,7 +101,7 @@ struct pw_bench_pools {
  * when none is left), and for PW_BENCH_ALL every allowed CPU.
  * @k: PW_BENCH_CORES_AUTO gives the scenario's own count: the whole pool
  * for PW_BENCH_ALL or a chosen server pool, else half the allowed CPUs
- * (at least one), as pw_bench_place_cpus() does.
+ * (at least one).
  * @srv, @load: at least p->n (and p->nload) entries each.
  * Return: 0; -EINVAL for NULL arguments or no allowed CPU; -ERANGE when
  * @k is above the pool's size.

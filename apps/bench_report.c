@@ -662,24 +662,6 @@ static bool find_in_path(const char *name, char *out, size_t len)
 	return false;
 }
 
-/*
- * @h's percentile curve as gnuplot data: x = 1 / (1 - p) (so 90% is 10,
- * 99% is 100), y the latency in us; ten points per decade, up to the
- * percentile the samples support, then the maximum.
- */
-static void write_curve(FILE *f, const struct pw_hist *h)
-{
-	double n = (double)pw_hist_count(h), rest = 1.0;
-
-	for (int i = 0; i <= 60 && 1.0 / rest <= n; i++) {
-		fprintf(f, "%.6g %.3f\n", 1.0 / rest,
-			(double)pw_hist_percentile(h, 100.0 * (1.0 - rest)) /
-				1e3);
-		rest *= 0.7943282347242815; /* 10^(-1/10) */
-	}
-	fprintf(f, "%.6g %.3f\n", n, (double)pw_hist_max(h) / 1e3);
-}
-
 /* The panel of row @r (index @i): a curve per column that ran. */
 static void plot_panel(const struct bench *b, const struct row *r, unsigned i,
 		       FILE *f)
@@ -720,7 +702,7 @@ static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 			if (!b->rows[i].selected || !cl->n || !cl->have_hist)
 				continue;
 			fprintf(f, "$s%uc%d << EOD\n", i, c);
-			write_curve(f, &cl->hist);
+			pw_plot_curve(f, &cl->hist);
 			fprintf(f, "EOD\n");
 		}
 	fprintf(f, "set terminal pngcairo size 900,%u font ',9'\n",
@@ -733,12 +715,7 @@ static void plot_script(const struct bench *b, unsigned panels, FILE *f)
 		"by percentile, %s loop, %" PRIu64 " round%s merged'\n",
 		panels, b->rate ? "open" : "closed", b->rounds,
 		b->rounds == 1 ? "" : "s");
-	fprintf(f,
-		"set logscale xy\nset grid\nset key top left\n"
-		"set xtics ('0%%%%' 1, '50%%%%' 2, '90%%%%' 10, '99%%%%' 100, "
-		"'99.9%%%%' 1000, '99.99%%%%' 10000, '99.999%%%%' 100000, "
-		"'99.9999%%%%' 1000000)\n"
-		"set xlabel 'percentile'\nset ylabel 'latency (us)'\n");
+	pw_plot_percentile_axes(f);
 	for (unsigned i = 0; i < b->nrows; i++)
 		if (row_drawn(&b->rows[i]))
 			plot_panel(b, &b->rows[i], i, f);

@@ -154,24 +154,6 @@ int pw_bench_split(const char *s, char *buf, size_t buflen, char **argv,
 	return n;
 }
 
-int pw_bench_place_cpus(enum pw_bench_place place, const int *cpus, unsigned n,
-			int *srv, unsigned *nsrv, int *load, unsigned *nload)
-{
-	if (!cpus || !n || !srv || !nsrv || !load || !nload)
-		return -EINVAL;
-	if (place == PW_BENCH_ALL || n == 1) {
-		memcpy(srv, cpus, n * sizeof(*cpus));
-		memcpy(load, cpus, n * sizeof(*cpus));
-		*nsrv = *nload = n;
-		return 0;
-	}
-	*nsrv = n / 2;
-	*nload = n - *nsrv;
-	memcpy(srv, cpus, *nsrv * sizeof(*cpus));
-	memcpy(load, cpus + *nsrv, *nload * sizeof(*cpus));
-	return 0;
-}
-
 /* Whether @cpu is among the @n CPUs @set. */
 static bool cpu_in(int cpu, const int *set, unsigned n)
 {

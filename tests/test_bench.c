@@ -120,6 +120,16 @@ Test(bench, split_words)
 	cr_expect_eq(pw_bench_split(NULL, buf, sizeof(buf), argv, 8), -EINVAL);
 }
 
+/* A scenario's own placement (--server-cores auto) on @n allowed CPUs. */
+static int place_auto(enum pw_bench_place place, const int *cpus, unsigned n,
+		      int *srv, unsigned *ns, int *load, unsigned *nl)
+{
+	struct pw_bench_pools p = { .cpus = cpus, .n = n };
+
+	return pw_bench_place_cores(place, &p, PW_BENCH_CORES_AUTO, srv, ns,
+				    load, nl);
+}
+
 Test(bench, placement)
 {
 	int srv[8], load[8];
@@ -127,26 +137,20 @@ Test(bench, placement)
 	static const int two[] = { 0, 1 }, one[] = { 3 },
 			 five[] = { 0, 1, 2, 3, 4 };
 
-	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, two, 2, srv, &ns, load,
-					 &nl),
+	cr_assert_eq(place_auto(PW_BENCH_SPLIT, two, 2, srv, &ns, load, &nl),
 		     0);
 	cr_expect(ns == 1 && srv[0] == 0 && nl == 1 && load[0] == 1);
-	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_ALL, two, 2, srv, &ns, load,
-					 &nl),
-		     0);
+	cr_assert_eq(place_auto(PW_BENCH_ALL, two, 2, srv, &ns, load, &nl), 0);
 	cr_expect(ns == 2 && nl == 2 && srv[1] == 1 && load[0] == 0);
-	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, one, 1, srv, &ns, load,
-					 &nl),
+	cr_assert_eq(place_auto(PW_BENCH_SPLIT, one, 1, srv, &ns, load, &nl),
 		     0);
 	cr_expect(ns == 1 && nl == 1 && srv[0] == 3 && load[0] == 3,
 		  "one CPU: shared");
-	cr_assert_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, five, 5, srv, &ns,
-					 load, &nl),
+	cr_assert_eq(place_auto(PW_BENCH_SPLIT, five, 5, srv, &ns, load, &nl),
 		     0);
 	cr_expect(ns == 2 && srv[1] == 1 && nl == 3 && load[0] == 2 &&
 		  load[2] == 4);
-	cr_expect_eq(pw_bench_place_cpus(PW_BENCH_SPLIT, two, 0, srv, &ns, load,
-					 &nl),
+	cr_expect_eq(place_auto(PW_BENCH_SPLIT, two, 0, srv, &ns, load, &nl),
 		     -EINVAL);
 }
 

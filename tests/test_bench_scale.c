@@ -73,7 +73,7 @@ Test(bench_scale, cpus_per_core_count)
 		     "all, 2 CPUs, 1 core");
 	expect_place(PW_BENCH_ALL, &p2, 2, two, 2, two, 2,
 		     "all, 2 CPUs, 2 cores");
-	/* auto is the scenario's own placement, as pw_bench_place_cpus. */
+	/* auto is the scenario's own placement: half the CPUs for a split. */
 	expect_place(PW_BENCH_SPLIT, &p2, PW_BENCH_CORES_AUTO, (int[]){ 0 }, 1,
 		     (int[]){ 1 }, 1, "split, auto");
 	expect_place(PW_BENCH_ALL, &p2, PW_BENCH_CORES_AUTO, two, 2, two, 2,
