@@ -272,6 +272,37 @@ static inline int pw_test_restrict_threads(const cpu_set_t *set)
 	return rc;
 }
 
+/* The whole file @path, NUL-terminated, malloc'd (free it); its length
+ * in *@len when @len is not NULL. NULL when it cannot be opened. */
+static inline char *pw_test_slurp(const char *path, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	char *buf;
+	size_t got;
+	long n;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	buf = malloc((size_t)n + 1);
+	cr_assert_not_null(buf);
+	got = fread(buf, 1, (size_t)n, f);
+	buf[got] = '\0';
+	fclose(f);
+	if (len)
+		*len = got;
+	return buf;
+}
+
+/* Whether gnuplot is installed where the plots look for it. */
+static inline bool pw_test_have_gnuplot(void)
+{
+	return !access("/usr/bin/gnuplot", X_OK) ||
+	       !access("/usr/local/bin/gnuplot", X_OK);
+}
+
 /*
  * Start the program @path with @argv, and with @envp as its environment
  * (NULL: this process's), and return its pid. Its stdout and stderr go

@@ -268,25 +268,6 @@ Test(bench, json_checker_works)
 	cr_expect(!pw_test_json_valid("[1] 2"));
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	*len = fread(buf, 1, (size_t)n, f);
-	buf[*len] = '\0';
-	fclose(f);
-	return buf;
-}
-
 /* The first "throughput_rps" at or after @p is above 0. */
 static void expect_throughput(const char *p)
 {
@@ -294,12 +275,6 @@ static void expect_throughput(const char *p)
 
 	cr_assert_not_null(t, "%s", p);
 	cr_expect_gt(atof(t + 18), 0.0, "%s", p);
-}
-
-static bool have_gnuplot(void)
-{
-	return !access("/usr/bin/gnuplot", X_OK) ||
-	       !access("/usr/local/bin/gnuplot", X_OK);
 }
 
 /* Entries in the folder @path other than . and .., or -1. */
@@ -388,7 +363,7 @@ Test(bench, short_http_run_writes_json_and_plot)
 	cr_expect(strstr(out, "   p99: "), "%s", out);
 	cr_expect(strstr(out, "  machine: load average "), "%s", out);
 
-	char *j = slurp(json, &len);
+	char *j = pw_test_slurp(json, &len);
 	cr_assert_not_null(j, "no %s: %s", json, out);
 	cr_expect(pw_test_json_valid(j), "invalid JSON: %s", j);
 	cr_expect(strstr(j, "\"name\": \"http\""), "%s", j);
@@ -423,8 +398,8 @@ Test(bench, short_http_run_writes_json_and_plot)
 	}
 	free(j);
 
-	if (have_gnuplot()) {
-		char *png = slurp(plot, &len);
+	if (pw_test_have_gnuplot()) {
+		char *png = pw_test_slurp(plot, &len);
 		cr_assert_not_null(png, "no plot: %s", out);
 		cr_expect(len > 8 && !memcmp(png, "\x89PNG", 4));
 		free(png);
@@ -487,7 +462,7 @@ Test(bench, peer_column_and_skips)
 	};
 	int st = run_cmd(out, sizeof(out), argv);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
-	char *j = slurp(json, &len);
+	char *j = pw_test_slurp(json, &len);
 	cr_assert_not_null(j, "%s", out);
 	cr_expect(pw_test_json_valid(j), "invalid JSON: %s", j);
 	const char *tokio = strstr(j, "\"tokio\": {\"status\": \"ok\"");

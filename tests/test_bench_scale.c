@@ -295,30 +295,6 @@ Test(bench_scale, placement_flags_rejected)
 	pw_test_cmd_cases(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
-static char *slurp(const char *path)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf;
-	long n;
-
-	if (!f)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	cr_assert_not_null(buf);
-	buf[fread(buf, 1, (size_t)n, f)] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static bool have_gnuplot(void)
-{
-	return !access("/usr/bin/gnuplot", X_OK) ||
-	       !access("/usr/local/bin/gnuplot", X_OK);
-}
-
 /* Whether this process may use two CPUs or more. */
 static bool two_cpus(void)
 {
@@ -378,7 +354,7 @@ Test(bench_scale, http_at_one_and_two_server_cores)
 	cr_expect(strstr(out, "\nhttp c1 "), "the table's rows: %s", out);
 	cr_expect(strstr(out, "\nhttp c2 "), "%s", out);
 
-	char *j = slurp(json);
+	char *j = pw_test_slurp(json, NULL);
 	cr_assert_not_null(j, "no %s: %s", json, out);
 	cr_expect(pw_test_json_valid(j), "invalid JSON: %s", j);
 	cr_expect(strstr(j, "\"server_cores\": [1, 2]"), "%s", j);
@@ -404,8 +380,8 @@ Test(bench_scale, http_at_one_and_two_server_cores)
 			  "%s", p);
 	}
 	free(j);
-	if (have_gnuplot()) {
-		char *png = slurp(scaling);
+	if (pw_test_have_gnuplot()) {
+		char *png = pw_test_slurp(scaling, NULL);
 		cr_expect(png && !memcmp(png, "\x89PNG", 4),
 			  "no scaling plot: %s", out);
 		free(png);
@@ -442,7 +418,7 @@ Test(bench_scale, overlapping_cpus_are_warned_about)
 	cr_expect(strstr(out, "CPUs overlap (1 shared)"), "%s", out);
 	cr_expect(strstr(out, "scaling plot skipped: fewer than two"), "%s",
 		  out);
-	char *j = slurp(json);
+	char *j = pw_test_slurp(json, NULL);
 	cr_assert_not_null(j, "%s", out);
 	cr_expect(strstr(j, "\"cores\": 1,\n      \"server_cpus\": [0], "
 			    "\"load_cpus\": [0], \"shared_cpus\": 1"),
