@@ -105,6 +105,18 @@ void pw_bench_hdr_abandon(struct bench *b)
 			close_log(&b->rows[i].cell[col]);
 }
 
+/* Say that @path was written, or why not (@rc, a -errno); 0 or 1. */
+static int say_written(const char *path, int rc)
+{
+	if (rc) {
+		fprintf(stderr, "pinwheel bench: %s: %s\n", path,
+			strerror(-rc));
+		return 1;
+	}
+	printf("wrote %s\n", path);
+	return 0;
+}
+
 /* The .hgrm of @r's column @col, and its log closed; 0 or 1. */
 static int finish_cell(const struct bench *b, struct row *r, int col)
 {
@@ -115,25 +127,13 @@ static int finish_cell(const struct bench *b, struct row *r, int col)
 	if (b->hdr_log && (c->log_open || c->log_err)) {
 		rc = close_log(c);
 		cell_path(path, sizeof(path), b->hdr_log, b, r, col, "hlog");
-		if (rc) {
-			fprintf(stderr, "pinwheel bench: %s: %s\n", path,
-				strerror(-rc));
-			status = 1;
-		} else {
-			printf("wrote %s\n", path);
-		}
+		status |= say_written(path, rc);
 	}
 	if (b->hgrm && c->n && c->have_hist) {
 		rc = cell_path(path, sizeof(path), b->hgrm, b, r, col, "hgrm");
 		if (!rc)
 			rc = pw_hist_save_hgrm(&c->hist, path, PW_HDR_US);
-		if (rc) {
-			fprintf(stderr, "pinwheel bench: %s: %s\n", path,
-				strerror(-rc));
-			status = 1;
-		} else {
-			printf("wrote %s\n", path);
-		}
+		status |= say_written(path, rc);
 	}
 	return status;
 }
