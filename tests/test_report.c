@@ -27,17 +27,15 @@ static void tmp_name(char *buf, size_t len, const char *what)
 	snprintf(buf, len, "/tmp/pw-report-%d-%s", getpid(), what);
 }
 
+/* The file @path, whole; valid until the next call. */
 static char *read_file(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	static char buf[1 << 20];
-	size_t n;
+	static char *last;
 
-	cr_assert_not_null(f, "%s", path);
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return buf;
+	free(last);
+	last = pw_test_slurp(path, NULL);
+	cr_assert_not_null(last, "%s", path);
+	return last;
 }
 
 /* The number after "KEY": in @json, from @from on. */
