@@ -52,9 +52,9 @@ static const struct bench_flags bench_defaults = {
 	.load_node = NODE_UNSET,
 	.json = "build/bench/results.json",
 	.plot = "build/bench/latency.png",
-	.duration = 3 * PW_NSEC_PER_SEC / 2,
-	.warmup = PW_NSEC_PER_SEC / 2,
-	.rounds = 5,
+	.duration = 11 * PW_NSEC_PER_SEC / 10,
+	.warmup = 2 * PW_NSEC_PER_SEC / 5,
+	.rounds = 7,
 };
 
 static const struct pw_cli_opt bench_opts[] = {
@@ -72,15 +72,15 @@ static const struct pw_cli_opt bench_opts[] = {
 	{ "--load-node", PW_CLI_UINT, &F.load_node, 0, 4095, "N",
 	  "the load generator on NUMA node N's CPUs" },
 	{ "--duration", PW_CLI_DURATION, &F.duration, 10 * PW_NSEC_PER_MSEC,
-	  3600 * PW_NSEC_PER_SEC, "D", "measured time per run (default 1.5s)" },
+	  3600 * PW_NSEC_PER_SEC, "D", "measured time per run (default 1.1s)" },
 	{ "--warmup", PW_CLI_DURATION, &F.warmup, 0, 3600 * PW_NSEC_PER_SEC,
-	  "D", "warm-up before each measured run (default 0.5s)" },
+	  "D", "warm-up before each measured run (default 0.4s)" },
 	{ "--conns", PW_CLI_UINT, &F.conns, 1, 65536, "N",
 	  "connections in every scenario (default: the scenario's)" },
 	{ "--rate", PW_CLI_UINT, &F.rate, 0, 1000000000ull, "R",
 	  "open loop at R requests/s; 0: closed loop (default)" },
 	{ "--rounds", PW_CLI_UINT, &F.rounds, 1, ROUNDS_MAX, "R",
-	  "alternated runs per scheduler; medians, intervals (default 5)" },
+	  "alternated runs per scheduler; medians, intervals (default 7)" },
 	{ "--json", PW_CLI_STRING, &F.json, 0, 0, "FILE",
 	  "results (default build/bench/results.json)" },
 	{ "--plot", PW_CLI_STRING, &F.plot, 0, 0, "FILE",
@@ -110,7 +110,7 @@ static const struct pw_cli_cmd bench_cmd = {
 		 "with their spread, and\nfor each steal/shard ratio a 95% "
 		 "bootstrap interval and a verdict (5 rounds\nor more); "
 		 "warns when the machine is too noisy to decide. The "
-		 "defaults, 5\nrounds of 0.5s warm-up + 1.5s, keep every "
+		 "defaults, 7\nrounds of 0.4s warm-up + 1.1s, keep every "
 		 "scenario under both schedulers near\n2 minutes per core "
 		 "count;\nfor "
 		 "figures to quote use more rounds or a longer --duration."
