@@ -1100,6 +1100,7 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 	unsigned up;
 	out->upstreams = pxu_count(p->up, &up);
 	out->upstreams_up = up;
+	out->upstreams_behind = pxu_behind(p->up);
 	return 0;
 }
 

@@ -4,7 +4,9 @@
  *
  * pw_proxy_start() creates a runtime, listens, and serves every accepted
  * connection by one task on the shard that accepted it: connect to an
- * upstream (round robin, failing over to the next on a connect error),
+ * upstream server (weighted round robin or least connections over the
+ * servers up, failing over to the next on a connect error; servers
+ * checked, marked down passively, names re-resolved: proxy_upstream.h),
  * then forward both directions through a bounded byte FIFO each (the
  * high-water mark, in memory the direction owns, so a stuck peer never
  * holds the shard's receive buffers), with half-close propagation, reset
@@ -123,6 +125,8 @@ struct pw_proxy_stats {
 	uint64_t no_upstream_up;     /* clients closed at once: no server up */
 	uint64_t upstreams;	     /* servers in use (draining ones too) */
 	uint64_t upstreams_up;	     /* of those, up */
+	uint64_t upstreams_behind;   /* shards that have not yet applied the
+					last change of the servers' state */
 };
 
 /* A server's state in pw_proxy_upstream_stats. */

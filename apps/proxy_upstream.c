@@ -766,6 +766,21 @@ unsigned pxu_count(struct pxu_table *t, unsigned *up)
 	return atomic_load_explicit(&t->n_in_use, memory_order_relaxed);
 }
 
+unsigned pxu_behind(struct pxu_table *t)
+{
+	unsigned n = 0;
+	uint64_t g;
+
+	pthread_mutex_lock(&t->lock);
+	g = t->gen;
+	pthread_mutex_unlock(&t->lock);
+	for (unsigned k = 0; k < t->nshards; k++)
+		/* Acquire: pairs with the release store in view_apply(). */
+		n += atomic_load_explicit(&t->view[k].applied,
+					  memory_order_acquire) < g;
+	return n;
+}
+
 /* The sum of counter @c of @slot over the views. */
 static uint64_t vsum(struct pxu_table *t, int slot, int c)
 {

@@ -114,6 +114,13 @@ int pxu_stats(struct pxu_table *t, struct pw_proxy_upstream_stats *out,
 	      unsigned max);
 
 /**
+ * pxu_behind - the shards whose view has not applied the table's last
+ * change yet (0 once a change reached every shard).
+ * Context: any thread.
+ */
+unsigned pxu_behind(struct pxu_table *t);
+
+/**
  * pxu_count - servers in use in @t, and of those up (*@up).
  * Context: any thread.
  */
