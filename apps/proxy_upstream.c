@@ -13,6 +13,7 @@
  * HAProxy does in TCP mode. A server a re-resolution adds starts down
  * when checks are on (rise good checks bring it in) and up otherwise.
  */
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -729,8 +730,10 @@ struct pxu_table *pxu_create(const struct pw_proxy_config *cfg,
 		s->state = PW_PROXY_UPSTREAM_UP;
 		if (!cfg->nitems) {
 			/* Addresses given directly: each its own item. */
-			snprintf(t->item[i].name, sizeof(t->item[i].name), "%s",
-				 s->text);
+			static_assert(sizeof(s->text) <=
+					      sizeof(t->item[i].name),
+				      "an address fits a name");
+			memcpy(t->item[i].name, s->text, sizeof(s->text));
 			t->item[i].weight = s->weight;
 			t->item[i].numeric = true;
 			s->item = i;
