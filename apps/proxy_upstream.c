@@ -857,6 +857,42 @@ static unsigned parse_weight(const char *w)
 	return v <= PW_PROXY_MAX_WEIGHT ? v : 0;
 }
 
+/* The addresses of the item @name (its weight cut off) into @a (room
+ * for @room), with @res for a name; *@msg says what is wrong.
+ * Return: the number of addresses, or -errno with *@msg set. */
+static int item_addrs(const char *name, pw_proxy_resolve_fn res,
+		      struct pw_net_addr *a, unsigned room, bool *numeric,
+		      const char **msg)
+{
+	char host[PW_RESOLVE_HOST_MAX + 1];
+	uint16_t port = 0;
+	int n;
+
+	*numeric = pw_net_addr_parse(&a[0], name) == 0;
+	if (*numeric) {
+		*msg = addr_port(&a[0]) ? NULL :
+					  "port 0: no server listens there";
+		return *msg ? -EINVAL : 1;
+	}
+	n = pw_resolve_split(name, host, sizeof(host), &port);
+	if (n == -ENAMETOOLONG) {
+		*msg = "host name too long";
+		return n;
+	}
+	if (n) {
+		*msg = "not HOST:PORT, [IPv6]:PORT or unix:PATH";
+		return -EINVAL;
+	}
+	if (!port) {
+		*msg = "port 0: no server listens there";
+		return -EINVAL;
+	}
+	n = res(name, SOCK_STREAM, a,
+		room < PW_RESOLVE_MAX ? room : PW_RESOLVE_MAX);
+	*msg = n < 0 ? pw_resolve_strerror(n) : NULL;
+	return n;
+}
+
 /* Parse one item @text (@len bytes) into @it and its addresses into
  * @a (room for @room); the message on an error into @why. Return: the
  * number of addresses, or -errno. */
@@ -865,12 +901,10 @@ static int parse_item(const struct pw_proxy_config *cfg, const char *text,
 		      struct pw_net_addr *a, unsigned room, char *why,
 		      size_t whysize)
 {
-	char buf[PW_PROXY_NAME_MAX + 8], host[PW_RESOLVE_HOST_MAX + 1];
-	pw_proxy_resolve_fn res = cfg->resolve ? cfg->resolve : pw_resolve;
+	char buf[PW_PROXY_NAME_MAX + 8];
 	const char *msg = NULL;
-	uint16_t port = 0;
 	char *at;
-	int n, err = -EINVAL;
+	int n;
 
 	if (!len || len >= sizeof(buf)) {
 		snprintf(why, whysize, "'%.*s': %s", (int)(len > 64 ? 64 : len),
@@ -885,41 +919,21 @@ static int parse_item(const struct pw_proxy_config *cfg, const char *text,
 	if (at) {
 		*at = '\0';
 		it->weight = parse_weight(at + 1);
-		if (!it->weight)
-			msg = "the weight after '@' must be 1..256";
 	}
 	if (strlen(buf) >= sizeof(it->name)) {
 		snprintf(why, whysize, "'%.*s': too long", 64, text);
 		return -ENAMETOOLONG;
 	}
 	memcpy(it->name, buf, strlen(buf) + 1);
-	it->numeric = pw_net_addr_parse(&a[0], buf) == 0;
-	if (!msg && it->numeric) {
-		n = 1;
-		if (!addr_port(&a[0]))
-			msg = "port 0: no server listens there";
-	} else if (!msg) {
-		err = pw_resolve_split(buf, host, sizeof(host), &port);
-		if (err)
-			msg = err == -ENAMETOOLONG ? "host name too long" :
-						     "not HOST:PORT, "
-						     "[IPv6]:PORT or "
-						     "unix:PATH";
-		else if (!port)
-			msg = "port 0: no server listens there";
+	if (!it->weight) {
+		msg = "the weight after '@' must be 1..256";
+		n = -EINVAL;
+	} else {
+		n = item_addrs(buf, cfg->resolve ? cfg->resolve : pw_resolve, a,
+			       room, &it->numeric, &msg);
 	}
-	if (!msg && !it->numeric) {
-		n = res(buf, SOCK_STREAM, a,
-			room < PW_RESOLVE_MAX ? room : PW_RESOLVE_MAX);
-		if (n < 0) {
-			err = n;
-			msg = pw_resolve_strerror(n);
-		}
-	}
-	if (msg) {
+	if (n < 0)
 		snprintf(why, whysize, "'%.*s': %s", (int)len, text, msg);
-		return err;
-	}
 	return n;
 }
 

@@ -169,6 +169,8 @@ Test(upstream, list_items_and_messages)
 	bad("127.0.0.1:0", -EINVAL,
 	    "'127.0.0.1:0': port 0: no server listens there");
 	bad("nope.test:80", -ENOENT, "'nope.test:80': name not known");
+	bad("two.test:0", -EINVAL,
+	    "'two.test:0': port 0: no server listens there");
 	bad("127.0.0.1:1,,127.0.0.1:2", -EINVAL, "'': an empty item");
 	/* 64 servers fit, the 65th does not. */
 	char big[64 * 20 + 32] = "";
