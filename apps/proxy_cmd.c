@@ -122,7 +122,7 @@ static int px_upstreams(struct pw_drv *d)
 				   "--upstream HOST:PORT[,...] is required "
 				   "(see --help)");
 	if (pw_proxy_upstreams_set(&P.cfg, P.upstreams, why, sizeof(why)))
-		return pw_cli_fail(&d->cli, 2, "--upstream %s", why);
+		return pw_cli_fail(&d->cli, 2, "--upstream: %s", why);
 	return 0;
 }
 

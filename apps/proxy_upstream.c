@@ -857,12 +857,18 @@ static unsigned parse_weight(const char *w)
 	return v <= PW_PROXY_MAX_WEIGHT ? v : 0;
 }
 
+/* What is wrong with an item whose host:port is not one (the words of
+ * pw_cli_addr(), with names). */
+#define NOT_ADDR "is not an address (HOST:PORT, [IPv6]:PORT or unix:PATH)"
+
 /* The addresses of the item @name (its weight cut off) into @a (room
- * for @room), with @res for a name; *@msg says what is wrong.
+ * for @room), with @res for a name; *@msg says what is wrong, after the
+ * item and a space ("has port 0") or, for a lookup, a colon ("': name not
+ * known", *@lookup set).
  * Return: the number of addresses, or -errno with *@msg set. */
 static int item_addrs(const char *name, pw_proxy_resolve_fn res,
 		      struct pw_net_addr *a, unsigned room, bool *numeric,
-		      const char **msg)
+		      const char **msg, bool *lookup)
 {
 	char host[PW_RESOLVE_HOST_MAX + 1];
 	uint16_t port = 0;
@@ -870,26 +876,26 @@ static int item_addrs(const char *name, pw_proxy_resolve_fn res,
 
 	*numeric = pw_net_addr_parse(&a[0], name) == 0;
 	if (*numeric) {
-		*msg = addr_port(&a[0]) ? NULL :
-					  "port 0: no server listens there";
+		*msg = addr_port(&a[0]) ? NULL : "has port 0";
 		return *msg ? -EINVAL : 1;
 	}
 	n = pw_resolve_split(name, host, sizeof(host), &port);
 	if (n == -ENAMETOOLONG) {
-		*msg = "host name too long";
+		*msg = "has a host name too long";
 		return n;
 	}
 	if (n) {
-		*msg = "not HOST:PORT, [IPv6]:PORT or unix:PATH";
+		*msg = NOT_ADDR;
 		return -EINVAL;
 	}
 	if (!port) {
-		*msg = "port 0: no server listens there";
+		*msg = "has port 0";
 		return -EINVAL;
 	}
 	n = res(name, SOCK_STREAM, a,
 		room < PW_RESOLVE_MAX ? room : PW_RESOLVE_MAX);
 	*msg = n < 0 ? pw_resolve_strerror(n) : NULL;
+	*lookup = true;
 	return n;
 }
 
@@ -903,12 +909,13 @@ static int parse_item(const struct pw_proxy_config *cfg, const char *text,
 {
 	char buf[PW_PROXY_NAME_MAX + 8];
 	const char *msg = NULL;
+	bool lookup = false;
 	char *at;
 	int n;
 
 	if (!len || len >= sizeof(buf)) {
-		snprintf(why, whysize, "'%.*s': %s", (int)(len > 64 ? 64 : len),
-			 text, len ? "too long" : "an empty item");
+		snprintf(why, whysize, "'%.*s' %s", (int)(len > 64 ? 64 : len),
+			 text, len ? "is too long" : NOT_ADDR);
 		return len ? -ENAMETOOLONG : -EINVAL;
 	}
 	memcpy(buf, text, len);
@@ -921,19 +928,20 @@ static int parse_item(const struct pw_proxy_config *cfg, const char *text,
 		it->weight = parse_weight(at + 1);
 	}
 	if (strlen(buf) >= sizeof(it->name)) {
-		snprintf(why, whysize, "'%.*s': too long", 64, text);
+		snprintf(why, whysize, "'%.*s' is too long", 64, text);
 		return -ENAMETOOLONG;
 	}
 	memcpy(it->name, buf, strlen(buf) + 1);
 	if (!it->weight) {
-		msg = "the weight after '@' must be 1..256";
+		msg = "has a weight out of 1..256";
 		n = -EINVAL;
 	} else {
 		n = item_addrs(buf, cfg->resolve ? cfg->resolve : pw_resolve, a,
-			       room, &it->numeric, &msg);
+			       room, &it->numeric, &msg, &lookup);
 	}
 	if (n < 0)
-		snprintf(why, whysize, "'%.*s': %s", (int)len, text, msg);
+		snprintf(why, whysize, "'%.*s'%s%s", (int)len, text,
+			 lookup ? ": " : " ", msg);
 	return n;
 }
 
@@ -961,7 +969,8 @@ int pw_proxy_upstreams_set(struct pw_proxy_config *cfg, const char *text,
 		int n;
 
 		if (c.nitems == NSRV) {
-			snprintf(why, whysize, "'%.*s': more than %d items",
+			snprintf(why, whysize,
+				 "'%.*s' is one item too many (at most %d)",
 				 (int)(len > 64 ? 64 : len), p, NSRV);
 			return -E2BIG;
 		}
@@ -970,8 +979,9 @@ int pw_proxy_upstreams_set(struct pw_proxy_config *cfg, const char *text,
 		if (n < 0)
 			return n;
 		if ((unsigned)n > room) {
-			snprintf(why, whysize, "'%.*s': more than %d servers",
-				 (int)len, p, NSRV);
+			snprintf(why, whysize,
+				 "'%.*s' makes more than %d servers", (int)len,
+				 p, NSRV);
 			return -E2BIG;
 		}
 		for (int k = 0; k < n; k++) {
