@@ -85,7 +85,7 @@ enum {
 	X_BORROWED,	 /* a gauge */
 	X_BORROWED_PEAK, /* a maximum */
 	X_BUFS_TOTAL,	 /* a gauge */
-	X_NONE_UP,
+	X_NONE_UP,	 /* clients closed at once: no server up */
 	X_NCOUNTERS,
 };
 
