@@ -1206,8 +1206,8 @@ int pw_load_print(const struct pw_load_config *cfg,
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-/* ", "KEY": "NAME"" or null. */
-static void json_file(FILE *f, const char *key, const char *name)
+/* ", "KEY": "S"" (a JSON string) or ", "KEY": null". */
+static void json_str_or_null(FILE *f, const char *key, const char *name)
 {
 	fprintf(f, ", \"%s\": ", key);
 	if (name)
@@ -1222,7 +1222,7 @@ static void json_request(const struct pw_load_config *cfg, FILE *f)
 	char a[PW_NET_ADDR_STRLEN];
 	unsigned n = cfg->naddrs ? cfg->naddrs : 1;
 
-	json_file(f, "url", cfg->target_name);
+	json_str_or_null(f, "url", cfg->target_name);
 	fprintf(f, ", \"addresses\": [");
 	for (unsigned i = 0; i < n; i++) {
 		if (pw_net_addr_format(conn_addr(cfg, i), a, sizeof(a)) < 0)
@@ -1231,10 +1231,10 @@ static void json_request(const struct pw_load_config *cfg, FILE *f)
 		pw_cli_json_str(f, a);
 	}
 	fprintf(f, "]");
-	json_file(f, "method",
-		  cfg->proto == PW_LOAD_ECHO ? NULL :
-		  cfg->method		     ? cfg->method :
-					       "GET");
+	json_str_or_null(f, "method",
+			 cfg->proto == PW_LOAD_ECHO ? NULL :
+			 cfg->method		    ? cfg->method :
+						      "GET");
 }
 
 int pw_load_write_json(const struct pw_load_config *cfg,
@@ -1276,8 +1276,8 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 	pw_hist_write_json(&res->service, f);
 	fprintf(f, ", \"latency_hdr\": \"%s\"", hdr);
 	free(hdr);
-	json_file(f, "hgrm", out ? out->hgrm : NULL);
-	json_file(f, "hdr_log", out ? out->hdr_log : NULL);
+	json_str_or_null(f, "hgrm", out ? out->hgrm : NULL);
+	json_str_or_null(f, "hdr_log", out ? out->hdr_log : NULL);
 	fprintf(f, "}\n");
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
@@ -1303,8 +1303,8 @@ static struct load_cmd {
 	char *body_buf;		/* --body-file read whole (malloc'd) */
 	struct pw_load_url url; /* a URL target, split */
 	struct pw_net_addr addrs[PW_RESOLVE_MAX]; /* a name's addresses */
-	const char *hgrm, *hdr_log, *start_at;	  /* --hgrm, --hdr-log,
-						  --start-at */
+	/* --hgrm, --hdr-log, --start-at */
+	const char *hgrm, *hdr_log, *start_at;
 	uint64_t start_wall_ns; /* --start-at as CLOCK_REALTIME ns, or 0 */
 	FILE *hgrm_f, *log_f;	/* opened before the run */
 	struct pw_hdr_log log;	/* started at the first interval */
@@ -1328,17 +1328,15 @@ static const struct load_cmd load_defaults = {
 
 static const struct pw_cli_opt load_opts[] = {
 	{ "--target", PW_CLI_STRING, &L.target, 0, 0, "T",
-	  "server: http://HOST[:PORT][/PATH], HOST:PORT, A.B.C.D:PORT, "
-	  "[IPv6]:PORT or unix:/path; also as a bare argument (required)" },
+	  "server: URL, HOST:PORT or address, or T alone (required)" },
 	{ "--proto", PW_CLI_STRING, &L.proto, 0, 0, "P",
 	  "http (keep-alive requests, the default) or echo" },
 	{ "--method", PW_CLI_STRING, &L.method, 0, 0, "M",
-	  "HTTP method (default GET); HEAD answers end with their head" },
+	  "HTTP method, a token (default GET)" },
 	{ "--header", PW_CLI_STRING, &L.header, 0, 0, "'N: V'",
-	  "or -H: an HTTP header line, repeatable (64 lines, 8 KiB); "
-	  "'Host: X' replaces the Host header" },
+	  "or -H: a header line; repeat for more (64, 8 KiB)" },
 	{ "--body", PW_CLI_STRING, &L.body, 0, 0, "TEXT",
-	  "HTTP request body, sent with Content-Length" },
+	  "HTTP request body, with its Content-Length" },
 	{ "--body-file", PW_CLI_STRING, &L.body_file, 0, 0, "FILE",
 	  "HTTP request body read from FILE (up to 16M)" },
 	{ "--path", PW_CLI_STRING, &L.path, 0, 0, "PATH",
@@ -1382,7 +1380,15 @@ static const struct pw_cli_cmd load_cmd = {
 		"reports latency percentiles\n(from the due time in "
 		"open loop: coordinated omission corrected), errors "
 		"and\nthroughput. SIGINT stops early and still "
-		"reports.\n\nExit status: 0; 1 when no request "
+		"reports.\n\nThe target: http://HOST[:PORT][/PATH][?QUERY] "
+		"(its path and query are the\nrequest target, HOST[:PORT] "
+		"the Host header; no https), HOST:PORT, or an\naddress. "
+		"A name is resolved at start; connections spread round "
+		"robin over\nits addresses. The request is built once and "
+		"sent as the same bytes each time:\n  pinwheel load "
+		"http://localhost:8080/api?id=7 --method POST \\\n"
+		"    -H 'Content-Type: application/json' --body '{\"a\": 1}' "
+		"--conns 16\n\nExit status: 0; 1 when no request "
 		"succeeded, when more than --max-error-rate\nfailed, "
 		"or when the run failed; 2 for a bad flag or a --json "
 		"FILE that cannot\nbe opened (it is opened before the "
