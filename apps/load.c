@@ -1523,12 +1523,13 @@ static int load_resolve(struct pw_drv *d, const char *t, const char *hp)
 				   "server listens on",
 				   t);
 	n = pw_resolve(hp, SOCK_STREAM, L.addrs, PW_RESOLVE_MAX);
-	if (n < 0)
-		return pw_cli_fail(
-			&d->cli,
-			n == -EINVAL || n == -ENOENT || n == -ENAMETOOLONG ? 2 :
-									     1,
-			"--target: '%s': %s", t, pw_resolve_strerror(n));
+	if (n < 0) {
+		/* A name that is not known is the user's to fix; a resolver
+		 * that fails may work on the next try. */
+		bool usage = n == -EINVAL || n == -ENOENT || n == -ENAMETOOLONG;
+		return pw_cli_fail(&d->cli, usage ? 2 : 1, "--target: '%s': %s",
+				   t, pw_resolve_strerror(n));
+	}
 	lc->target = L.addrs[0];
 	lc->addrs = L.addrs;
 	lc->naddrs = (unsigned)n;

@@ -92,6 +92,20 @@ static int url_fail(const char **why, const char *what, int err)
 	return err;
 }
 
+/* The port, @p[0..@n): 1..65535 in decimal; 0 or -EINVAL. */
+static int url_port(const char *p, size_t n, unsigned long *port)
+{
+	*port = 0;
+	if (!n || n > 5)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (p[i] < '0' || p[i] > '9')
+			return -EINVAL;
+		*port = *port * 10 + (unsigned long)(p[i] - '0');
+	}
+	return *port && *port <= 65535 ? 0 : -EINVAL;
+}
+
 /* The authority, @a[0..@n): HOST[:PORT] into @u. */
 static int url_authority(const char *a, size_t n, struct pw_load_url *u,
 			 const char **why)
@@ -119,22 +133,8 @@ static int url_authority(const char *a, size_t n, struct pw_load_url *u,
 					"the host is not a name or an address",
 					-EINVAL);
 	}
-	if (hn < n) {
-		size_t digits = n - hn - 1;
-		if (a[hn] != ':' || !digits || digits > 5)
-			return url_fail(why, "the port is not 1..65535",
-					-EINVAL);
-		port = 0;
-		for (size_t i = hn + 1; i < n; i++) {
-			if (a[i] < '0' || a[i] > '9')
-				return url_fail(why, "the port is not 1..65535",
-						-EINVAL);
-			port = port * 10 + (unsigned long)(a[i] - '0');
-		}
-		if (!port || port > 65535)
-			return url_fail(why, "the port is not 1..65535",
-					-EINVAL);
-	}
+	if (hn < n && (a[hn] != ':' || url_port(a + hn + 1, n - hn - 1, &port)))
+		return url_fail(why, "the port is not 1..65535", -EINVAL);
 	u->port = (uint16_t)port;
 	snprintf(u->resolve, sizeof(u->resolve), "%.*s:%lu", (int)hn, a, port);
 	if (port == 80)
