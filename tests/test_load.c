@@ -1293,6 +1293,22 @@ Test(load, head_answers_end_with_their_head)
 	head_run("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello", 0, 20);
 }
 
+/* Skip the test unless "localhost" is 127.0.0.1 alone here (an
+ * /etc/hosts with ::1 too would send every other connection to an
+ * address the test servers do not listen on). */
+static void need_localhost_v4(void)
+{
+	struct pw_net_addr a[PW_RESOLVE_MAX], want;
+	int n = pw_resolve("localhost:80", SOCK_STREAM, a, PW_RESOLVE_MAX);
+
+	cr_assert_eq(pw_net_addr_parse(&want, "127.0.0.1:80"), 0);
+	if (n != 1 || a[0].len != want.len ||
+	    memcmp(&a[0].u, &want.u, want.len))
+		cr_skip_test("localhost is not 127.0.0.1 alone here (%d "
+			     "addresses)",
+			     n);
+}
+
 /* `pinwheel load http://localhost:PORT/...`: the name resolved (said on
  * stderr and in the report), the URL's path, query and Host, the flags'
  * method, headers and body from a file, byte for byte; the table in
@@ -1303,6 +1319,7 @@ Test(load, command_url_with_a_name)
 	struct srv s = { .record = true };
 	char url[96], line[256], body[64], json[64];
 
+	need_localhost_v4();
 	srv_start(&s, SRV_HTTP_200);
 	snprintf(url, sizeof(url), "http://localhost:%d/x?y=1", s.port);
 	snprintf(body, sizeof(body), "/tmp/pw-load-body-%d", getpid());
@@ -1358,6 +1375,7 @@ Test(load, command_name_and_numeric_targets)
 	struct srv s = { .record = true };
 	char at[64];
 
+	need_localhost_v4();
 	srv_start(&s, SRV_HTTP_200);
 	snprintf(at, sizeof(at), "localhost:%d", s.port);
 	char *argv[] = { "pinwheel", "load",	   "--target", at,
