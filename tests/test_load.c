@@ -7,6 +7,10 @@
  * timeouts against a server that never answers, and the `pinwheel load`
  * command: its checks of flags before the run and its exit status (the
  * response parser it reads answers with is tested in test_http_parse.c).
+ * Then what it sends: target URLs, the request built from method,
+ * header lines and body (checked byte for byte on the server's side),
+ * connections round robin over several addresses, HEAD answers, a name
+ * resolved by the command, and the adaptive units of its table.
  *
  * The servers are plain threads with blocking sockets (one thread per
  * connection), so what is measured is pinwheel's client side alone.
