@@ -1581,44 +1581,19 @@ static int load_target(struct pw_drv *d)
 }
 
 /* --body-file FILE read whole into L.body_buf and the config; 0 or the
- * exit status. Any file that reads to an end will do (a pipe too). */
+ * exit status. */
 static int load_body_file(struct pw_drv *d)
 {
-	FILE *f = fopen(L.body_file, "re");
-	size_t cap = 65536, n = 0, r;
-	char *p, *q;
-	bool bad;
-	int err;
+	int err = pw_load_body_read(L.body_file, &L.body_buf, &L.lc.body_len);
 
-	if (!f)
-		return pw_cli_fail(&d->cli, 2,
-				   "--body-file: cannot open '%s': %s",
-				   L.body_file, strerror(errno));
-	p = malloc(cap);
-	while (p && n <= PW_LOAD_BODY_MAX) {
-		if (n == cap) {
-			if (!(q = realloc(p, cap * 2)))
-				break;
-			p = q;
-			cap *= 2;
-		}
-		if (!(r = fread(p + n, 1, cap - n, f)))
-			break;
-		n += r;
-	}
-	bad = !p || ferror(f) || (n == cap && n <= PW_LOAD_BODY_MAX);
-	err = !p ? ENOMEM : errno;
-	fclose(f);
-	L.body_buf = p;
-	if (n > PW_LOAD_BODY_MAX)
+	if (err == -EFBIG)
 		return pw_cli_fail(&d->cli, 2, "--body-file: '%s' is over 16M",
 				   L.body_file);
-	if (bad)
+	if (err)
 		return pw_cli_fail(&d->cli, 2,
 				   "--body-file: cannot read '%s': %s",
-				   L.body_file, strerror(err));
-	L.lc.body = p;
-	L.lc.body_len = n;
+				   L.body_file, strerror(-err));
+	L.lc.body = L.body_buf;
 	return 0;
 }
 

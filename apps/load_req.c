@@ -7,6 +7,7 @@
  * request malformed or ambiguous on the wire.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -474,6 +475,44 @@ int pw_load_req_build(const struct pw_load_config *cfg, const char *host,
 	*out = o.p;
 	*len = o.n;
 	return 0;
+}
+
+int pw_load_body_read(const char *path, char **out, size_t *len)
+{
+	FILE *f = path && out && len ? fopen(path, "re") : NULL;
+	size_t cap = 65536, n = 0, r;
+	char *p, *q;
+	int err = 0;
+
+	if (!f)
+		return path && out && len ? -errno : -EINVAL;
+	p = malloc(cap);
+	while (p && n <= PW_LOAD_BODY_MAX) {
+		if (n == cap) {
+			if (!(q = realloc(p, cap * 2)))
+				break;
+			p = q;
+			cap *= 2;
+		}
+		if (!(r = fread(p + n, 1, cap - n, f)))
+			break;
+		n += r;
+	}
+	if (!p || (n == cap && n <= PW_LOAD_BODY_MAX))
+		err = -ENOMEM; /* the realloc failed */
+	else if (ferror(f))
+		err = errno ? -errno : -EIO;
+	else if (n > PW_LOAD_BODY_MAX)
+		err = -EFBIG;
+	fclose(f);
+	if (err) {
+		free(p);
+		p = NULL;
+		n = 0;
+	}
+	*out = p;
+	*len = n;
+	return err;
 }
 
 bool pw_load_req_head_only(const struct pw_load_config *cfg)

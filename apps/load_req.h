@@ -100,6 +100,15 @@ int pw_load_req_build(const struct pw_load_config *cfg, const char *host,
 		      char **out, size_t *len);
 
 /**
+ * pw_load_body_read - read the file @path whole (any file that reads to
+ * an end, a pipe too) into a malloc'd buffer: *@out, *@len bytes.
+ * Return: 0; -EFBIG when it holds more than PW_LOAD_BODY_MAX bytes; the
+ * -errno of opening or reading it; -ENOMEM. On error *@out is NULL.
+ * Context: any thread but a shard: it blocks.
+ */
+int pw_load_body_read(const char *path, char **out, size_t *len);
+
+/**
  * pw_load_req_head_only - whether answers to @cfg's method carry no body
  * whatever their Content-Length says: HEAD (RFC 9110 9.3.2).
  * Context: any thread.

@@ -1471,7 +1471,7 @@ Test(load, command_request_flags_refused)
 		{ { "pinwheel", "load", "127.0.0.1:1", "--body-file",
 		    "/nonexistent-pw-dir/b" },
 		  2,
-		  "--body-file: cannot open '/nonexistent-pw-dir/b': No such "
+		  "--body-file: cannot read '/nonexistent-pw-dir/b': No such "
 		  "file" },
 	};
 
@@ -1496,4 +1496,32 @@ Test(load, command_too_many_headers)
 	int st = pw_test_run_cmd(out, sizeof(out), argv);
 	cr_expect_eq(st, 2, "%s", out);
 	cr_expect_str_eq(out, "pinwheel load: more than 64 headers\n");
+}
+
+/* --body-file's reader: empty, exactly the cap, one byte over it, and
+ * files that cannot be read. */
+Test(load, body_file_bounds)
+{
+	char path[64], *p = NULL;
+	size_t n = 1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/pw-load-bodyf-%d", getpid());
+	f = fopen(path, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	cr_expect_eq(pw_load_body_read(path, &p, &n), 0);
+	cr_expect(p != NULL && n == 0);
+	free(p);
+	cr_assert_eq(truncate(path, PW_LOAD_BODY_MAX), 0);
+	cr_expect_eq(pw_load_body_read(path, &p, &n), 0);
+	cr_expect_eq(n, PW_LOAD_BODY_MAX);
+	free(p);
+	cr_assert_eq(truncate(path, PW_LOAD_BODY_MAX + 1), 0);
+	cr_expect_eq(pw_load_body_read(path, &p, &n), -EFBIG);
+	cr_expect(p == NULL && n == 0);
+	unlink(path);
+	cr_expect_eq(pw_load_body_read(path, &p, &n), -ENOENT);
+	cr_expect_eq(pw_load_body_read("/tmp", &p, &n), -EISDIR);
+	cr_expect_eq(pw_load_body_read(NULL, &p, &n), -EINVAL);
 }
