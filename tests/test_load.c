@@ -61,6 +61,7 @@ struct srv {
 	 * err_resp; NULL: those. Set by the test before srv_start(). */
 	const char *resp;
 	atomic_long accepts, answers;
+	atomic_long live; /* connection threads not yet ended */
 	/* With record set before srv_start(): every byte received, over
 	 * all connections, up to sizeof(rec), under rec_mu. */
 	bool record;
@@ -146,6 +147,8 @@ static void *srv_conn_main(void *arg)
 	}
 out:
 	close(c.fd);
+	/* The last touch of *c.s: srv_wait_idle() may free it after. */
+	atomic_fetch_sub(&c.s->live, 1);
 	return NULL;
 }
 
@@ -162,6 +165,7 @@ static void *srv_main(void *arg)
 		}
 		int one = 1;
 		atomic_fetch_add(&s->accepts, 1);
+		atomic_fetch_add(&s->live, 1);
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		struct srv_conn *c = malloc(sizeof(*c));
 		cr_assert_not_null(c);
@@ -174,6 +178,7 @@ static void *srv_main(void *arg)
 		if (pthread_create(&th, &a, srv_conn_main, c)) {
 			close(fd);
 			free(c);
+			atomic_fetch_sub(&s->live, 1);
 		}
 		pthread_attr_destroy(&a);
 	}
@@ -189,6 +194,7 @@ static void srv_start(struct srv *s, enum srv_mode mode)
 	atomic_init(&s->reads, 0);
 	atomic_init(&s->accepts, 0);
 	atomic_init(&s->answers, 0);
+	atomic_init(&s->live, 0);
 	pthread_mutex_init(&s->rec_mu, NULL);
 	s->rec_len = 0;
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -1169,6 +1175,19 @@ Test(load, request_bad_settings)
 	pw_runtime_destroy(rt);
 }
 
+/* Once its clients have closed: wait for the connection threads of the
+ * stopped server @s to end, so that @s may go (or be used again). */
+static void srv_wait_idle(struct srv *s)
+{
+	uint64_t dl = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+
+	while (atomic_load(&s->live)) {
+		cr_assert_lt(pw_test_now_ns(), dl, "%ld connections left",
+			     atomic_load(&s->live));
+		usleep(1000);
+	}
+}
+
 /* The server's recorded bytes are @n copies of @req. */
 static void expect_recorded(struct srv *s, const char *req, size_t len,
 			    unsigned n)
@@ -1281,6 +1300,7 @@ static void head_run(const char *resp, uint64_t ok, uint64_t connects)
 	cr_expect_eq(res.bytes_received, 20 * strlen(resp), "%s", resp);
 	expect_recorded(&t.s, want, sizeof(want) - 1, 20);
 	load_end(&t, &res);
+	srv_wait_idle(&t.s); /* the next run reuses this stack */
 }
 
 /* A HEAD answer ends with its head: with a Content-Length and no body,
@@ -1395,7 +1415,9 @@ Test(load, command_name_and_numeric_targets)
 	/* --quiet: no banner line. */
 	cr_expect(!strstr(out, "pinwheel load: "), "%s", out);
 
+	pthread_mutex_lock(&s.rec_mu);
 	s.rec_len = 0;
+	pthread_mutex_unlock(&s.rec_mu);
 	snprintf(at, sizeof(at), "127.0.0.1:%d", s.port);
 	st = pw_test_run_cmd(out, sizeof(out), argv);
 	cr_expect_eq(st, 0, "%s", out);
