@@ -157,6 +157,7 @@ static bool answer(struct scrape_conn *c)
 		bump(&s->not_found);
 		return respond(c, 404, text_type, "Not Found\n", 10, head);
 	}
+	bump(&s->scrapes); /* first: the scrape counts itself */
 	if (scrape_body(s, json ? PW_EXPO_JSON : PW_EXPO_PROMETHEUS, &body,
 			&len)) {
 		bump(&s->write_errors);
@@ -164,7 +165,6 @@ static bool answer(struct scrape_conn *c)
 		return respond(c, 500, text_type, "Internal Server Error\n", 22,
 			       head);
 	}
-	bump(&s->scrapes);
 	ok = respond(c, 200, json ? json_type : prom_type, body, len, head);
 	free(body);
 	return ok;
@@ -505,8 +505,10 @@ void pw_scrape_counters(const struct pw_scrape *s, struct pw_expo *e)
 
 	if (pw_scrape_read(s, &st) || pw_expo_prefix(e, NULL))
 		return;
-	pw_expo_metric(e, "scrapes", "Scrapes answered with 200.",
-		       PW_EXPO_COUNTER);
+	pw_expo_metric(
+		e, "scrapes",
+		"Scrapes of /metrics or /metrics.json, this one included.",
+		PW_EXPO_COUNTER);
 	pw_expo_sample(e, NULL, st.scrapes);
 	pw_expo_metric(e, "scrape_connections",
 		       "Connections the scrape endpoint accepted.",

@@ -49,7 +49,10 @@ typedef int (*pw_scrape_write_fn)(void *arg, FILE *f, enum pw_expo_format fmt);
 
 /* The server's counters, written on shard 0 and read from any thread. */
 struct pw_scrape_stats {
-	uint64_t scrapes;	/* 200 answers (GET or HEAD, either path) */
+	uint64_t scrapes;	/* GET or HEAD of either path, counted before
+				   its body is written (a scrape sees
+				   itself); a failed one is also a
+				   write error */
 	uint64_t connections;	/* connections accepted */
 	uint64_t not_found;	/* 404: another path */
 	uint64_t bad_method;	/* 405: another method */
