@@ -1496,7 +1496,9 @@ static int load_run(struct pw_drv *d)
 	if (load_wait_start(d))
 		return 1;
 	L.lc.wait = load_wait;
-	L.lc.progress = load_progress;
+	/* Scrapes read the live counters the progress stores. */
+	L.lc.progress = L.quiet && !d->cli.metrics_listen ? NULL :
+							    load_progress;
 	L.lc.interval = L.log_f ? load_interval : NULL;
 	L.lc.arg = d;
 	err = pw_load_run(d->rt, &L.lc, &L.res);
