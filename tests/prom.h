@@ -69,83 +69,96 @@ static inline bool pw__tp_fail(char *why, size_t n, const char *what,
 	return false;
 }
 
+/* The checker's state across lines. */
+struct pw__tp {
+	char cur[256], help[256]; /* the last TYPE's and HELP's names */
+	char *names;		  /* " name " of every TYPE so far */
+	size_t names_len;
+	char **seen; /* every series so far */
+	size_t nseen;
+	char *why;
+	size_t n;
+};
+
+/* A "# TYPE name kind" line of @len bytes. */
+static inline bool pw__tp_type(struct pw__tp *t, const char *l, size_t len)
+{
+	char name[256], kind[32], key[260];
+
+	if (sscanf(l, "# TYPE %255s %31s", name, kind) != 2 ||
+	    strcmp(name, t->help) ||
+	    (strcmp(kind, "counter") && strcmp(kind, "gauge")))
+		return pw__tp_fail(t->why, t->n, "bad TYPE or no HELP", l, len);
+	snprintf(key, sizeof(key), " %s ", name);
+	if (strstr(t->names, key))
+		return pw__tp_fail(t->why, t->n, "declared twice", l, len);
+	t->names = realloc(t->names, t->names_len + strlen(key) + 1);
+	strcpy(t->names + t->names_len, key);
+	t->names_len += strlen(key);
+	snprintf(t->cur, sizeof(t->cur), "%s", name);
+	if (!strcmp(kind, "counter") &&
+	    (strlen(name) < 6 || strcmp(name + strlen(name) - 6, "_total")))
+		return pw__tp_fail(t->why, t->n, "counter without _total", l,
+				   len);
+	return true;
+}
+
+/* A sample line of @len bytes. */
+static inline bool pw__tp_sample(struct pw__tp *t, const char *l, size_t len)
+{
+	size_t k = strcspn(l, "{ "), series;
+	const char *p = l + k, *e;
+
+	if (!pw__tp_name(l, k, true) || strlen(t->cur) != k ||
+	    strncmp(l, t->cur, k))
+		return pw__tp_fail(t->why, t->n,
+				   "sample not of the TYPE before it", l, len);
+	if (*p == '{' && !(p = pw__tp_labels(p)))
+		return pw__tp_fail(t->why, t->n, "bad labels", l, len);
+	if (*p++ != ' ')
+		return pw__tp_fail(t->why, t->n, "no value", l, len);
+	e = pw__tj_number(p);
+	if (!e || e != l + len)
+		return pw__tp_fail(t->why, t->n, "value not a number", l, len);
+	series = (size_t)(p - 1 - l);
+	for (size_t i = 0; i < t->nseen; i++)
+		if (strlen(t->seen[i]) == series &&
+		    !strncmp(t->seen[i], l, series))
+			return pw__tp_fail(t->why, t->n, "series twice", l,
+					   len);
+	t->seen = realloc(t->seen, (t->nseen + 1) * sizeof(*t->seen));
+	t->seen[t->nseen++] = strndup(l, series);
+	return true;
+}
+
 /* Whether @text is a valid exposition (see above); why not in @why. */
 static inline bool pw_test_prom_check(const char *text, char *why, size_t n)
 {
-	char cur[256] = "", help[256] = "", type[32] = "";
-	char **seen = NULL, *names = calloc(1, 1);
-	size_t nseen = 0, names_len = 0;
+	struct pw__tp t = { .names = calloc(1, 1), .why = why, .n = n };
 	bool ok = true;
 
 	for (const char *l = text; ok && *l;) {
 		const char *nl = strchr(l, '\n');
-		if (!nl)
-			return pw__tp_fail(why, n, "no newline", l, strlen(l));
-		size_t len = (size_t)(nl - l);
-		char name[256], kind[32];
-		if (!strncmp(l, "# HELP ", 7)) {
-			size_t k = strcspn(l + 7, " \n");
-			snprintf(help, sizeof(help), "%.*s", (int)k, l + 7);
-		} else if (!strncmp(l, "# TYPE ", 7)) {
-			if (sscanf(l, "# TYPE %255s %31s", name, kind) != 2 ||
-			    strcmp(name, help) ||
-			    (strcmp(kind, "counter") && strcmp(kind, "gauge")))
-				ok = pw__tp_fail(why, n, "bad TYPE or no HELP",
-						 l, len);
-			/* A metric declared twice. */
-			char key[260];
-			snprintf(key, sizeof(key), " %s ", name);
-			if (strstr(names, key))
-				ok = pw__tp_fail(why, n, "declared twice", l,
-						 len);
-			names = realloc(names, names_len + strlen(key) + 1);
-			strcpy(names + names_len, key);
-			names_len += strlen(key);
-			snprintf(cur, sizeof(cur), "%s", name);
-			snprintf(type, sizeof(type), "%s", kind);
-			if (!strcmp(kind, "counter") &&
-			    (strlen(name) < 6 ||
-			     strcmp(name + strlen(name) - 6, "_total")))
-				ok = pw__tp_fail(why, n,
-						 "counter without _total", l,
-						 len);
-		} else if (*l == '#') {
-			ok = pw__tp_fail(why, n, "unknown comment", l, len);
-		} else {
-			size_t k = strcspn(l, "{ ");
-			const char *p = l + k;
-			if (!pw__tp_name(l, k, true) || strncmp(l, cur, k) ||
-			    strlen(cur) != k)
-				ok = pw__tp_fail(why, n,
-						 "sample not of the TYPE "
-						 "before it",
-						 l, len);
-			if (ok && *p == '{' && !(p = pw__tp_labels(p)))
-				ok = pw__tp_fail(why, n, "bad labels", l, len);
-			if (ok && *p++ != ' ')
-				ok = pw__tp_fail(why, n, "no value", l, len);
-			const char *e = ok ? pw__tj_number(p) : NULL;
-			if (ok && (!e || e != nl))
-				ok = pw__tp_fail(why, n, "value not a number",
-						 l, len);
-			size_t series = ok ? (size_t)(p - 1 - l) : 0;
-			for (size_t i = 0; ok && i < nseen; i++)
-				if (strlen(seen[i]) == series &&
-				    !strncmp(seen[i], l, series))
-					ok = pw__tp_fail(why, n, "series twice",
-							 l, len);
-			if (ok) {
-				seen = realloc(seen,
-					       (nseen + 1) * sizeof(*seen));
-				seen[nseen++] = strndup(l, series);
-			}
+		if (!nl) {
+			ok = pw__tp_fail(why, n, "no newline", l, strlen(l));
+			break;
 		}
+		size_t len = (size_t)(nl - l);
+		if (!strncmp(l, "# HELP ", 7))
+			snprintf(t.help, sizeof(t.help), "%.*s",
+				 (int)strcspn(l + 7, " \n"), l + 7);
+		else if (!strncmp(l, "# TYPE ", 7))
+			ok = pw__tp_type(&t, l, len);
+		else if (*l == '#')
+			ok = pw__tp_fail(why, n, "unknown comment", l, len);
+		else
+			ok = pw__tp_sample(&t, l, len);
 		l = nl + 1;
 	}
-	for (size_t i = 0; i < nseen; i++)
-		free(seen[i]);
-	free(seen);
-	free(names);
+	for (size_t i = 0; i < t.nseen; i++)
+		free(t.seen[i]);
+	free(t.seen);
+	free(t.names);
 	return ok;
 }
 

@@ -1511,8 +1511,8 @@ Test(http, command_flags_and_graceful_stop)
 	cr_assert_not_null(strstr(text, "\"pinwheel_http_connections_accepted_"
 					"total\":[{\"shard\":\"0\",\"value\":"),
 			   "%s", text);
-	cr_assert_not_null(strstr(text, "},{\"shard\":\"1\",\"value\":"),
-			   "%s", text);
+	cr_assert_not_null(strstr(text, "},{\"shard\":\"1\",\"value\":"), "%s",
+			   text);
 	cr_assert_not_null(strstr(text, "stopped; 2 connections, 3 requests, "
 					"0 refused"),
 			   "%s", text);
@@ -1719,8 +1719,8 @@ static void second_signal(int first, int second, int status)
 	cr_assert_not_null(strstr(text, "\"pinwheel_http_connections_accepted_"
 					"total\":[{\"shard\":\"0\",\"value\":"),
 			   "%s", text);
-	cr_assert_not_null(strstr(text, "},{\"shard\":\"1\",\"value\":"),
-			   "%s", text);
+	cr_assert_not_null(strstr(text, "},{\"shard\":\"1\",\"value\":"), "%s",
+			   text);
 	cr_assert_not_null(strstr(text, "stopped; 2 connections, 2 requests, "
 					"0 refused"),
 			   "%s", text);
