@@ -450,15 +450,18 @@ int pw_scrape_start(struct pw_scrape **sp, struct pw_runtime *rt,
 	}
 	a.srv = s;
 	pw_accept_init(&a.acc, s->l, 0);
+	/* Before the spawn, which orders it before every task of the
+	 * server: a scrape's write function may read *@sp. */
+	*sp = s;
 	err = pw_runtime_spawn(rt, 0, acceptor_poll, &a, sizeof(a),
 			       acceptor_drop);
 	if (err) {
+		*sp = NULL;
 		pw_net_listener_destroy(s->l);
 		pw_drain_destroy(&s->drain);
 		free(s);
 		return err;
 	}
-	*sp = s;
 	return 0;
 }
 

@@ -68,6 +68,7 @@ struct pw_scrape;
 /**
  * pw_scrape_start - listen on @addr (port 0: any free one) and serve
  * scrapes on shard 0 of @rt, bodies from @fn(@arg, ...).
+ * *@sp is set before the first task starts, so @fn may read it.
  * Return: 0 with *@sp set; -EINVAL for NULL arguments; -ENOMEM; the
  * errors of pw_net_listener_create() (-EADDRINUSE, ...) and
  * pw_runtime_spawn(). Nothing is left running or open on error.
