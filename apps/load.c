@@ -1406,11 +1406,24 @@ static bool load_wait(void *arg, uint64_t ns)
 	return pw_drv_wait(arg, ns);
 }
 
+/* The last progress, for reports taken during the run (a scrape reads
+ * them on shard 0): stored by the thread in pw_load_run(), loaded by any;
+ * relaxed, counters only. */
+static _Atomic uint64_t live_requests, live_errors;
+/* Release once L.res holds the results (load_run()), acquire in
+ * load_counters(): L.res is not written again while reports are made. */
+static atomic_bool res_ready;
+
 static void load_progress(void *arg, const struct pw_load_progress *p)
 {
 	char p50[PW_UNITS_LEN], p99[PW_UNITS_LEN];
 
 	(void)arg;
+	atomic_store_explicit(&live_requests, p->requests,
+			      memory_order_relaxed);
+	atomic_store_explicit(&live_errors, p->errors, memory_order_relaxed);
+	if (L.quiet)
+		return;
 	fprintf(stderr,
 		"  %6.1fs%s rate %.0f/s, requests %" PRIu64 ", errors %" PRIu64
 		", p50 %s, p99 %s\n",
@@ -1729,24 +1742,87 @@ static int load_run(struct pw_drv *d)
 	if (load_wait_start(d))
 		return 1;
 	L.lc.wait = load_wait;
-	L.lc.progress = L.quiet ? NULL : load_progress;
+	/* Scrapes read the live counters the progress stores. */
+	L.lc.progress = L.quiet && !d->cli.metrics_listen ? NULL :
+							    load_progress;
 	L.lc.interval = L.log_f ? load_interval : NULL;
 	L.lc.arg = d;
 	err = pw_load_run(d->rt, &L.lc, &L.res);
 	if (err)
 		return pw_cli_fail(&d->cli, 1, "%s", strerror(-err));
 	L.have_res = true;
+	/* Release: pairs with the acquire load in load_counters(). */
+	atomic_store_explicit(&res_ready, true, memory_order_release);
 	return 0;
 }
 
-/* SIGUSR1: the metrics on stderr (stdout may be the JSON); at exit,
- * with --metrics, on stdout before the report. */
+/* SIGUSR1: the report on stderr (stdout may be the JSON); at exit,
+ * with --metrics, on stdout before the table. */
 static void load_report(struct pw_drv *d, bool final)
 {
 	if (final)
 		pw_drv_metrics(d, stdout);
 	else
-		pw_cli_metrics_write(stderr, d->rt, d->cli.metrics_format);
+		pw_drv_report(d, stderr, pw_drv_format(d));
+}
+
+static void load_one(struct pw_expo *e, const char *name, const char *help,
+		     uint64_t v)
+{
+	pw_expo_metric(e, name, help, PW_EXPO_COUNTER);
+	pw_expo_sample(e, NULL, v);
+}
+
+/* The run's counters: the results once the run is over, the last
+ * progress (requests, errors) while it goes. Any thread. */
+static void load_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	const struct pw_load_result *r = &L.res;
+	/* Relaxed: see live_requests. */
+	uint64_t req =
+		atomic_load_explicit(&live_requests, memory_order_relaxed);
+	uint64_t err = atomic_load_explicit(&live_errors, memory_order_relaxed);
+
+	(void)d;
+	/* Acquire: pairs with the release store in load_run(). */
+	if (!atomic_load_explicit(&res_ready, memory_order_acquire)) {
+		load_one(e, "requests", "Measured requests answered well.",
+			 req);
+		load_one(e, "errors", "Measured requests failed.", err);
+		return;
+	}
+	const struct {
+		const char *cause;
+		uint64_t v;
+	} errs[] = {
+		{ "connect", r->err.connect }, { "reset", r->err.reset },
+		{ "timeout", r->err.timeout }, { "bad", r->err.bad },
+		{ "other", r->err.other },
+	};
+	load_one(e, "requests", "Measured requests answered well.",
+		 r->requests);
+	load_one(e, "errors", "Measured requests failed.", r->errors);
+	pw_expo_metric(e, "errors_by_cause",
+		       "Measured requests failed, by cause (once the run is "
+		       "over).",
+		       PW_EXPO_COUNTER);
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		pw_expo_sample(e,
+			       (const char *[]){ "cause", errs[i].cause, NULL },
+			       errs[i].v);
+	pw_expo_metric(e, "responses",
+		       "Whole HTTP responses: ok, status 200..399; bad, "
+		       "another status.",
+		       PW_EXPO_COUNTER);
+	pw_expo_sample(e, (const char *[]){ "status", "ok", NULL },
+		       r->requests);
+	pw_expo_sample(e, (const char *[]){ "status", "bad", NULL },
+		       r->bad_status);
+	load_one(e, "connects", "Connections opened, warm-up included.",
+		 r->connects);
+	load_one(e, "sent_bytes", "Bytes sent, measured.", r->bytes_sent);
+	load_one(e, "received_bytes", "Bytes received, measured.",
+		 r->bytes_received);
 }
 
 /* The JSON with --json, to the file opened in load_open_json() or to
@@ -1854,6 +1930,7 @@ static const struct pw_drv_ops load_ops = {
 	.setup = load_setup,
 	.run = load_run,
 	.report = load_report,
+	.counters = load_counters,
 	.stop = load_stop,
 };
 
@@ -1919,6 +1996,7 @@ int pw_app_load(int argc, char **argv)
 	int n, st;
 
 	L = load_defaults;
+	atomic_store_explicit(&res_ready, false, memory_order_relaxed);
 	n = load_args(argc, argv);
 	if (n < 0) {
 		fprintf(stderr, "pinwheel load: out of memory\n");
