@@ -6,7 +6,9 @@
  * itself is proxy.c, reached only through proxy.h.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "pinwheel.h"
@@ -233,6 +235,131 @@ static void px_one(struct pw_expo *e, const char *name, const char *help,
 	pw_expo_sample(e, NULL, v);
 }
 
+/* One per-upstream metric: a field of struct pw_proxy_upstream_stats,
+ * or two under one label (@label = @lv[i] for the field at @off[i]).
+ * Offset 0 stands for the weight (an unsigned, not a counter): the
+ * record starts with its address, so no counter is at offset 0. */
+struct px_up_metric {
+	const char *name, *help;
+	enum pw_expo_type type;
+	const char *label;
+	const char *lv[2];
+	size_t off[2];
+};
+
+#define UPF(f) offsetof(struct pw_proxy_upstream_stats, f)
+static const struct px_up_metric px_up_metrics[] = {
+	{ "upstream_weight",
+	  "The server's weight (--upstream HOST:PORT@W).",
+	  PW_EXPO_GAUGE,
+	  NULL,
+	  { NULL },
+	  { 0 } },
+	{ "upstream_active_connections",
+	  "Client connections open to the server now.",
+	  PW_EXPO_GAUGE,
+	  NULL,
+	  { NULL },
+	  { UPF(active) } },
+	{ "upstream_connects",
+	  "Client connections connected to the server.",
+	  PW_EXPO_COUNTER,
+	  NULL,
+	  { NULL },
+	  { UPF(connects) } },
+	{ "upstream_connect_failures",
+	  "Connects of clients to the server that failed (timeouts "
+	  "included).",
+	  PW_EXPO_COUNTER,
+	  NULL,
+	  { NULL },
+	  { UPF(connect_failures) } },
+	{ "upstream_checks",
+	  "Health checks of the server, by result.",
+	  PW_EXPO_COUNTER,
+	  "result",
+	  { "ok", "failed" },
+	  { UPF(checks_ok), UPF(checks_failed) } },
+	{ "upstream_transitions",
+	  "Changes of the server's state, up to down and down to up.",
+	  PW_EXPO_COUNTER,
+	  NULL,
+	  { NULL },
+	  { UPF(transitions) } },
+	{ "upstream_bytes",
+	  "Bytes forwarded to the server (up) and from it (down).",
+	  PW_EXPO_COUNTER,
+	  "direction",
+	  { "up", "down" },
+	  { UPF(bytes_up), UPF(bytes_down) } },
+};
+#undef UPF
+
+static uint64_t px_up_field(const struct pw_proxy_upstream_stats *u,
+			    const struct px_up_metric *m, int i)
+{
+	uint64_t v;
+
+	if (!m->off[i])
+		return u->weight;
+	memcpy(&v, (const char *)u + m->off[i], sizeof(v));
+	return v;
+}
+
+/* One sample of @m for server @u (labels upstream, name and @m's). */
+static void px_up_sample(struct pw_expo *e,
+			 const struct pw_proxy_upstream_stats *u,
+			 const struct px_up_metric *m)
+{
+	for (int i = 0; i < (m->label ? 2 : 1); i++)
+		pw_expo_sample(e,
+			       (const char *[]){ "upstream", u->addr, "name",
+						 u->name, m->label, m->lv[i],
+						 NULL },
+			       px_up_field(u, m, i));
+}
+
+/* The per-upstream state and counters (pw_proxy_upstreams(): any thread,
+ * shard 0's scrape included), one metric at a time over every server. */
+static void px_upstream_counters(struct pw_expo *e)
+{
+	struct pw_proxy_upstream_stats *u;
+	int n;
+
+	u = calloc(PW_PROXY_MAX_UPSTREAMS, sizeof(*u));
+	if (!u)
+		return;
+	n = pw_proxy_upstreams(P.p, u, PW_PROXY_MAX_UPSTREAMS);
+	if (n > PW_PROXY_MAX_UPSTREAMS)
+		n = PW_PROXY_MAX_UPSTREAMS;
+	pw_expo_metric(e, "upstream_up",
+		       "1 while the server is in rotation, else 0 (down or "
+		       "draining).",
+		       PW_EXPO_GAUGE);
+	for (int i = 0; i < n; i++)
+		pw_expo_sample(e,
+			       (const char *[]){ "upstream", u[i].addr, "name",
+						 u[i].name, NULL },
+			       u[i].state == PW_PROXY_UPSTREAM_UP);
+	pw_expo_metric(e, "upstream_draining",
+		       "1 while the server drains (its name no longer gives "
+		       "it), else 0.",
+		       PW_EXPO_GAUGE);
+	for (int i = 0; i < n; i++)
+		pw_expo_sample(e,
+			       (const char *[]){ "upstream", u[i].addr, "name",
+						 u[i].name, NULL },
+			       u[i].state == PW_PROXY_UPSTREAM_DRAINING);
+	for (size_t m = 0; m < sizeof(px_up_metrics) / sizeof(px_up_metrics[0]);
+	     m++) {
+		pw_expo_metric(e, px_up_metrics[m].name, px_up_metrics[m].help,
+			       px_up_metrics[m].type);
+		for (int i = 0; i < n; i++)
+			px_up_sample(e, &u[i], &px_up_metrics[m]);
+	}
+	free(u);
+}
+
 /* The proxy's counters (pw_proxy_stats(), any thread) for every report. */
 static void px_counters(struct pw_drv *d, struct pw_expo *e)
 {
@@ -296,6 +423,7 @@ static void px_counters(struct pw_drv *d, struct pw_expo *e)
 	px_one(e, "buffers_borrowed",
 	       "Receive ring buffers out of the ring (sampled every 50 ms).",
 	       PW_EXPO_GAUGE, st.bufs_borrowed);
+	px_upstream_counters(e);
 }
 
 static void px_drain(struct pw_drv *d)

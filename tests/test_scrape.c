@@ -11,7 +11,9 @@
  * command takes the flag; --metrics-format prometheus holds at exit.
  * With promtool installed, `promtool check metrics` checks a scrape too.
  */
+#include <arpa/inet.h>
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -486,4 +488,105 @@ Test(scrape, exit_report_in_prometheus)
 				      NULL, NULL),
 		     1, "%s", from);
 	cr_expect(strstr(from, "\npinwheel_scrapes_total 0\n"), "%s", from);
+}
+
+/* A port on 127.0.0.1 nobody listens on: bound, then closed. */
+static void dead_port(char *out, size_t size)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert(fd >= 0);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+	close(fd);
+	snprintf(out, size, "127.0.0.1:%u", (unsigned)ntohs(a.sin_port));
+}
+
+/* The proxy's per-upstream series: a live server and a dead one, the
+ * dead one out of rotation once its checks fail, every client request
+ * on the live one, its bytes exact. */
+Test(scrape, proxy_upstreams)
+{
+	static struct cmd h, p;
+	char *http[] = { "pinwheel",	     "http",	    "--listen",
+			 "127.0.0.1:0",	     "--shards",    "1",
+			 "--metrics-listen", "127.0.0.1:0", NULL };
+	char live[PW_NET_ADDR_STRLEN], dead[32], ups[192], head[2048], *body;
+	char lbl[160];
+
+	cmd_start(&h, http, true);
+	pw_net_addr_format(&h.a, live, sizeof(live));
+	dead_port(dead, sizeof(dead));
+	snprintf(ups, sizeof(ups), "%s@3,%s", live, dead);
+	char *proxy[] = {
+		"pinwheel",	    "proxy",	   "--listen", "127.0.0.1:0",
+		"--upstream",	    ups,	   "--shards", "1",
+		"--check-interval", "20ms",	   "--fall",   "1",
+		"--metrics-listen", "127.0.0.1:0", NULL
+	};
+	cmd_start(&p, proxy, true);
+	uint64_t until = pw_test_now_ns() + 5 * PW_NSEC_PER_SEC;
+	char *t = NULL;
+	snprintf(lbl, sizeof(lbl), "upstream=\"%s\"", dead);
+	for (;;) {
+		free(t);
+		t = scrape_prom(&p.m);
+		if (pw_test_prom_sum(t, "pinwheel_proxy_upstream_checks_total",
+				     "result=\"failed\"", NULL) >= 1 &&
+		    pw_test_prom_sum(t, "pinwheel_proxy_upstream_up", lbl,
+				     NULL) == 0)
+			break;
+		cr_assert(pw_test_now_ns() < until,
+			  "dead upstream still up:\n%s", t);
+		usleep(10 * 1000);
+	}
+	free(t);
+	for (int i = 0; i < 4; i++) {
+		int fd = dial(&p.a);
+		send_all(fd, REQ, strlen(REQ));
+		cr_assert_eq(read_resp(fd, false, head, sizeof(head), &body,
+				       NULL),
+			     200);
+		free(body);
+		close(fd);
+	}
+	/* The counters are read after the connections' ends are seen. */
+	until = pw_test_now_ns() + 5 * PW_NSEC_PER_SEC;
+	snprintf(lbl, sizeof(lbl), "upstream=\"%s\"", live);
+	for (t = NULL;;) {
+		free(t);
+		t = scrape_prom(&p.m);
+		if (pw_test_prom_sum(
+			    t, "pinwheel_proxy_upstream_active_connections",
+			    lbl, NULL) == 0 &&
+		    pw_test_prom_sum(t,
+				     "pinwheel_proxy_upstream_connects_total",
+				     lbl, NULL) == 4)
+			break;
+		cr_assert(pw_test_now_ns() < until, "%s", t);
+		usleep(10 * 1000);
+	}
+	cr_expect_eq(pw_test_prom_sum(t, "pinwheel_proxy_upstream_up", lbl,
+				      NULL),
+		     1, "%s", t);
+	cr_expect_eq(pw_test_prom_sum(t, "pinwheel_proxy_upstream_weight", lbl,
+				      NULL),
+		     3, "%s", t);
+	cr_expect_eq(pw_test_prom_sum(t, "pinwheel_proxy_upstream_bytes_total",
+				      "direction=\"up\"", NULL),
+		     4 * strlen(REQ), "%s", t);
+	snprintf(lbl, sizeof(lbl), "upstream=\"%s\"", dead);
+	cr_expect_eq(pw_test_prom_sum(t,
+				      "pinwheel_proxy_upstream_connects_total",
+				      lbl, NULL),
+		     0, "%s", t);
+	cr_expect_eq(pw_test_prom_sum(t, "pinwheel_proxy_upstream_draining",
+				      NULL, NULL),
+		     0, "%s", t);
+	free(t);
+	cr_expect_eq(cmd_stop(&p), 0, "%s", p.text);
+	cr_expect_eq(cmd_stop(&h), 0, "%s", h.text);
 }
