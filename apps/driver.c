@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "apps/driver.h"
+#include "apps/takeover.h"
 
 void pw_drv_metrics(struct pw_drv *d, FILE *f)
 {
@@ -96,11 +97,13 @@ static int start(struct pw_drv *d)
 		return err;
 	if (!o->own_runtime && (err = create_runtime(d)))
 		return err;
+	if ((err = pw_tko_begin(d)))
+		return err;
 	if (o->start && (err = o->start(d)))
 		return err;
 	d->served = true;
 	banner(d);
-	return 0;
+	return pw_tko_ready(d);
 }
 
 /* Wait up to @ns for a second SIGINT or SIGTERM, reporting on SIGUSR1.
@@ -184,6 +187,7 @@ static int serve(struct pw_drv *d)
 		if (rc == PW_CLI_DUMP)
 			report(d, false);
 	}
+	pw_tko_stopping(d);
 	drain(d);
 	return rc < 0 ? 1 : 0;
 }
@@ -206,6 +210,7 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 	rc = start(&d);
 	if (!rc)
 		rc = ops->run ? ops->run(&d) : serve(&d);
+	pw_tko_end(&d);
 	if (d.served && d.cli.metrics)
 		report(&d, true);
 	if (!ops->own_runtime && d.rt)

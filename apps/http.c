@@ -52,8 +52,9 @@
  * Draining: the main thread sets the server's flag and wakes every task
  * registered with a shard's registry (a mutex-guarded list of owned
  * wakers, touched once per connection, never per request). Each task
- * checks the flag at every poll: an acceptor stops, an idle connection
- * closes, a connection in the middle of a request answers it with
+ * checks the flag at every poll: an acceptor stops (serving what it
+ * accepted already), an idle connection closes (one that has sent no
+ * request yet waits for its first), a connection in the middle of a request answers it with
  * "Connection: close". The registry also counts the shard's open
  * connections: an acceptor at --max-conns stops accepting (the excess
  * waits in the listen backlog) and the connection whose end takes the
@@ -621,7 +622,10 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 		c->step = C_SEND;
 		return false;
 	}
-	if (draining(s) && !c->partial) {
+	/* A connection that has not sent its first request yet was
+	 * accepted before the stop: it gets its answer (under the
+	 * timeouts and the drain deadline), never a close unanswered. */
+	if (draining(s) && !c->partial && c->nreq) {
 		conn_close(c);
 		return false;
 	}
@@ -1091,7 +1095,11 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	 * connections the kernel hands them: share one socket instead. */
 	if (s->accept_shards < s->nshards)
 		lo.flags |= PW_NET_LISTEN_SHARED;
-	err = pw_net_listener_create(&s->l, rt, addr, &lo);
+	if (o->nadopt)
+		err = pw_net_listener_adopt(&s->l, rt, o->adopt, o->nadopt,
+					    &lo);
+	else
+		err = pw_net_listener_create(&s->l, rt, addr, &lo);
 	if (err) {
 		s->l = NULL;
 		pw_http_server_destroy(s);
@@ -1108,6 +1116,11 @@ int pw_http_server_addr(const struct pw_http_server *s, struct pw_net_addr *out)
 	if (!s || !out)
 		return -EINVAL;
 	return pw_net_listener_addr(s->l, out);
+}
+
+struct pw_net_listener *pw_http_server_listener(struct pw_http_server *s)
+{
+	return s ? s->l : NULL;
 }
 
 int pw_http_server_listener_stats(const struct pw_http_server *s,
