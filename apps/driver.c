@@ -102,8 +102,10 @@ static int start(struct pw_drv *d)
 	if (o->start && (err = o->start(d)))
 		return err;
 	d->served = true;
+	if ((err = pw_tko_ready(d)))
+		return err;
 	banner(d);
-	return pw_tko_ready(d);
+	return 0;
 }
 
 /* Wait up to @ns for a second SIGINT or SIGTERM, reporting on SIGUSR1.

@@ -29,9 +29,10 @@
  *                 naming the wrong field) and created (exit 1), the
  *                 creation left to start with ops->own_runtime
  *   start         the service (on the sockets of the process on
- *                 --takeover's path, if one runs there); then the banner
+ *                 --takeover's path, if one runs there), then
+ *                 --takeover's socket; then the banner
  *                 "NAME: listening on ADDR" + ops->banner, when start
- *                 set d->addr; then --takeover's socket
+ *                 set d->addr
  *   run           the command's work; without it, serve: wait for a
  *                 signal, calling tick every d->tick_ns and report on
  *                 SIGUSR1; then drain: ops->drain, and wait up to

@@ -421,3 +421,137 @@ Test(takeover, proxy_under_churn_loses_nothing, .timeout = 60)
 	cr_assert_eq(gen_stop(&u), 0, "upstream: %s", u.text);
 	tmp_clean(dir, path);
 }
+
+/* The mode bits of @path's socket, or -1 when it is not a socket. */
+static int sock_mode(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) || !S_ISSOCK(st.st_mode))
+		return -1;
+	return (int)(st.st_mode & 0777);
+}
+
+/*
+ * Nobody on PATH: the first generation binds fresh and puts its socket
+ * there (0600), removed when it stops. A socket file left by a dead
+ * process is replaced the same way.
+ */
+Test(takeover, fresh_bind_and_stale_socket, .timeout = 60)
+{
+	char dir[64], path[96];
+	struct gen a;
+
+	need_bin();
+	tmp_path(dir, sizeof(dir), path, sizeof(path));
+	char *argv[] = { "pinwheel", "http",	 "--takeover",
+			 path,	     "--listen", "127.0.0.1:0",
+			 "--shards", "2",	 NULL };
+	gen_start(&a, argv);
+	cr_assert_eq(sock_mode(path), 0600, "mode %o: %s", sock_mode(path),
+		     a.text);
+	one_request(&a.a);
+	cr_assert_eq(gen_stop(&a), 0, "%s", a.text);
+	cr_assert_eq(sock_mode(path), -1, "PATH left behind");
+
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	int dead = socket(AF_UNIX, SOCK_STREAM, 0);
+	cr_assert_eq(bind(dead, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(dead); /* a socket file nobody listens on */
+	gen_start(&a, argv);
+	cr_assert_eq(sock_mode(path), 0600, "mode %o: %s", sock_mode(path),
+		     a.text);
+	one_request(&a.a);
+	cr_assert_eq(gen_stop(&a), 0, "%s", a.text);
+	tmp_clean(dir, path);
+}
+
+/* A PATH that is not a socket is never replaced: exit 1, said why. */
+Test(takeover, path_not_a_socket_is_refused, .timeout = 60)
+{
+	char dir[64], path[96], out[4096];
+
+	need_bin();
+	tmp_path(dir, sizeof(dir), path, sizeof(path));
+	int f = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+	cr_assert_geq(f, 0);
+	cr_assert_eq(write(f, "keep", 4), 4);
+	close(f);
+	char *argv[] = { "pinwheel", "http",	    "--takeover", path,
+			 "--listen", "127.0.0.1:0", NULL };
+	cr_assert_eq(pw_test_run_cmd(out, sizeof(out), argv), 1, "%s", out);
+	cr_assert(strstr(out, "exists and is not a socket; not replaced"), "%s",
+		  out);
+	struct stat st;
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert(S_ISREG(st.st_mode) && st.st_size == 4);
+	tmp_clean(dir, path);
+}
+
+/* Connect to the Unix socket @path. */
+static int dial_path(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	return fd;
+}
+
+/*
+ * Garbage on PATH is dropped with a line on stderr; a new process of
+ * another command is refused before any socket moves; one that takes
+ * the sockets and then ends before "ready" (here: it wants another
+ * address) leaves the old one serving, which says so. The old one then
+ * still hands over to a good new one.
+ */
+Test(takeover, bad_clients_leave_the_old_one_serving, .timeout = 60)
+{
+	char dir[64], path[96], out[4096], junk[400];
+	struct gen a, b;
+
+	need_bin();
+	tmp_path(dir, sizeof(dir), path, sizeof(path));
+	char *argv[] = { "pinwheel", "http",	 "--takeover",
+			 path,	     "--listen", "127.0.0.1:0",
+			 "--shards", "2",	 NULL };
+	gen_start(&a, argv);
+
+	int g = dial_path(path);
+	memset(junk, 'x', sizeof(junk));
+	cr_assert_eq(send(g, junk, sizeof(junk), MSG_NOSIGNAL),
+		     (ssize_t)sizeof(junk));
+	cr_assert(pw_test_readable(g, 10000));
+	cr_assert_leq(recv(g, junk, sizeof(junk), 0), 0, "answered garbage");
+	close(g);
+	pw_test_read_until(a.fd, a.text, sizeof(a.text), &a.len,
+			   "not a takeover request");
+
+	char *proxy[] = { "pinwheel",	"proxy",       "--takeover",
+			  path,		"--listen",    "127.0.0.1:0",
+			  "--upstream", "127.0.0.1:9", NULL };
+	cr_assert_eq(pw_test_run_cmd(out, sizeof(out), proxy), 1, "%s", out);
+	cr_assert(strstr(out, "refused: this process runs pinwheel http, "
+			      "not pinwheel proxy"),
+		  "%s", out);
+
+	char *other[] = { "pinwheel", "http",	  "--takeover",
+			  path,	      "--listen", "127.0.0.2:0",
+			  "--shards", "2",	  NULL };
+	cr_assert_eq(pw_test_run_cmd(out, sizeof(out), other), 1, "%s", out);
+	cr_assert(strstr(out, "the running process serves 127.0.0.1:"), "%s",
+		  out);
+	pw_test_read_until(a.fd, a.text, sizeof(a.text), &a.len,
+			   "ended before it was ready");
+	cr_assert(strstr(a.text, "still serving"), "%s", a.text);
+	one_request(&a.a);
+
+	gen_start(&b, argv);
+	cr_assert_eq(gen_wait(&a), 0, "A: %s", a.text);
+	one_request(&b.a);
+	cr_assert_eq(gen_stop(&b), 0, "B: %s", b.text);
+	cr_assert_eq(sock_mode(path), -1, "PATH left behind");
+	tmp_clean(dir, path);
+}
