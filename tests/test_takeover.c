@@ -378,13 +378,14 @@ static void handover(char *const argv[])
 		  "A: %s", a.text);
 	load_until(&L, atomic_load(&L.ok) + 200);
 	load_stop(&L);
-	cr_expect_eq(atomic_load(&L.refused), 0);
-	cr_expect_eq(atomic_load(&L.resets), 0);
-	cr_expect_eq(atomic_load(&L.eofs), 0);
-	cr_expect_eq(atomic_load(&L.shorts), 0);
-	cr_expect_eq(atomic_load(&L.bad), 0);
-	cr_log_info("handover: %llu answers, %llu keep-alive retries",
-		    (unsigned long long)atomic_load(&L.ok),
+	unsigned long long ok = L.ok, refused = L.refused, resets = L.resets,
+			   eofs = L.eofs, shorts = L.shorts, bad = L.bad;
+	cr_expect_eq(refused, 0, "%llu of %llu refused", refused, ok);
+	cr_expect_eq(resets, 0, "%llu of %llu reset", resets, ok);
+	cr_expect_eq(eofs, 0, "%llu of %llu closed unanswered", eofs, ok);
+	cr_expect_eq(shorts, 0, "%llu of %llu cut short", shorts, ok);
+	cr_expect_eq(bad, 0, "%llu of %llu not a 200", bad, ok);
+	cr_log_info("handover: %llu answers, %llu keep-alive retries", ok,
 		    (unsigned long long)atomic_load(&L.retried));
 	one_request(&b.a);
 	cr_assert_eq(gen_stop(&b), 0, "B: %s", b.text);
