@@ -294,6 +294,7 @@ struct http_conn {
 	bool closing;	  /* close once out is sent */
 	bool eof;	  /* the client closed its side */
 	bool keep;	  /* the request whose job runs keeps the connection */
+	bool answered;	  /* a whole request came: a drain may close it idle */
 	bool head;	  /* the request whose job runs is a HEAD */
 	bool sending;	  /* the send of out has waited: t_send and sent hold */
 	uint32_t off;	  /* bytes of buf parsed */
@@ -512,6 +513,7 @@ static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
 {
 	uint32_t max = c->srv->max_requests;
 
+	c->answered = true;
 	if (!c->p.req.keep_alive || drain)
 		return false;
 	if (max && ++c->nreq >= max) {
@@ -625,7 +627,7 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 	/* A connection that has not sent its first request yet was
 	 * accepted before the stop: it gets its answer (under the
 	 * timeouts and the drain deadline), never a close unanswered. */
-	if (draining(s) && !c->partial && c->nreq) {
+	if (draining(s) && !c->partial && c->answered) {
 		conn_close(c);
 		return false;
 	}

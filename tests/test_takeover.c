@@ -25,6 +25,7 @@
 #include "tests/common.h"
 #include "tests/net_fixtures.h"
 #include "pinwheel/net.h"
+#include "apps/http.h"
 
 /* ---- the listener calls ------------------------------------------------ */
 
@@ -555,4 +556,45 @@ Test(takeover, bad_clients_leave_the_old_one_serving, .timeout = 60)
 	cr_assert_eq(gen_stop(&b), 0, "B: %s", b.text);
 	cr_assert_eq(sock_mode(path), -1, "PATH left behind");
 	tmp_clean(dir, path);
+}
+
+/* ---- pinwheel http's drain -------------------------------------------- */
+
+/*
+ * A connection accepted before the drain whose request comes after it
+ * (a client of the old process at a hand-over) is answered, with
+ * "Connection: close", never closed unanswered; one idle after a
+ * request is closed at once.
+ */
+Test(takeover, http_drain_answers_a_fresh_connection)
+{
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_http_server *s;
+	struct pw_net_addr a;
+
+	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_http_server_start(&s, rt, &a, NULL), 0);
+	cr_assert_eq(pw_http_server_addr(s, &a), 0);
+	int used = pw_test_dial(&a), fresh = pw_test_dial(&a);
+	cr_assert(used >= 0 && fresh >= 0);
+	cr_assert_eq(exchange(used), ANS_OK);
+	PW_TEST_WAIT_UNTIL(pw_http_server_open(s) == 2, 20, "%d open",
+			   pw_http_server_open(s));
+	cr_assert_eq(pw_http_server_drain(s), 0);
+	char c;
+	cr_assert_eq(recv(used, &c, 1, 0), 0, "the idle one closes");
+	cr_assert_eq(send(fresh, request, sizeof(request) - 1, 0),
+		     (ssize_t)sizeof(request) - 1);
+	char buf[512];
+	ssize_t n = recv(fresh, buf, sizeof(buf) - 1, 0);
+	cr_assert_gt(n, 0, "closed unanswered");
+	buf[n] = '\0';
+	cr_assert(strstr(buf, "HTTP/1.1 200 ") == buf, "%s", buf);
+	cr_assert(strstr(buf, "Connection: close"), "%s", buf);
+	close(used);
+	close(fresh);
+	PW_TEST_WAIT_UNTIL(pw_http_server_open(s) == 0, 20, "%d open",
+			   pw_http_server_open(s));
+	pw_runtime_destroy(rt);
+	pw_http_server_destroy(s);
 }
