@@ -564,7 +564,7 @@ Test(takeover, bad_clients_leave_the_old_one_serving, .timeout = 60)
  * A connection accepted before the drain whose request comes after it
  * (a client of the old process at a hand-over) is answered, with
  * "Connection: close", never closed unanswered; one idle after a
- * request is closed at once.
+ * request is closed once silent for the drain's grace.
  */
 Test(takeover, http_drain_answers_a_fresh_connection)
 {
