@@ -36,7 +36,7 @@
 
 #define TKO_MAGIC   "pinwheel"
 #define TKO_VERSION 1u
-#define TKO_MAX_FDS 256 /* sockets one hand-over carries */
+#define TKO_MAX_FDS 253 /* sockets one hand-over carries (SCM_MAX_FD) */
 
 enum { TKO_HELLO = 1, TKO_SOCKETS, TKO_REFUSED, TKO_READY };
 
@@ -99,7 +99,8 @@ static int wait_in(int fd, int wake, uint64_t ns)
 }
 
 /*
- * Read one message from @fd within @ns (fds that come with it, up to
+ * Read one message from @fd within @ns in all, however it trickles in
+ * (fds that come with it, up to
  * @cap, go to @fds and their number to *@nfds). Return: 0; -EPROTO for
  * an early end or a bad header; -ETIMEDOUT, -ECANCELED or -errno.
  */
@@ -110,6 +111,7 @@ static int msg_read(int fd, int wake, uint64_t ns, struct tko_msg *m, int *fds,
 		char buf[CMSG_SPACE(TKO_MAX_FDS * sizeof(int))];
 		struct cmsghdr align;
 	} u;
+	uint64_t end = now_ns() + ns;
 	size_t got = 0;
 
 	if (nfds)
@@ -118,7 +120,8 @@ static int msg_read(int fd, int wake, uint64_t ns, struct tko_msg *m, int *fds,
 	while (got < sizeof(*m)) {
 		struct iovec iov = { (char *)m + got, sizeof(*m) - got };
 		struct msghdr h = { .msg_iov = &iov, .msg_iovlen = 1 };
-		int err = wait_in(fd, wake, ns);
+		uint64_t now = now_ns();
+		int err = now < end ? wait_in(fd, wake, end - now) : -ETIMEDOUT;
 		if (err)
 			return err;
 		if (!got) {
@@ -231,8 +234,13 @@ static int send_sockets(struct pw_tko *t, int c, int pid)
 		return 1;
 	}
 	n = pw_net_listener_fds(t->l, fds, TKO_MAX_FDS);
+	if (n > TKO_MAX_FDS) {
+		pthread_mutex_unlock(&t->lock);
+		refuse(t, c, pid, "more sockets than one hand-over carries");
+		return 1;
+	}
 	msg_init(&m, TKO_SOCKETS, t->cmd);
-	m.count = n > 0 && n <= TKO_MAX_FDS ? (uint32_t)n : 0;
+	m.count = n > 0 ? (uint32_t)n : 0;
 	m.addr_len = t->addr.len;
 	memcpy(&m.addr, &t->addr.u, t->addr.len);
 	/* Once sent, the kernel holds the sockets for the receiver: the
@@ -504,7 +512,8 @@ static int bind_next(struct pw_tko *t)
 	snprintf(t->tmp, sizeof(t->tmp), "%s.%d", t->path, (int)getpid());
 	len = path_addr(t->tmp, &sa);
 	(void)unlink(t->tmp);
-	t->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Non-blocking: a client gone between poll and accept4 is EAGAIN. */
+	t->lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (t->lfd < 0)
 		return -errno;
 	if (!len || bind(t->lfd, (struct sockaddr *)&sa, len))

@@ -392,7 +392,7 @@ static void handover(char *const argv[])
 	cr_assert_eq(gen_stop(&b), 0, "B: %s", b.text);
 }
 
-Test(takeover, http_under_churn_loses_nothing, .timeout = 60)
+Test(takeover, http_under_churn_loses_nothing)
 {
 	char dir[64], path[96];
 
@@ -405,7 +405,7 @@ Test(takeover, http_under_churn_loses_nothing, .timeout = 60)
 	tmp_clean(dir, path);
 }
 
-Test(takeover, proxy_under_churn_loses_nothing, .timeout = 60)
+Test(takeover, proxy_under_churn_loses_nothing)
 {
 	char dir[64], path[96], up[PW_NET_ADDR_STRLEN];
 	struct gen u;
@@ -439,7 +439,7 @@ static int sock_mode(const char *path)
  * there (0600), removed when it stops. A socket file left by a dead
  * process is replaced the same way.
  */
-Test(takeover, fresh_bind_and_stale_socket, .timeout = 60)
+Test(takeover, fresh_bind_and_stale_socket)
 {
 	char dir[64], path[96];
 	struct gen a;
@@ -470,7 +470,7 @@ Test(takeover, fresh_bind_and_stale_socket, .timeout = 60)
 }
 
 /* A PATH that is not a socket is never replaced: exit 1, said why. */
-Test(takeover, path_not_a_socket_is_refused, .timeout = 60)
+Test(takeover, path_not_a_socket_is_refused)
 {
 	char dir[64], path[96], out[4096];
 
@@ -509,7 +509,7 @@ static int dial_path(const char *path)
  * address) leaves the old one serving, which says so. The old one then
  * still hands over to a good new one.
  */
-Test(takeover, bad_clients_leave_the_old_one_serving, .timeout = 60)
+Test(takeover, bad_clients_leave_the_old_one_serving)
 {
 	char dir[64], path[96], out[4096], junk[400];
 	struct gen a, b;
