@@ -133,22 +133,23 @@ Test(takeover, adopt_one_socket_for_all_shards)
 
 /* ---- clients that count every request -------------------------------- */
 
-enum { ANS_OK, ANS_EOF, ANS_RESET, ANS_SHORT, ANS_BAD };
+enum { ANS_OK, ANS_EOF, ANS_RESET, ANS_SHORT, ANS_BAD, ANS_HUNG };
 
 /* Clients of one test: each request's fate, counted. */
 struct load {
 	struct pw_net_addr a;
 	atomic_bool stop;
-	_Atomic uint64_t ok, refused, resets, eofs, shorts, bad, retried;
+	_Atomic uint64_t ok, refused, resets, eofs, shorts, bad, hung, retried;
 	pthread_t th[8];
 	unsigned n;
 };
 
 static const char request[] = "GET / HTTP/1.1\r\nHost: t\r\n\r\n";
 
-/* Read one response on @fd: ANS_OK for a whole 200, ANS_EOF or ANS_RESET when
- * the connection ended before its first byte, ANS_SHORT after some, ANS_BAD
- * for another status or a response that makes no sense. */
+/* Read one response on @fd: ANS_OK for a whole 200, ANS_EOF or ANS_RESET
+ * when the connection ended before its first byte, ANS_SHORT after some,
+ * ANS_HUNG when nothing came for 5 s, ANS_BAD for another status or a
+ * response that makes no sense. */
 static int response(int fd)
 {
 	char buf[1024];
@@ -158,6 +159,8 @@ static int response(int fd)
 	for (;;) {
 		ssize_t r = recv(fd, buf + got, sizeof(buf) - 1 - got, 0);
 		if (r <= 0) {
+			if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+				return ANS_HUNG;
 			if (got)
 				return ANS_SHORT;
 			return r == 0 ? ANS_EOF : ANS_RESET;
@@ -205,8 +208,8 @@ static int dial(struct load *L)
 
 static void count(struct load *L, int r)
 {
-	_Atomic uint64_t *c[] = { &L->ok, &L->eofs, &L->resets, &L->shorts,
-				  &L->bad };
+	_Atomic uint64_t *c[] = { &L->ok,     &L->eofs, &L->resets,
+				  &L->shorts, &L->bad,	&L->hung };
 
 	atomic_fetch_add(c[r], 1);
 }
@@ -380,12 +383,16 @@ static void handover(char *const argv[])
 	load_until(&L, atomic_load(&L.ok) + 200);
 	load_stop(&L);
 	unsigned long long ok = L.ok, refused = L.refused, resets = L.resets,
-			   eofs = L.eofs, shorts = L.shorts, bad = L.bad;
+			   eofs = L.eofs, shorts = L.shorts, bad = L.bad,
+			   hung = L.hung;
 	cr_expect_eq(refused, 0, "%llu of %llu refused", refused, ok);
-	cr_expect_eq(resets, 0, "%llu of %llu reset", resets, ok);
+	cr_expect_eq(resets, 0, "%llu of %llu reset; A said: %s", resets, ok,
+		     a.text);
 	cr_expect_eq(eofs, 0, "%llu of %llu closed unanswered", eofs, ok);
 	cr_expect_eq(shorts, 0, "%llu of %llu cut short", shorts, ok);
 	cr_expect_eq(bad, 0, "%llu of %llu not a 200", bad, ok);
+	cr_expect_eq(hung, 0, "%llu of %llu unanswered for 5 s; A said: %s",
+		     hung, ok, a.text);
 	cr_log_info("handover: %llu answers, %llu keep-alive retries", ok,
 		    (unsigned long long)atomic_load(&L.retried));
 	one_request(&b.a);
