@@ -20,8 +20,9 @@
 
 /* The flags of `pinwheel proxy` and the proxy they start. */
 static struct px_cmd {
-	const char *listen, *upstreams, *takeover;
+	const char *listen, *upstreams, *balance, *takeover;
 	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz, sndbuf;
+	uint64_t chk_int, chk_tmo, rise, fall, max_fails, fail_tmo, res_int;
 	bool stats, reuse_port;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
@@ -35,13 +36,43 @@ static const struct px_cmd px_defaults = {
 	.drain = 5 * PW_NSEC_PER_SEC,
 	.nbufs = 1024,
 	.bufsz = 16 * 1024,
+	.chk_int = 2 * PW_NSEC_PER_SEC,
+	.chk_tmo = PW_NSEC_PER_SEC,
+	.rise = 2,
+	.fall = 3,
+	.max_fails = 3,
+	.fail_tmo = 10 * PW_NSEC_PER_SEC,
+	.res_int = 60 * PW_NSEC_PER_SEC,
 };
 
 static const struct pw_cli_opt px_opts[] = {
 	{ "--listen", PW_CLI_STRING, &P.listen, 0, 0, "ADDR",
 	  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
-	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0, "ADDR[,ADDR...]",
-	  "upstreams, used round robin with failover (required)" },
+	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0,
+	  "HOST:PORT[@W][,...]",
+	  "upstream servers, names resolved (each address a server), "
+	  "weight W 1..256 (1) (required)" },
+	{ "--balance", PW_CLI_STRING, &P.balance, 0, 0, "roundrobin|leastconn",
+	  "how a connection's server is chosen, per shard (roundrobin)" },
+	{ "--check-interval", PW_CLI_DURATION, &P.chk_int, 0,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "TCP connect check of each server; 0: no checks (2s)" },
+	{ "--check-timeout", PW_CLI_DURATION, &P.chk_tmo, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION", "of one check (1s)" },
+	{ "--rise", PW_CLI_UINT, &P.rise, 1, 1000, "N",
+	  "good checks in a row that bring a server up (2)" },
+	{ "--fall", PW_CLI_UINT, &P.fall, 1, 1000, "N",
+	  "failed checks in a row that take a server down (3)" },
+	{ "--max-fails", PW_CLI_UINT, &P.max_fails, 0, 1000, "N",
+	  "client connect failures in a row that take a server down; "
+	  "0: never (3)" },
+	{ "--fail-timeout", PW_CLI_DURATION, &P.fail_tmo, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "with checks off, a server taken down is tried again after it "
+	  "(10s)" },
+	{ "--resolve-interval", PW_CLI_DURATION, &P.res_int, 0,
+	  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "host names resolved again; 0: only at start (60s)" },
 	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
 	  "unsent bytes that pause reading a side (256k)" },
 	{ "--sndbuf", PW_CLI_SIZE, &P.sndbuf, 0, 1u << 30, "SIZE",
@@ -84,41 +115,18 @@ static const struct pw_cli_cmd px_cmd = {
 	.common = PW_CLI_RUNTIME,
 };
 
-/* --upstream into P.cfg, or the message naming what is wrong in it:
- * each item goes through pw_cli_addr() (port 0 refused), then the list
- * into P.cfg. */
+/* --upstream into P.cfg (names resolved now, on the main thread), or
+ * the message naming the item that is wrong and why. */
 static int px_upstreams(struct pw_drv *d)
 {
-	const char *p = P.upstreams;
-	struct pw_net_addr a;
-	char item[256];
-	int err;
+	char why[512];
 
-	if (!p)
+	if (!P.upstreams)
 		return pw_cli_fail(&d->cli, 2,
-				   "--upstream ADDR[,ADDR...] is required "
+				   "--upstream HOST:PORT[,...] is required "
 				   "(see --help)");
-	err = pw_proxy_upstreams_parse(&P.cfg, p);
-	if (err == -E2BIG)
-		return pw_cli_fail(&d->cli, 2,
-				   "--upstream: more than %d addresses",
-				   PW_PROXY_MAX_UPSTREAMS);
-	/* Every item (a longer one than item holds is no address either). */
-	for (;; p += strcspn(p, ",") + 1) {
-		size_t len = strcspn(p, ",");
-
-		snprintf(item, sizeof(item), "%.*s", (int)len, p);
-		if (pw_cli_addr(&d->cli, "--upstream", item,
-				PW_CLI_ADDR_CONNECT, &a))
-			return 2;
-		if (!p[len])
-			break;
-	}
-	if (err)
-		return pw_cli_fail(
-			&d->cli, 2,
-			"--upstream: '%s' is not a list of addresses",
-			P.upstreams);
+	if (pw_proxy_upstreams_set(&P.cfg, P.upstreams, why, sizeof(why)))
+		return pw_cli_fail(&d->cli, 2, "--upstream: %s", why);
 	return 0;
 }
 
@@ -129,6 +137,22 @@ static int px_setup(struct pw_drv *d)
 		return 2;
 	if (px_upstreams(d))
 		return 2;
+	if (!P.balance || !strcmp(P.balance, "roundrobin"))
+		P.cfg.balance = PW_PROXY_ROUNDROBIN;
+	else if (!strcmp(P.balance, "leastconn"))
+		P.cfg.balance = PW_PROXY_LEASTCONN;
+	else
+		return pw_cli_fail(&d->cli, 2,
+				   "--balance: '%s' is not roundrobin or "
+				   "leastconn",
+				   P.balance);
+	P.cfg.check_interval_ns = P.chk_int;
+	P.cfg.check_timeout_ns = P.chk_tmo;
+	P.cfg.rise = (unsigned)P.rise;
+	P.cfg.fall = (unsigned)P.fall;
+	P.cfg.max_fails = (unsigned)P.max_fails;
+	P.cfg.fail_timeout_ns = P.fail_tmo;
+	P.cfg.resolve_interval_ns = P.res_int;
 	if (P.nbufs & (P.nbufs - 1))
 		return pw_cli_fail(&d->cli, 2,
 				   "--buffers: %llu is not a power of two",
@@ -176,8 +200,11 @@ static void px_banner(struct pw_drv *d, FILE *f)
 {
 	int n = pw_runtime_shards(d->rt);
 
-	fprintf(f, ", %u upstream%s, %d shard%s", P.cfg.nupstreams,
-		P.cfg.nupstreams == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	fprintf(f, ", %u upstream%s (%s), %d shard%s", P.cfg.nupstreams,
+		P.cfg.nupstreams == 1 ? "" : "s",
+		P.cfg.balance == PW_PROXY_LEASTCONN ? "leastconn" :
+						      "roundrobin",
+		n, n == 1 ? "" : "s");
 }
 
 /* The counters as one line, "pinwheel proxy: open=...". */
@@ -198,12 +225,86 @@ static void px_tick(struct pw_drv *d)
 	px_line();
 }
 
-/* On SIGUSR1 the counters, then (and at exit) the metrics. */
+/* On SIGUSR1 the counters line (unless --metrics reports them), then
+ * (and at exit) the report. */
 static void px_report(struct pw_drv *d, bool final)
 {
-	if (!final)
+	if (!final && !d->cli.metrics)
 		px_line();
 	pw_drv_metrics(d, stdout);
+}
+
+/* One sample of a counter or gauge without labels. */
+static void px_one(struct pw_expo *e, const char *name, const char *help,
+		   enum pw_expo_type type, uint64_t v)
+{
+	pw_expo_metric(e, name, help, type);
+	pw_expo_sample(e, NULL, v);
+}
+
+/* The proxy's counters (pw_proxy_stats(), any thread) for every report. */
+static void px_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	struct pw_proxy_stats st;
+	const struct {
+		const char *cause;
+		const uint64_t *v;
+	} closes[] = {
+		{ "idle_timeout", &st.idle_closed },
+		{ "send_timeout", &st.send_timeouts },
+		{ "reset", &st.resets },
+		{ "drain", &st.drain_closed },
+		{ "upstream_failed", &st.upstream_failed },
+	};
+
+	(void)d;
+	if (!P.p || pw_proxy_stats(P.p, &st))
+		return;
+	px_one(e, "connections_accepted", "Client connections accepted.",
+	       PW_EXPO_COUNTER, st.conns_total);
+	px_one(e, "connections_active", "Client connections open now.",
+	       PW_EXPO_GAUGE, st.conns_open);
+	px_one(e, "accept_paused",
+	       "Accepts paused at --max-conns (the excess waits in the "
+	       "backlog).",
+	       PW_EXPO_COUNTER, st.accept_pauses);
+	px_one(e, "accept_errors",
+	       "Accept errors (EMFILE, ...) and connections whose task could "
+	       "not start.",
+	       PW_EXPO_COUNTER, st.accept_errors);
+	pw_expo_metric(e, "connections_closed",
+		       "Connections closed early, by cause (a clean end is "
+		       "not counted here).",
+		       PW_EXPO_COUNTER);
+	for (size_t i = 0; i < sizeof(closes) / sizeof(closes[0]); i++)
+		pw_expo_sample(
+			e, (const char *[]){ "cause", closes[i].cause, NULL },
+			*closes[i].v);
+	px_one(e, "aborts",
+	       "Connections cut with bytes undelivered (reset): a timeout or "
+	       "the drain deadline.",
+	       PW_EXPO_COUNTER, st.aborts);
+	pw_expo_metric(e, "bytes",
+		       "Bytes forwarded: up, client to upstream; "
+		       "down, upstream to client.",
+		       PW_EXPO_COUNTER);
+	pw_expo_sample(e, (const char *[]){ "direction", "up", NULL },
+		       st.bytes_up);
+	pw_expo_sample(e, (const char *[]){ "direction", "down", NULL },
+		       st.bytes_down);
+	px_one(e, "connect_errors",
+	       "Upstream connect attempts that failed, timeouts included.",
+	       PW_EXPO_COUNTER, st.connect_errors);
+	px_one(e, "connect_timeouts", "Upstream connect attempts timed out.",
+	       PW_EXPO_COUNTER, st.connect_timeouts);
+	px_one(e, "half_closes", "Ends of stream passed on (SHUT_WR).",
+	       PW_EXPO_COUNTER, st.half_closes);
+	px_one(e, "buffered_peak_bytes",
+	       "The most bytes one direction's buffer held.", PW_EXPO_GAUGE,
+	       st.buffered_peak);
+	px_one(e, "buffers_borrowed",
+	       "Receive ring buffers out of the ring (sampled every 50 ms).",
+	       PW_EXPO_GAUGE, st.bufs_borrowed);
 }
 
 static void px_drain(struct pw_drv *d)
@@ -244,6 +345,7 @@ static const struct pw_drv_ops px_ops = {
 	.banner = px_banner,
 	.tick = px_tick,
 	.report = px_report,
+	.counters = px_counters,
 	.drain = px_drain,
 	.open = px_open,
 	.stop = px_stop,
