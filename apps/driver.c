@@ -15,6 +15,7 @@
 #include "pinwheel/metrics.h"
 #include "apps/driver.h"
 #include "apps/scrape.h"
+#include "apps/takeover.h"
 
 enum pw_expo_format pw_drv_format(const struct pw_drv *d)
 {
@@ -194,9 +195,13 @@ static int start(struct pw_drv *d)
 		return err;
 	if (!o->own_runtime && (err = create_runtime(d)))
 		return err;
+	if ((err = pw_tko_begin(d)))
+		return err;
 	if (o->start && (err = o->start(d)))
 		return err;
 	d->served = true;
+	if ((err = pw_tko_ready(d)))
+		return err;
 	banner(d);
 	return scrape_start(d);
 }
@@ -282,6 +287,7 @@ static int serve(struct pw_drv *d)
 		if (rc == PW_CLI_DUMP)
 			report(d, false);
 	}
+	pw_tko_stopping(d);
 	drain(d);
 	return rc < 0 ? 1 : 0;
 }
@@ -308,6 +314,7 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 	rc = start(&d);
 	if (!rc)
 		rc = ops->run ? ops->run(&d) : serve(&d);
+	pw_tko_end(&d);
 	if (d.served && d.cli.metrics)
 		report(&d, true);
 	pw_scrape_stop(d.scrape); /* its counters were in the report */

@@ -35,15 +35,19 @@
  *   the runtime   checked by pw_config_check() (exit 1 with the message
  *                 naming the wrong field) and created (exit 1), the
  *                 creation left to start with ops->own_runtime
- *   start         the service; then, with --metrics-listen, the scrape
- *                 server (apps/scrape.h) on shard 0; then the banner
+ *   start         the service (on the sockets of the process on
+ *                 --takeover's path, if one runs there), then
+ *                 --takeover's socket; then, with --metrics-listen,
+ *                 the scrape server (apps/scrape.h) on shard 0; then
+ *                 the banner
  *                 "NAME: listening on ADDR" + ops->banner, when start
  *                 set d->addr, and "NAME: metrics on ADDR (...)" 
  *   run           the command's work; without it, serve: wait for a
  *                 signal, calling tick every d->tick_ns and report on
  *                 SIGUSR1; then drain: ops->drain, and wait up to
  *                 d->drain_ns (or until a second signal) while
- *                 ops->open() is above 0
+ *                 ops->open() is above 0; a takeover by a new process
+ *                 stops it as SIGTERM does
  *   report        with --metrics, the final report (default: metrics)
  *   scrape        the scrape server stopped
  *   the runtime   destroyed, unless ops->own_runtime
@@ -78,6 +82,16 @@ struct pw_drv {
 	bool served;		 /* start succeeded */
 	struct pw_net_addr metrics_addr; /* --metrics-listen, parsed */
 	struct pw_scrape *scrape;	 /* its server while it runs */
+	/* --takeover PATH (apps/takeover.h). setup sets takeover and
+	 * listen (the address asked for); start then listens on the
+	 * sockets adopt[0..nadopt) when nadopt > 0 (else binds fresh) and
+	 * sets listener to the one it serves on. */
+	const char *takeover;
+	const struct pw_net_addr *listen;
+	const int *adopt;
+	unsigned nadopt;
+	struct pw_net_listener *listener;
+	struct pw_tko *tko;
 };
 
 /* A command's hooks; each may be NULL. Those returning int return 0 to

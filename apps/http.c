@@ -52,8 +52,9 @@
  * Draining: the main thread sets the server's flag and wakes every task
  * registered with a shard's registry (a mutex-guarded list of owned
  * wakers, touched once per connection, never per request). Each task
- * checks the flag at every poll: an acceptor stops, an idle connection
- * closes, a connection in the middle of a request answers it with
+ * checks the flag at every poll: an acceptor stops (serving what it
+ * accepted already), an idle connection closes once silent for
+ * DRAIN_IDLE_NS (one that has sent no request yet waits for its first), a connection in the middle of a request answers it with
  * "Connection: close". The registry also counts the shard's open
  * connections: an acceptor at --max-conns stops accepting (the excess
  * waits in the listen backlog) and the connection whose end takes the
@@ -91,7 +92,9 @@
 #define OUT_POOL     64			   /* free output buffers per shard */
 #define LINGER_NS    (1 * PW_NSEC_PER_SEC) /* reading after a closing reply */
 #define LINGER_BYTES (64u << 10)	   /* the most it drops: then a reset */
-#define FANOUT_BATCH 16 /* --fanout calls in flight per request */
+/* How long a drain lets an idle connection send its next request. */
+#define DRAIN_IDLE_NS (250 * PW_NSEC_PER_MSEC)
+#define FANOUT_BATCH  16 /* --fanout calls in flight per request */
 
 /* A task the drain must wake: linked in a shard's registry. */
 struct http_member {
@@ -295,6 +298,8 @@ struct http_conn {
 	bool closing;	  /* close once out is sent */
 	bool eof;	  /* the client closed its side */
 	bool keep;	  /* the request whose job runs keeps the connection */
+	bool answered;	  /* a whole request came: a drain may close it idle */
+	bool drain_seen;  /* drain_at() started its grace (at t_idle) */
 	bool head;	  /* the request whose job runs is a HEAD */
 	bool sending;	  /* the send of out has waited: t_send and sent hold */
 	uint8_t cause;	  /* why it closes (PW_HTTP_CLOSE_*), once known */
@@ -533,6 +538,7 @@ static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
 {
 	uint32_t max = c->srv->max_requests;
 
+	c->answered = true;
 	if (!c->p.req.keep_alive || drain) {
 		conn_cause(c,
 			   drain ? PW_HTTP_CLOSE_DRAIN : PW_HTTP_CLOSE_CLIENT);
@@ -633,8 +639,26 @@ static inline bool conn_timer(struct pw_cx *cx, struct http_conn *c,
 }
 
 /*
+ * When a drain closes @c, idle: never before its first request (it was
+ * accepted before the stop: that one is answered), else DRAIN_IDLE_NS
+ * after the drain reached it, so that a request already on its way is
+ * answered (with "Connection: close") rather than met by a close. The
+ * grace starts at t_idle, reset then. PW_TIME_NEVER when not draining.
+ */
+static inline uint64_t drain_at(struct http_conn *c)
+{
+	if (c->partial || !c->answered || !draining(c->srv))
+		return PW_TIME_NEVER;
+	if (!c->drain_seen) {
+		c->drain_seen = true;
+		c->t_idle = pw_time_now();
+	}
+	return c->t_idle + DRAIN_IDLE_NS;
+}
+
+/*
  * C_RECV found no bytes: send what is waiting, or close when draining
- * between requests; else wait, under the keep-alive timeout (closes,
+ * between requests (drain_at()); else wait, under the keep-alive timeout (closes,
  * counted in timeouts) and, with part of a request in, the head timeout
  * (408, then close; the earlier of the two wins, 408 on a tie).
  * Return: true when the task must wait.
@@ -643,15 +667,11 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 {
 	struct pw_http_server *s = c->srv;
 	uint64_t at = PW_TIME_NEVER, head = PW_TIME_NEVER;
+	uint64_t drain = drain_at(c);
 	struct http_shard *h;
 
 	if (c->out_len) {
 		c->step = C_SEND;
-		return false;
-	}
-	if (draining(s) && !c->partial) {
-		conn_cause(c, PW_HTTP_CLOSE_DRAIN);
-		conn_close(c);
 		return false;
 	}
 	if (s->keepalive_ns)
@@ -660,10 +680,15 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 		head = c->t_req + s->head_ns;
 	if (head < at)
 		at = head;
+	if (drain < at)
+		at = drain;
 	if (!conn_timer(cx, c, at))
 		return true;
 	h = here(s);
-	if (at == head) {
+	if (at == drain) {
+		conn_cause(c, PW_HTTP_CLOSE_DRAIN);
+		conn_close(c);
+	} else if (at == head) {
 		bump(&h->head_timeouts, 1);
 		count_status(h, 408);
 		conn_cause(c, PW_HTTP_CLOSE_HEAD_TIMEOUT);
@@ -1135,7 +1160,11 @@ int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 	 * connections the kernel hands them: share one socket instead. */
 	if (s->accept_shards < s->nshards)
 		lo.flags |= PW_NET_LISTEN_SHARED;
-	err = pw_net_listener_create(&s->l, rt, addr, &lo);
+	if (o->nadopt)
+		err = pw_net_listener_adopt(&s->l, rt, o->adopt, o->nadopt,
+					    &lo);
+	else
+		err = pw_net_listener_create(&s->l, rt, addr, &lo);
 	if (err) {
 		s->l = NULL;
 		pw_http_server_destroy(s);
@@ -1152,6 +1181,11 @@ int pw_http_server_addr(const struct pw_http_server *s, struct pw_net_addr *out)
 	if (!s || !out)
 		return -EINVAL;
 	return pw_net_listener_addr(s->l, out);
+}
+
+struct pw_net_listener *pw_http_server_listener(struct pw_http_server *s)
+{
+	return s ? s->l : NULL;
 }
 
 int pw_http_server_listener_stats(const struct pw_http_server *s,

@@ -61,6 +61,11 @@ struct pw_http_opts {
 	size_t body_len;       /* bytes of body (ignored when body is NULL) */
 	size_t head_max;       /* cap on a request head, 64..1 MiB; 0: 8 KiB */
 	uint32_t listen_flags; /* PW_NET_LISTEN_* */
+	/* Listen on these sockets, already bound and listening (another
+	 * process's, --takeover), instead of binding the address: the
+	 * server then owns them (pw_net_listener_adopt()). nadopt 0: bind. */
+	const int *adopt;
+	unsigned nadopt;
 	/* Per request, before the response: spawn a child task running
 	 * @work iterations of unfoldable arithmetic and join it (0: none). */
 	uint64_t work;
@@ -171,6 +176,13 @@ struct pw_http_server;
 int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 			 const struct pw_net_addr *addr,
 			 const struct pw_http_opts *o);
+
+/**
+ * pw_http_server_listener - the listener the server accepts from, for
+ * handing its sockets over (pw_net_listener_fds()); NULL for NULL.
+ * Context: any thread, while the server lives.
+ */
+struct pw_net_listener *pw_http_server_listener(struct pw_http_server *s);
 
 /**
  * pw_http_server_listener_stats - the counters of the server's listener

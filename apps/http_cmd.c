@@ -25,7 +25,7 @@
 
 /* The flags of `pinwheel http` and the server they start. */
 static struct http_cmd {
-	const char *listen, *body;
+	const char *listen, *body, *takeover;
 	uint64_t head_max, drain_ns, work, accept_shards;
 	uint64_t head_ns, keepalive_ns, send_ns;
 	uint64_t max_conns, max_requests, max_body, sndbuf;
@@ -99,6 +99,10 @@ static const struct pw_cli_opt http_opts[] = {
 	  "each connection's socket send buffer: what a client that "
 	  "does not read can have queued; 0: the kernel's autotuning "
 	  "(default 16k)" },
+	{ "--takeover", PW_CLI_STRING, &H.takeover, 0, 0, "PATH",
+	  "take the listening sockets from the process serving on the "
+	  "Unix socket PATH (it drains and exits), else bind; then "
+	  "serve PATH for the next one" },
 	{ "--accept-shards", PW_CLI_UINT, &H.accept_shards, 1, PW_MAX_SHARDS,
 	  "N", "only shards 0..N-1 accept connections (default all)" },
 };
@@ -171,17 +175,24 @@ static int http_setup(struct pw_drv *d)
 	if (d->cfg.sched == PW_SCHED_STEAL)
 		H.ho.listen_flags |= PW_NET_LISTEN_SHARED;
 	d->drain_ns = H.drain_ns;
+	d->takeover = H.takeover;
+	d->listen = &H.addr;
 	return 0;
 }
 
 static int http_start(struct pw_drv *d)
 {
-	int err = pw_http_server_start(&H.srv, d->rt, &H.addr, &H.ho);
+	int err;
+
+	H.ho.adopt = d->adopt;
+	H.ho.nadopt = d->nadopt;
+	err = pw_http_server_start(&H.srv, d->rt, &H.addr, &H.ho);
 
 	if (err)
 		return pw_cli_fail(&d->cli, 1, "cannot serve on %s: %s",
 				   H.listen, strerror(-err));
 	pw_http_server_addr(H.srv, &d->addr);
+	d->listener = pw_http_server_listener(H.srv);
 	return 0;
 }
 

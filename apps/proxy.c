@@ -987,7 +987,11 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	};
 	lo.flags |= cfg->listen_flags & PW_NET_LISTEN_SHARE_PORT;
 	lo.sndbuf = (int)cfg->sndbuf;
-	err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
+	if (cfg->nadopt)
+		err = pw_net_listener_adopt(&p->l, p->rt, cfg->adopt,
+					    cfg->nadopt, &lo);
+	else
+		err = pw_net_listener_create(&p->l, p->rt, &cfg->listen, &lo);
 	if (err)
 		goto fail;
 	pw_net_listener_addr(p->l, &p->addr);
@@ -1023,6 +1027,11 @@ fail:
 	pxu_destroy(p->up);
 	free(p);
 	return err;
+}
+
+struct pw_net_listener *pw_proxy_listener(struct pw_proxy *p)
+{
+	return p ? p->l : NULL;
 }
 
 int pw_proxy_addr(const struct pw_proxy *p, struct pw_net_addr *out)

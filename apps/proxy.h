@@ -91,8 +91,13 @@ struct pw_proxy_config {
 					connection, up to 1 GiB; 0: the
 					kernel's autotuning (the default) */
 	uint32_t listen_flags;	      /* PW_NET_LISTEN_SHARE_PORT or 0 */
-	struct pw_config rt;	      /* the runtime's settings */
-	struct pw_net_config net;     /* each shard's buffer ring (1024
+	const int *adopt;	      /* with nadopt > 0: listen on these
+					 sockets, bound and listening
+					 (--takeover), owned by the proxy
+					 from its start; else bind listen */
+	unsigned nadopt;
+	struct pw_config rt;	  /* the runtime's settings */
+	struct pw_net_config net; /* each shard's buffer ring (1024
 					buffers of 16 KiB) */
 };
 
@@ -203,6 +208,14 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg);
  * Context: any thread.
  */
 int pw_proxy_addr(const struct pw_proxy *p, struct pw_net_addr *out);
+
+/**
+ * pw_proxy_listener - the listener the proxy accepts from, for handing
+ * its sockets over (pw_net_listener_fds()); NULL for NULL or once
+ * pw_proxy_drain() closed it.
+ * Context: the thread that calls pw_proxy_drain().
+ */
+struct pw_net_listener *pw_proxy_listener(struct pw_proxy *p);
 
 /**
  * pw_proxy_runtime - the runtime serving @p (for metrics), or NULL.

@@ -22,7 +22,7 @@
 
 /* The flags of `pinwheel proxy` and the proxy they start. */
 static struct px_cmd {
-	const char *listen, *upstreams, *balance;
+	const char *listen, *upstreams, *balance, *takeover;
 	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz, sndbuf;
 	uint64_t chk_int, chk_tmo, rise, fall, max_fails, fail_tmo, res_int;
 	bool stats, reuse_port;
@@ -99,6 +99,10 @@ static const struct pw_cli_opt px_opts[] = {
 	  "bytes per receive buffer (16k)" },
 	{ "--stats", PW_CLI_BOOL, &P.stats, 0, 0, NULL,
 	  "print connections, bytes and errors every second" },
+	{ "--takeover", PW_CLI_STRING, &P.takeover, 0, 0, "PATH",
+	  "take the listening sockets from the process serving on the "
+	  "Unix socket PATH (it drains and exits), else bind; then "
+	  "serve PATH for the next one" },
 	{ "--reuse-port", PW_CLI_BOOL, &P.reuse_port, 0, 0, NULL,
 	  "share a port other servers already listen on (SO_REUSEPORT); "
 	  "without it a port in use is refused" },
@@ -166,6 +170,8 @@ static int px_setup(struct pw_drv *d)
 	P.cfg.net.buf_size = (uint32_t)P.bufsz;
 	d->drain_ns = P.drain;
 	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
+	d->takeover = P.takeover;
+	d->listen = &P.cfg.listen;
 	return 0;
 }
 
@@ -175,6 +181,8 @@ static int px_start(struct pw_drv *d)
 	int err;
 
 	P.cfg.rt = d->cfg;
+	P.cfg.adopt = d->adopt;
+	P.cfg.nadopt = d->nadopt;
 	err = pw_proxy_start(&P.p, &P.cfg);
 	if (err) {
 		P.p = NULL;
@@ -186,6 +194,7 @@ static int px_start(struct pw_drv *d)
 	}
 	d->rt = pw_proxy_runtime(P.p);
 	pw_proxy_addr(P.p, &d->addr);
+	d->listener = pw_proxy_listener(P.p);
 	return 0;
 }
 

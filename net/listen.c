@@ -19,6 +19,13 @@
  * SO_REUSEPORT (another listener there makes it fail with EADDRINUSE),
  * unless the caller asked to share the port; a Unix path that is taken
  * is replaced only when it is a socket nobody listens on (docs/net.md).
+ *
+ * A listener can also take over sockets another process bound and
+ * handed over (pw_net_listener_adopt(): shard i accepts from socket
+ * i % n) and hand its own out (pw_net_listener_fds()). pw_accept_stop()
+ * ends accepting without losing a connection: the sockets stay open, so
+ * what the kernel queued on them waits for whoever else holds them, and
+ * every connection already accepted is handed to the caller.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -150,7 +157,7 @@ static void close_all(struct pw_net_listener *l, unsigned n)
 {
 	for (unsigned i = 0; i < n; i++) {
 		struct pw__lshard *ls = &l->per[i];
-		if (ls->fd >= 0 && (!l->shared || i == 0))
+		if (ls->fd >= 0 && i < l->nfds)
 			close(ls->fd);
 		for (uint32_t k = 0; k < ls->spill_len; k++)
 			close(ls->spill[(ls->spill_head + k) % ls->spill_cap]);
@@ -272,6 +279,7 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 	l->shared = (o.flags & PW_NET_LISTEN_SHARED) ||
 		    addr->u.sa.sa_family == AF_UNIX;
 	l->addr = *addr;
+	l->nfds = l->shared ? 1 : l->n;
 	for (unsigned i = 0; i < l->n; i++)
 		l->per[i].fd = -1;
 	int err = open_all(l, &o);
@@ -283,12 +291,130 @@ int pw_net_listener_create(struct pw_net_listener **lp, struct pw_runtime *rt,
 	return 0;
 }
 
+/* ---- sockets from another process ------------------------------------ */
+
+/*
+ * Whether @fd is a listening stream socket of a family a listener takes;
+ * its bound address goes to @a. Return: 0; -EBADF or -ENOTSOCK from
+ * getsockopt; -EINVAL for a socket that is not a listening stream one
+ * of AF_INET, AF_INET6 or AF_UNIX bound to a name.
+ */
+static int adopt_check(int fd, struct pw_net_addr *a)
+{
+	int type = 0, acc = 0, dom = 0;
+	socklen_t len = sizeof(int);
+
+	if (fd < 0)
+		return -EBADF;
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len))
+		return -errno;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &acc, &len))
+		return -errno;
+	len = sizeof(int);
+	if (getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &len))
+		return -errno;
+	if (type != SOCK_STREAM || !acc)
+		return -EINVAL;
+	memset(a, 0, sizeof(*a));
+	len = sizeof(a->u);
+	if (getsockname(fd, &a->u.sa, &len))
+		return -errno;
+	a->len = len;
+	return a->u.sa.sa_family == dom && addr_ok(a) ? 0 : -EINVAL;
+}
+
+/* Whether the sockets @fd and @other are one (two descriptors of it). */
+static bool same_socket(int fd, int other)
+{
+	struct stat a, b;
+
+	return !fstat(fd, &a) && !fstat(other, &b) && a.st_dev == b.st_dev &&
+	       a.st_ino == b.st_ino;
+}
+
+/*
+ * Check @fds for pw_net_listener_adopt(): each a listening socket, all
+ * bound to one address (put in @addr), no socket twice; give each
+ * @sndbuf when it is not 0. Return: 0 or the -errno of the first bad one.
+ */
+static int adopt_all(const int *fds, unsigned nfds, int sndbuf,
+		     struct pw_net_addr *addr)
+{
+	struct pw_net_addr a;
+
+	for (unsigned i = 0; i < nfds; i++) {
+		int err = adopt_check(fds[i], i ? &a : addr);
+		if (err)
+			return err;
+		if (i && (a.len != addr->len || memcmp(&a.u, &addr->u, a.len)))
+			return -EINVAL;
+		for (unsigned k = 0; k < i; k++)
+			if (same_socket(fds[i], fds[k]))
+				return -EINVAL;
+		if (sndbuf && setsockopt(fds[i], SOL_SOCKET, SO_SNDBUF, &sndbuf,
+					 sizeof(sndbuf)))
+			return -errno;
+	}
+	return 0;
+}
+
+int pw_net_listener_adopt(struct pw_net_listener **lp, struct pw_runtime *rt,
+			  const int *fds, unsigned nfds,
+			  const struct pw_net_listen_opts *opts)
+{
+	const uint32_t known = PW_NET_LISTEN_SHARED | PW_NET_LISTEN_SHARE_PORT;
+	struct pw_net_listen_opts o = { 0 };
+	struct pw_net_addr addr;
+
+	if (!lp)
+		return -EINVAL;
+	*lp = NULL;
+	if (opts)
+		o = *opts;
+	int n = pw_runtime_shards(rt);
+	if (!fds || !nfds || n < 1 || o.backlog < 0 || o.sndbuf < 0 ||
+	    (o.flags & ~known) ||
+	    (nfds > 1 && (o.flags & PW_NET_LISTEN_SHARED)))
+		return -EINVAL;
+	if (nfds > (unsigned)n)
+		return -E2BIG;
+	int err = adopt_all(fds, nfds, o.sndbuf, &addr);
+	if (err)
+		return err;
+	struct pw_net_listener *l =
+		pw__fault_calloc(PW__FAULT_LISTENER, 1,
+				 sizeof(*l) + (size_t)n * sizeof(l->per[0]));
+	if (!l)
+		return -ENOMEM;
+	l->rt = rt;
+	l->n = (unsigned)n;
+	l->nfds = nfds;
+	l->shared = nfds == 1;
+	l->addr = addr;
+	for (unsigned i = 0; i < l->n; i++)
+		l->per[i].fd = fds[i % nfds];
+	*lp = l;
+	return 0;
+}
+
+int pw_net_listener_fds(struct pw_net_listener *l, int *fds, unsigned cap)
+{
+	if (!l || (!fds && cap))
+		return -EINVAL;
+	for (unsigned i = 0; i < l->nfds && i < cap; i++)
+		fds[i] = l->per[i].fd;
+	l->handed = true;
+	return (int)l->nfds;
+}
+
 int pw_net_listener_destroy(struct pw_net_listener *l)
 {
 	if (!l)
 		return -EINVAL;
 	close_all(l, l->n);
-	if (l->addr.u.sa.sa_family == AF_UNIX && l->addr.u.un.sun_path[0])
+	if (l->addr.u.sa.sa_family == AF_UNIX && l->addr.u.un.sun_path[0] &&
+	    !l->handed)
 		unlink(l->addr.u.un.sun_path);
 	free(l);
 	return 0;
@@ -399,6 +525,25 @@ static int accept_arm(struct pw_cx *cx, struct pw_accept *a, int fd)
 	return 0;
 }
 
+/*
+ * Hand out what @a and the shard's spill hold, oldest first: true with
+ * *@res set, false when both are empty.
+ */
+static bool accept_take(struct pw_accept *a, struct pw__lshard *ls, int *res)
+{
+	if (a->count) {
+		*res = a->fds[a->head];
+		a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
+		a->count--;
+		return true;
+	}
+	if (ls->spill_len) {
+		*res = spill_pop(ls);
+		return true;
+	}
+	return false;
+}
+
 enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 			    pw_time_t deadline, int *res)
 {
@@ -418,13 +563,7 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 	if (a->count || ls->spill_len) {
 		if (!pw__coop_proceed(cx))
 			return PW_PENDING;
-		if (a->count) {
-			*res = a->fds[a->head];
-			a->head = (uint16_t)((a->head + 1) % PW_ACCEPT_QUEUE);
-			a->count--;
-		} else {
-			*res = spill_pop(ls);
-		}
+		(void)accept_take(a, ls, res);
 		pw_sleep_cancel(&a->timer);
 		return PW_READY;
 	}
@@ -480,4 +619,33 @@ void pw_accept_cancel(struct pw_accept *a)
 	a->err = 0;
 	pw_sleep_cancel(&a->timer);
 	pw_sleep_cancel(&a->backoff);
+}
+
+enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a, int *res)
+{
+	if (!res)
+		return PW_READY;
+	if (!cx || !a || !a->l || cx->shard->rt != a->l->rt ||
+	    cx->shard->id >= a->l->n) {
+		*res = -EINVAL;
+		return PW_READY;
+	}
+	struct pw__shard *s = cx->shard;
+	struct pw_net_op *op = &a->op;
+
+	/* Our own cancel: its -ECANCELED is not an error to report. */
+	if (op->state == PW__NS_ARMED) {
+		op->flags |= PW__NF_PAUSED;
+		pw__nop_cancel(s, op);
+	}
+	op->flags &= (uint8_t) ~(PW__NF_WAITING | PW__NF_BACKOFF);
+	pw_sleep_cancel(&a->backoff);
+	if (accept_take(a, &a->l->per[s->id], res))
+		return PW_READY;
+	if (op->state != PW__NS_IDLE)
+		return PW_PENDING; /* the final completion wakes us */
+	a->err = 0;
+	pw_sleep_cancel(&a->timer);
+	*res = -ECANCELED;
+	return PW_READY;
 }

@@ -92,7 +92,9 @@ struct pw__lshard {
 struct pw_net_listener {
 	struct pw_runtime *rt;
 	unsigned n;		 /* shards */
+	unsigned nfds;		 /* distinct sockets: per[0..nfds-1].fd */
 	bool shared;		 /* one socket for all */
+	bool handed;		 /* fds handed out: keep a Unix path */
 	struct pw_net_addr addr; /* bound address */
 	struct pw__lshard per[];
 };

@@ -40,15 +40,18 @@ enum pw_poll pw_accept_loop_poll(struct pw_cx *cx, struct pw_accept *acc,
 		return cx ? pw_ready(cx, -EINVAL) : PW_READY;
 	for (;;) {
 		if (loop->stop && loop->stop(loop->arg)) {
-			pw_accept_cancel(acc);
-			return pw_ready(cx, 0);
-		}
-		if (loop->full && loop->full(loop->arg)) {
+			/* Served, not closed: each was accepted already. */
+			if (pw_accept_stop(cx, acc, &fd) == PW_PENDING)
+				return PW_PENDING;
+			if (fd < 0)
+				return pw_ready(cx, 0);
+		} else if (loop->full && loop->full(loop->arg)) {
 			pw_accept_pause(acc);
 			return PW_PENDING;
-		}
-		if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) == PW_PENDING)
+		} else if (pw_accept_poll(cx, acc, PW_TIME_NEVER, &fd) ==
+			   PW_PENDING) {
 			return PW_PENDING;
+		}
 		if (fd < 0) {
 			if (loop->error)
 				loop->error(loop->arg, fd);

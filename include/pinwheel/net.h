@@ -181,6 +181,46 @@ PW_API int pw_net_listener_create(struct pw_net_listener **lp,
 				  const struct pw_net_listen_opts *opts);
 
 /**
+ * pw_net_listener_adopt - a listener for @rt's shards on sockets already
+ * bound and listening, such as those another process handed over with
+ * pw_net_listener_fds() and SCM_RIGHTS. Each of @fds must be a listening
+ * stream socket (SO_ACCEPTCONN, SO_TYPE, SO_DOMAIN) of AF_INET, AF_INET6
+ * or a named AF_UNIX socket, all bound to the same address
+ * (getsockname), no socket twice. The shards map onto them in turn:
+ * shard i accepts from socket i % @nfds, so with as many sockets as
+ * shards each has its own, and one socket is shared by all. From
+ * @opts (may be NULL) only sndbuf is applied, to each socket; the
+ * sockets keep their backlog and options. On success the listener owns
+ * the sockets (pw_net_listener_destroy() closes them).
+ * Return: 0 with *@lp set; -EINVAL for bad arguments, for a socket that
+ * is not listening, not a stream or bound elsewhere than the first, for
+ * one given twice, and for PW_NET_LISTEN_SHARED with more than one
+ * socket; -E2BIG for more sockets than shards (a socket no shard accepts
+ * from would keep its connections waiting); -EBADF or -ENOTSOCK for a
+ * descriptor that is not a socket; -ENOMEM. On error the caller still
+ * owns @fds, none closed.
+ * Context: any thread.
+ */
+PW_API int pw_net_listener_adopt(struct pw_net_listener **lp,
+				 struct pw_runtime *rt, const int *fds,
+				 unsigned nfds,
+				 const struct pw_net_listen_opts *opts);
+
+/**
+ * pw_net_listener_fds - @l's distinct listening sockets, shard order
+ * (one per shard, or the one shared): the first @cap of them go to @fds.
+ * They stay owned by @l: a caller passes them on (SCM_RIGHTS) but never
+ * closes them. As another process may now serve on them,
+ * pw_net_listener_destroy() no longer unlinks a Unix socket's path.
+ * Return: how many sockets @l has (at most its shards); -EINVAL for a
+ * NULL @l, or a NULL @fds with @cap above 0.
+ * Context: any thread, while @l lives, once per hand-over (not
+ * concurrently with pw_net_listener_destroy()).
+ */
+PW_API int pw_net_listener_fds(struct pw_net_listener *l, int *fds,
+			       unsigned cap);
+
+/**
  * pw_net_listener_destroy - close the sockets and free @l (unlinking a
  * Unix socket's path). Call it once no task accepts from @l any more
  * (after those tasks finished, or after pw_runtime_destroy()).
@@ -270,6 +310,23 @@ PW_API void pw_accept_cancel(struct pw_accept *a);
  * Context: the shard that polled @a.
  */
 PW_API void pw_accept_pause(struct pw_accept *a);
+
+/**
+ * pw_accept_stop - stop accepting without losing a connection: cancel
+ * the multishot accept (the listening sockets stay open: what the kernel
+ * has not handed out waits in their backlogs, for this or another
+ * process to accept), then hand out, one per call, every connection
+ * already accepted: queued in @a, kept in the shard's spill, or posted
+ * by the kernel before the cancel landed. Poll it until it says
+ * -ECANCELED; pw_accept_cancel() instead closes them unanswered.
+ * Return: PW_READY with *@res a new socket the caller owns and must
+ * serve, or -ECANCELED once nothing is left and the accept is idle, or
+ * -EINVAL for bad arguments; PW_PENDING while the cancel is in flight
+ * (its completion wakes the task).
+ * Context: a task on the shard that polled @a.
+ */
+PW_API enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a,
+				   int *res);
 
 /* ---- receive ------------------------------------------------------------ */
 

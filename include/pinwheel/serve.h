@@ -61,7 +61,9 @@ extern "C" {
 /* What an acceptor does with its connections. Only start is required. */
 struct pw_accept_loop {
 	/* Checked before each accept: true ends the loop (the accept is
-	 * cancelled, the task ends with result 0). NULL: never. */
+	 * stopped by pw_accept_stop(): the connections it already took
+	 * still go to start, then the task ends with result 0; the
+	 * listening sockets stay open). NULL: never. */
 	bool (*stop)(void *arg);
 	/* Checked next: true holds the loop at a cap (the accept is
 	 * paused, the task waits with nothing armed: whoever brings the
