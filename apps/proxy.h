@@ -16,6 +16,7 @@
 #ifndef PW_APPS_PROXY_H
 #define PW_APPS_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -48,6 +49,16 @@ struct pw_proxy_config {
 	struct pw_config rt;	     /* the runtime's settings */
 	struct pw_net_config net;    /* each shard's buffer ring (1024
 					buffers of 16 KiB) */
+	/* The PROXY protocol and the access log (docs/proxy.md). */
+	uint8_t send_proxy;		  /* header sent to the upstream
+					      first: 0 none, 1 v1, 2 v2 */
+	bool accept_proxy;		  /* each client sends a header
+					      first (v1 or v2) */
+	uint64_t accept_proxy_timeout_ns; /* for it to arrive (5 s) */
+	const char *access_log;		  /* file, "-": stdout; NULL:
+					      none (copied at start) */
+	uint64_t access_log_buf;	  /* bytes of each shard's log
+					      buffer; 0: 256 KiB */
 };
 
 /* Counters summed over the shards. */
@@ -76,6 +87,13 @@ struct pw_proxy_stats {
 	uint64_t bufs_borrowed_peak; /* the most seen at one sample */
 	uint64_t bufs_total;	     /* ring buffers on all shards */
 	uint64_t release_errors;     /* buffers the ring refused back */
+	uint64_t proxy_header_bad;   /* clients closed: a malformed PROXY
+				      header */
+	uint64_t proxy_header_timeout; /* clients closed: no whole PROXY
+					header within the timeout */
+	uint64_t access_log_records;   /* lines given to the access log */
+	uint64_t access_log_dropped;   /* lines it lost (writer behind) */
+	uint64_t access_log_errors;    /* its write or reopen errors */
 };
 
 struct pw_proxy;
@@ -83,7 +101,8 @@ struct pw_proxy;
 /**
  * pw_proxy_config_init - the defaults: no addresses, 256 KiB high water,
  * 60 s idle and send timeouts, 5 s connect timeout, no connection
- * limit, pw_config_init()
+ * limit, no PROXY protocol (5 s header timeout), no access log,
+ * pw_config_init()
  * and a ring of 1024 buffers of 16 KiB per shard.
  * Context: any thread.
  */
@@ -101,7 +120,8 @@ int pw_proxy_upstreams_parse(struct pw_proxy_config *cfg, const char *text);
 /**
  * pw_proxy_start - start serving @cfg (copied).
  * Return: 0 with *@pp set; -EINVAL for NULL, no upstream, a zero high
- * water or connect timeout; the error of pw_runtime_create() or
+ * water or connect timeout, send_proxy above 2, accept_proxy with a zero
+ * timeout; the error of pw_runtime_create(), pw_access_log_open() or
  * pw_net_listener_create() (nothing is left running then).
  * Context: any thread that is not a shard.
  */
@@ -138,7 +158,9 @@ int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns);
 
 /**
  * pw_proxy_destroy - close every connection left (counted in
- * drain_closed), stop the runtime and free @p, after copying the
+ * drain_closed), stop the runtime, write the access log's last records
+ * (every connection closed is in the file then) and free @p, after
+ * copying the
  * final counters to @final when it is not NULL. Drains with a zero
  * deadline first if pw_proxy_drain() was not called.
  * Return: 0; -EINVAL for NULL @p.
