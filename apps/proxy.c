@@ -35,6 +35,14 @@
  * progress). A connection cut with bytes still undelivered resets the
  * side that loses them, never a clean end of stream.
  *
+ * The PROXY protocol and the access log hang off a connection's struct
+ * px_meta, allocated at its accept only when one of them is on: the
+ * header phase (P_HEADER) receives on the client's d[0].rx, which the
+ * forwarding then goes on using, so bytes after the header are never
+ * lost; the header to the upstream is sent once connected, before the
+ * first client byte; conn_end() gives the access log its record, with
+ * the end code the first cause noted (conn_why()).
+ *
  * Counters live in one slot per shard: a counter is written only by
  * the thread running that shard (relaxed load and store, no
  * read-modify-write) and read by any thread. The open-connection count

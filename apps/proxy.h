@@ -11,7 +11,11 @@
  * propagation, an idle timeout, a send timeout and a connection cap
  * that leaves the excess in the backlog. pw_proxy_stop() stops accepting,
  * drains the open connections up to a deadline and tears everything
- * down. docs/proxy.md describes the design.
+ * down. With accept_proxy a connection first reads a PROXY protocol
+ * header from its client, with send_proxy it sends one to its upstream
+ * before any client byte, and with access_log each closed connection
+ * leaves one line there (access_log.h). docs/proxy.md describes the
+ * design.
  */
 #ifndef PW_APPS_PROXY_H
 #define PW_APPS_PROXY_H
@@ -160,9 +164,8 @@ int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns);
  * pw_proxy_destroy - close every connection left (counted in
  * drain_closed), stop the runtime, write the access log's last records
  * (every connection closed is in the file then) and free @p, after
- * copying the
- * final counters to @final when it is not NULL. Drains with a zero
- * deadline first if pw_proxy_drain() was not called.
+ * copying the final counters to @final when it is not NULL. Drains with
+ * a zero deadline first if pw_proxy_drain() was not called.
  * Return: 0; -EINVAL for NULL @p.
  * Context: the thread that started @p, not a shard.
  */
