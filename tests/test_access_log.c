@@ -216,7 +216,7 @@ struct rec {
 static int read_log(const char *path, struct rec *r, int max,
 		    unsigned long long *dropped)
 {
-	size_t len;
+	size_t len = 0;
 	char *text = pw_test_slurp(path, &len);
 	int n = 0;
 
@@ -660,8 +660,9 @@ Test(access_log, format_and_flush)
 	pw_access_log_add(log, 1, &r);
 	pw_access_log_add(log, 7, &r);
 	cr_assert_eq(pw_access_log_flush(log, 5 * PW_NSEC_PER_SEC), 0);
-	size_t len;
+	size_t len = 0;
 	char *text = pw_test_slurp(path, &len);
+	cr_assert_not_null(text);
 	cr_assert_eq(len, 3 * strlen(line));
 	free(text);
 	pw_access_log_close(log, &st);
