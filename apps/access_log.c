@@ -12,6 +12,7 @@
  * that each writer compares with the last it saw and reopens its file.
  */
 #include <errno.h>
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
@@ -83,49 +84,126 @@ int pw_access_log_sighup_init(void)
 
 /* ---- formatting ---------------------------------------------------------- */
 
-static void fmt_addr(char *buf, size_t size, const struct pw_net_addr *a)
+/* Append the decimal @v at @p; return the end. */
+static char *put_u64(char *p, uint64_t v)
 {
-	if (!a || !a->len || pw_net_addr_format(a, buf, size) < 0)
-		snprintf(buf, size, "-");
+	char tmp[24];
+	int n = 0;
+
+	do
+		tmp[n++] = (char)('0' + v % 10);
+	while ((v /= 10));
+	while (n)
+		*p++ = tmp[--n];
+	return p;
 }
 
-/* @ns as milliseconds with three decimals. */
-static void fmt_ms(char *buf, size_t size, uint64_t ns)
+/* Append @s (@n bytes) at @p; return the end. */
+static char *put(char *p, const char *s, size_t n)
 {
-	snprintf(buf, size, "%llu.%03llu", (unsigned long long)(ns / 1000000),
-		 (unsigned long long)(ns / 1000 % 1000));
+	memcpy(p, s, n);
+	return p + n;
 }
 
-/* @ns of CLOCK_REALTIME as ISO 8601 UTC with milliseconds. */
+/* Append @a as text (IPv4 by hand, the rest by pw_net_addr_format()),
+ * "-" for none; at most PW_NET_ADDR_STRLEN bytes. */
+static char *put_addr(char *p, const struct pw_net_addr *a)
+{
+	if (a && a->len && a->u.sa.sa_family == AF_INET) {
+		const uint8_t *b = (const uint8_t *)&a->u.in4.sin_addr;
+
+		for (int i = 0; i < 4; i++) {
+			p = put_u64(p, b[i]);
+			*p++ = i < 3 ? '.' : ':';
+		}
+		return put_u64(p, ntohs(a->u.in4.sin_port));
+	}
+	int n = a && a->len ? pw_net_addr_format(a, p, PW_NET_ADDR_STRLEN) : -1;
+	if (n > 0)
+		return p + n;
+	*p++ = '-';
+	return p;
+}
+
+/* Append @ns as milliseconds with three decimals. */
+static char *put_ms(char *p, uint64_t ns)
+{
+	uint64_t us = ns / 1000 % 1000;
+
+	p = put_u64(p, ns / 1000000);
+	*p++ = '.';
+	*p++ = (char)('0' + us / 100);
+	*p++ = (char)('0' + us / 10 % 10);
+	*p++ = (char)('0' + us % 10);
+	return p;
+}
+
+/* Append @ns of CLOCK_REALTIME as ISO 8601 UTC with milliseconds (24
+ * bytes). The part down to the second is formatted once per second per
+ * thread. */
+static char *put_time(char *p, uint64_t ns)
+{
+	static _Thread_local time_t last = -1;
+	static _Thread_local char head[24]; /* "YYYY-MM-DDTHH:MM:SS" */
+	time_t t = (time_t)(ns / 1000000000ull);
+	unsigned ms = (unsigned)(ns / 1000000 % 1000);
+
+	if (t != last) {
+		struct tm tm;
+
+		gmtime_r(&t, &tm);
+		snprintf(head, sizeof(head), "%04u-%02u-%02uT%02u:%02u:%02u",
+			 (unsigned)(tm.tm_year + 1900) % 10000,
+			 (unsigned)(tm.tm_mon + 1) % 100,
+			 (unsigned)tm.tm_mday % 100, (unsigned)tm.tm_hour % 100,
+			 (unsigned)tm.tm_min % 100, (unsigned)tm.tm_sec % 100);
+		last = t;
+	}
+	p = put(p, head, 19);
+	*p++ = '.';
+	*p++ = (char)('0' + ms / 100);
+	*p++ = (char)('0' + ms / 10 % 10);
+	*p++ = (char)('0' + ms % 10);
+	*p++ = 'Z';
+	return p;
+}
+
 static void fmt_time(char *buf, size_t size, uint64_t ns)
 {
-	time_t t = (time_t)(ns / 1000000000ull);
-	struct tm tm;
+	char t[32];
 
-	gmtime_r(&t, &tm);
-	snprintf(buf, size, "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
-		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
-		 tm.tm_min, tm.tm_sec, (unsigned)(ns / 1000000 % 1000));
+	*put_time(t, ns) = '\0';
+	snprintf(buf, size, "%s", t);
 }
 
 int pw_access_log_format(char *buf, size_t size, const struct pw_access_rec *r)
 {
-	char t[64], c[PW_NET_ADDR_STRLEN], l[PW_NET_ADDR_STRLEN],
-		u[PW_NET_ADDR_STRLEN], tc[32], tt[32];
+	char line[PW_ACCESS_LOG_LINE], *p = line;
 
-	fmt_time(t, sizeof(t), r->end_ns);
-	fmt_addr(c, sizeof(c), r->client);
-	fmt_addr(l, sizeof(l), r->listener);
-	fmt_addr(u, sizeof(u), r->upstream);
+	/* 24 + 3 * 128 + 2 * 24 + 2 * 21 + 2 + 9 separators: fits. */
+	p = put_time(p, r->end_ns);
+	*p++ = ' ';
+	p = put_addr(p, r->client);
+	*p++ = ' ';
+	p = put_addr(p, r->listener);
+	*p++ = ' ';
+	p = put_addr(p, r->upstream);
+	*p++ = ' ';
 	if (r->connect_ns < 0)
-		snprintf(tc, sizeof(tc), "-");
+		*p++ = '-';
 	else
-		fmt_ms(tc, sizeof(tc), (uint64_t)r->connect_ns);
-	fmt_ms(tt, sizeof(tt), r->duration_ns);
-	return snprintf(buf, size, "%s %s %s %s %s %s %llu %llu %s\n", t, c, l,
-			u, tc, tt, (unsigned long long)r->bytes_up,
-			(unsigned long long)r->bytes_down,
-			r->code ? r->code : "--");
+		p = put_ms(p, (uint64_t)r->connect_ns);
+	*p++ = ' ';
+	p = put_ms(p, r->duration_ns);
+	*p++ = ' ';
+	p = put_u64(p, r->bytes_up);
+	*p++ = ' ';
+	p = put_u64(p, r->bytes_down);
+	*p++ = ' ';
+	p = put(p, r->code ? r->code : "--", 2);
+	*p++ = '\n';
+	*p = '\0';
+	return snprintf(buf, size, "%s", line);
 }
 
 /* ---- the shards' side ---------------------------------------------------- */

@@ -58,6 +58,8 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <time.h>
 #include <unistd.h>
 #include <linux/sockios.h>
@@ -542,6 +544,17 @@ static void sock_addr(int fd, bool peer, struct pw_net_addr *a)
 	a->len = len;
 }
 
+/* Whether @a is an IP wildcard (0.0.0.0 or ::), whose connections each
+ * have a local address of their own. */
+static bool addr_wildcard(const struct pw_net_addr *a)
+{
+	if (a->u.sa.sa_family == AF_INET)
+		return a->u.in4.sin_addr.s_addr == htonl(INADDR_ANY);
+	if (a->u.sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&a->u.in6.sin6_addr);
+	return false;
+}
+
 static void meta_free(struct px_meta *m)
 {
 	if (m)
@@ -566,7 +579,10 @@ static int meta_start(struct pw_proxy *p, struct px_conn *c)
 	}
 	m->t0 = pw_cli_mono_ns();
 	sock_addr(c->cfd, true, &m->client);
-	sock_addr(c->cfd, false, &m->listener);
+	if (addr_wildcard(&p->addr))
+		sock_addr(c->cfd, false, &m->listener);
+	else
+		m->listener = p->addr; /* what getsockname would say */
 	c->m = m;
 	if (p->cfg.accept_proxy)
 		c->phase = P_HEADER;
