@@ -331,6 +331,13 @@ static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res,
 	return res;
 }
 
+/* Note @code as how @c ended, unless a cause came first. */
+static void conn_why(struct px_conn *c, const char *code)
+{
+	if (c->m && !c->m->code)
+		c->m->code = code;
+}
+
 /*
  * Receive for @d while its FIFO has room. A ring buffer that nothing
  * waits before (the FIFO empty) is tried straight at dst (d->direct):
@@ -342,13 +349,6 @@ static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res,
  * park and one resume per half mark, not per send.
  * Return: 0, or -errno for a socket error or -ENOMEM.
  */
-/* Note @code as how @c ended, unless a cause came first. */
-static void conn_why(struct px_conn *c, const char *code)
-{
-	if (c->m && !c->m->code)
-		c->m->code = code;
-}
-
 static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 		    struct px_slot *s)
 {
