@@ -9,10 +9,12 @@
  * SO_REUSEPORT socket and spawns one task per connection on that shard,
  * up to --max-conns open at once: at the cap the acceptor pauses its
  * accept (the excess waits in the kernel's backlog) and the connection
- * that brings the count below the cap wakes it. The connection task
- * connects to an upstream (round robin per acceptor, failing over to the
- * next upstream on an error or timeout), then runs both directions in
- * the same poll function.
+ * that brings the count below the cap wakes it. The acceptor picks the
+ * connection's server from its shard's view of the upstream table
+ * (proxy_upstream.c: weighted round robin or least connections, servers
+ * down skipped; none up: the client is closed at once). The connection
+ * task connects to it (failing over to the next server up on an error or
+ * timeout), then runs both directions in the same poll function.
  *
  * A direction is a multishot receive on its source, a byte FIFO of about
  * high_water bytes that the direction owns, and one send in flight to its
@@ -71,6 +73,7 @@
 #include "apps/proxy.h"
 #include "apps/proxy_fifo.h"
 #include "apps/proxy_protocol.h"
+#include "apps/proxy_upstream.h"
 
 /* How often an acceptor looks at the drain flag and samples the ring. */
 #define PX_TICK_NS (50 * PW_NSEC_PER_MSEC)
@@ -99,6 +102,7 @@ enum {
 	X_BUFS_TOTAL,	 /* a gauge */
 	X_PP_BAD,
 	X_PP_TMO,
+	X_NONE_UP, /* clients closed at once: no server up */
 	X_NCOUNTERS,
 };
 
@@ -122,6 +126,7 @@ struct px_slot {
 	 * allocating 16 KiB per chunk would let the allocator hand pages
 	 * back to the kernel and fault them in again. */
 	struct px_spares spare;
+	struct pxu_view *uv; /* this shard's view of the upstreams */
 } __attribute__((aligned(64)));
 
 struct pw_proxy {
@@ -138,6 +143,7 @@ struct pw_proxy {
 	struct px_slot *slot;
 	struct pw_access_log *log;	  /* NULL: no --access-log */
 	struct pw_access_log_stats logst; /* its final counters */
+	struct pxu_table *up;		  /* the upstream servers */
 };
 
 static inline void ctr_add(struct px_slot *s, int i, uint64_t v)
@@ -196,6 +202,7 @@ struct px_dir {
 	bool full;		  /* reached high water, not yet half */
 	int ctr;		  /* X_UP or X_DOWN */
 	int src, dst;
+	int srv; /* the upstream's slot (its byte counters) */
 };
 
 /*
@@ -228,7 +235,9 @@ struct px_conn {
 	uint8_t phase;
 	bool ended;
 	bool tx_idle[2];
-	unsigned up, tries;
+	int srv;	     /* the upstream slot, -1: none */
+	uint64_t tried;	     /* slots tried, a bit each */
+	struct pxu_view *pv; /* the view srv was picked in */
 	uint64_t attempt_deadline;
 	uint64_t last;	/* runtime ns of the last progress */
 	uint64_t moved; /* bytes received plus sent, when last seen */
@@ -274,6 +283,7 @@ static void dir_count(struct px_dir *d, struct px_slot *s, uint32_t n)
 {
 	d->rcvd += n;
 	ctr_add(s, d->ctr, n);
+	pxu_bytes(s->uv, d->srv, d->ctr == X_DOWN, n);
 	ctr_max(s, X_BUFFERED_PEAK, d->q.queued);
 }
 
@@ -457,6 +467,8 @@ static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 	if (c->m)
 		meta_end(c, s);
 	ctr_add(s, X_ENDED, 1);
+	if (c->srv >= 0)
+		pxu_release(c->pv, c->srv);
 	/* Relaxed: pairs with the fetch_add in acceptor_take(); a count. */
 	was = atomic_fetch_sub_explicit(&c->home->open, 1,
 					memory_order_relaxed);
@@ -716,13 +728,53 @@ static enum pw_poll header_send(struct pw_cx *cx, struct px_conn *c,
 	return PW_READY;
 }
 
+/* The access log record of a connection of @m ending now with @code. */
+static void meta_record(struct pw_proxy *p, struct px_slot *s,
+			const struct px_meta *m, const char *code, uint64_t up,
+			uint64_t down)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct pw_access_rec r = {
+		.end_ns = (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC +
+			  (uint64_t)ts.tv_nsec,
+		.client = &m->client,
+		.listener = &m->listener,
+		.upstream = &m->upstream,
+		.connect_ns = m->t_conn ? (int64_t)(m->t_conn - m->t0) : -1,
+		.duration_ns = pw_cli_mono_ns() - m->t0,
+		.bytes_up = up,
+		.bytes_down = down,
+		.code = code,
+	};
+	pw_access_log_add(p->log, (unsigned)(s - p->slot), &r);
+}
+
+/* The client @fd closed at its accept, no server up: its record (the
+ * socket's addresses, a PROXY header not read). */
+static void meta_refused(struct pw_proxy *p, struct px_slot *s, int fd)
+{
+	struct px_meta m;
+
+	if (!p->log)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.t0 = pw_cli_mono_ns();
+	sock_addr(fd, true, &m.client);
+	if (addr_wildcard(&p->addr))
+		sock_addr(fd, false, &m.listener);
+	else
+		m.listener = p->addr;
+	meta_record(p, s, &m, "SC", 0, 0);
+}
+
 /* @c ends: its access log record, then its meta is freed. */
 static void meta_end(struct px_conn *c, struct px_slot *s)
 {
 	struct px_meta *m = c->m;
 	struct pw_proxy *p = c->p;
 	char code[3] = "--";
-	struct timespec ts;
 
 	if (m->code) {
 		memcpy(code, m->code, 2);
@@ -732,25 +784,35 @@ static void meta_end(struct px_conn *c, struct px_slot *s)
 	} else if (m->first_eof) {
 		code[0] = m->first_eof;
 	}
-	if (p->log) {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		struct pw_access_rec r = {
-			.end_ns = (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC +
-				  (uint64_t)ts.tv_nsec,
-			.client = &m->client,
-			.listener = &m->listener,
-			.upstream = &m->upstream,
-			.connect_ns = m->t_conn ? (int64_t)(m->t_conn - m->t0) :
-						  -1,
-			.duration_ns = pw_cli_mono_ns() - m->t0,
-			.bytes_up = c->ufd >= 0 ? c->d[0].rcvd : 0,
-			.bytes_down = c->ufd >= 0 ? c->d[1].rcvd : 0,
-			.code = code,
-		};
-		pw_access_log_add(p->log, (unsigned)(s - p->slot), &r);
-	}
+	if (p->log)
+		meta_record(p, s, m, code, c->ufd >= 0 ? c->d[0].rcvd : 0,
+			    c->ufd >= 0 ? c->d[1].rcvd : 0);
 	meta_free(m);
 	c->m = NULL;
+}
+
+/*
+ * The connect to c->srv failed: passive marking, then the next server up
+ * not yet tried (never one down).
+ * Return: true when none is left (the client is being closed).
+ */
+static bool connect_failed(struct px_conn *c, struct px_slot *s)
+{
+	struct pw_proxy *p = c->p;
+	uint64_t now = pw_time_now();
+	int next;
+
+	pxu_failed(p->up, s->uv, c->srv, now);
+	c->tried |= 1ull << c->srv;
+	next = pxu_next(p->up, s->uv, c->srv, c->tried, now);
+	pxu_release(c->pv, c->srv);
+	c->srv = next;
+	c->pv = s->uv;
+	if (next >= 0)
+		return false;
+	ctr_add(s, X_UP_FAILED, 1);
+	begin_close(c, false);
+	return true;
 }
 
 static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
@@ -762,7 +824,7 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 		int fd;
 
 		if (!c->connecting) {
-			pw_connect_init(&c->conn, &p->cfg.upstream[c->up]);
+			pw_connect_init(&c->conn, pxu_addr(p->up, c->srv));
 			c->attempt_deadline =
 				pw_time_now() + p->cfg.connect_timeout_ns;
 			c->connecting = true;
@@ -780,6 +842,8 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 			c->ufd = fd;
 			dir_init(&c->d[0], c->cfd, fd, X_UP);
 			dir_init(&c->d[1], fd, c->cfd, X_DOWN);
+			c->d[0].srv = c->d[1].srv = c->srv;
+			pxu_connected(p->up, s->uv, c->srv);
 			pw_close_init(&c->cl[1], fd);
 			c->last = pw_time_now();
 			c->phase = P_RUN;
@@ -788,12 +852,8 @@ static enum pw_poll connect_step(struct pw_cx *cx, struct px_conn *c,
 		ctr_add(s, X_CONNECT_ERR, 1);
 		if (fd == -ETIMEDOUT)
 			ctr_add(s, X_CONNECT_TMO, 1);
-		if (++c->tries >= p->cfg.nupstreams) {
-			ctr_add(s, X_UP_FAILED, 1);
-			begin_close(c, false);
+		if (connect_failed(c, s))
 			return PW_READY;
-		}
-		c->up = (c->up + 1) % p->cfg.nupstreams;
 	}
 }
 
@@ -1024,7 +1084,6 @@ static void conn_drop(void *state)
 struct px_acceptor {
 	struct pw_proxy *p;
 	unsigned idx;
-	unsigned rr;
 	bool started;
 	bool paused; /* at --max-conns, counted once per pause */
 	struct pw_sleep tick;
@@ -1079,26 +1138,39 @@ static int acceptor_take(void *arg, int fd)
 	struct px_slot *home = &p->slot[a->idx];
 	struct px_slot *s = my_slot(p);
 	struct px_conn c;
+	int srv = pxu_pick(p->up, s->uv, pw_time_now());
 
+	if (srv < 0) {
+		/* No server up: closed at once, as HAProxy does. */
+		ctr_add(s, X_TOTAL, 1);
+		ctr_add(s, X_ENDED, 1);
+		ctr_add(s, X_NONE_UP, 1);
+		meta_refused(p, s, fd);
+		close(fd);
+		return 0;
+	}
 	memset(&c, 0, sizeof(c));
 	c.p = p;
 	c.home = home;
 	c.cfd = fd;
 	c.ufd = -1;
-	c.up = a->rr++ % p->cfg.nupstreams;
+	c.srv = srv;
+	c.pv = s->uv;
 	c.armed = PW_TIME_NEVER;
 	pw_sleep_init_at(&c.timer, PW_TIME_NEVER);
 	pw_close_init(&c.cl[0], fd);
 	pw_close_init(&c.cl[1], -1);
-	/* Relaxed: pairs with the fetch_sub in conn_end(); a count. */
 	if (meta_start(p, &c)) {
+		pxu_release(c.pv, srv);
 		ctr_add(s, X_SPAWN_ERR, 1);
 		close(fd);
 		return 0;
 	}
+	/* Relaxed: pairs with the fetch_sub in conn_end(); a count. */
 	atomic_fetch_add_explicit(&home->open, 1, memory_order_relaxed);
 	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop)) {
 		atomic_fetch_sub_explicit(&home->open, 1, memory_order_relaxed);
+		pxu_release(c.pv, srv);
 		ctr_add(s, X_SPAWN_ERR, 1);
 		meta_free(c.m);
 		close(fd);
@@ -1188,40 +1260,16 @@ void pw_proxy_config_init(struct pw_proxy_config *cfg)
 	cfg->send_timeout_ns = 60 * PW_NSEC_PER_SEC;
 	cfg->connect_timeout_ns = 5 * PW_NSEC_PER_SEC;
 	cfg->accept_proxy_timeout_ns = 5 * PW_NSEC_PER_SEC;
+	cfg->check_timeout_ns = PW_NSEC_PER_SEC;
+	cfg->rise = 2;
+	cfg->fall = 3;
+	cfg->max_fails = 3;
+	cfg->fail_timeout_ns = 10 * PW_NSEC_PER_SEC;
+	cfg->resolve_interval_ns = 60 * PW_NSEC_PER_SEC;
 	pw_config_init(&cfg->rt);
 	pw_net_config_init(&cfg->net);
 	cfg->net.buf_count = 1024;
 	cfg->net.buf_size = 16 * 1024;
-}
-
-int pw_proxy_upstreams_parse(struct pw_proxy_config *cfg, const char *text)
-{
-	struct pw_net_addr a[PW_PROXY_MAX_UPSTREAMS];
-	unsigned n = 0;
-	char item[256];
-
-	if (!cfg || !text)
-		return -EINVAL;
-	for (const char *p = text;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-
-		if (!len || len >= sizeof(item))
-			return -EINVAL;
-		if (n == PW_PROXY_MAX_UPSTREAMS)
-			return -E2BIG;
-		memcpy(item, p, len);
-		item[len] = '\0';
-		if (pw_net_addr_parse(&a[n], item))
-			return -EINVAL;
-		n++;
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	memcpy(cfg->upstream, a, n * sizeof(a[0]));
-	cfg->nupstreams = n;
-	return 0;
 }
 
 static void slots_free(struct pw_proxy *p)
@@ -1244,7 +1292,8 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	    cfg->nupstreams > PW_PROXY_MAX_UPSTREAMS || !cfg->high_water ||
 	    !cfg->connect_timeout_ns || cfg->sndbuf > (1u << 30) ||
 	    cfg->send_proxy > 2 ||
-	    (cfg->accept_proxy && !cfg->accept_proxy_timeout_ns))
+	    (cfg->accept_proxy && !cfg->accept_proxy_timeout_ns) ||
+	    (cfg->check_interval_ns && !cfg->check_timeout_ns))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
 	if (!p)
@@ -1264,8 +1313,15 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		goto fail;
 	}
 	memset(p->slot, 0, p->nshards * sizeof(*p->slot));
-	for (unsigned i = 0; i < p->nshards; i++)
+	p->up = pxu_create(&p->cfg, p->nshards);
+	if (!p->up) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	for (unsigned i = 0; i < p->nshards; i++) {
 		pthread_mutex_init(&p->slot[i].lock, NULL);
+		p->slot[i].uv = pxu_view(p->up, (int)i);
+	}
 	if (cfg->access_log) {
 		err = pw_access_log_open(&p->log, cfg->access_log, p->nshards,
 					 (size_t)cfg->access_log_buf);
@@ -1308,6 +1364,9 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 			goto fail;
 		}
 	}
+	err = pxu_start(p->up, p->rt);
+	if (err)
+		goto fail;
 	*pp = p;
 	return 0;
 fail:
@@ -1316,6 +1375,7 @@ fail:
 	if (p->l)
 		pw_net_listener_destroy(p->l);
 	slots_free(p);
+	pxu_destroy(p->up);
 	free(p);
 	return err;
 }
@@ -1399,7 +1459,20 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 	out->access_log_records = ls.records;
 	out->access_log_dropped = ls.dropped;
 	out->access_log_errors = ls.write_errors;
+	out->no_upstream_up = sum(p, X_NONE_UP);
+	unsigned up;
+	out->upstreams = pxu_count(p->up, &up);
+	out->upstreams_up = up;
+	out->upstreams_behind = pxu_behind(p->up);
 	return 0;
+}
+
+int pw_proxy_upstreams(const struct pw_proxy *p,
+		       struct pw_proxy_upstream_stats *out, unsigned max)
+{
+	if (!p || (!out && max))
+		return -EINVAL;
+	return pxu_stats(p->up, out, max);
 }
 
 int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
@@ -1409,8 +1482,9 @@ int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
 	return snprintf(buf, size,
 			"open=%llu total=%llu up=%llu down=%llu errors=%llu "
 			"(connect=%llu timeouts=%llu no_upstream=%llu "
-			"resets=%llu idle=%llu send=%llu accept=%llu) "
-			"aborts=%llu paused=%llu",
+			"resets=%llu idle=%llu send=%llu accept=%llu "
+			"none_up=%llu) aborts=%llu paused=%llu "
+			"upstreams=%llu/%llu",
 			(unsigned long long)s->conns_open,
 			(unsigned long long)s->conns_total,
 			(unsigned long long)s->bytes_up,
@@ -1418,7 +1492,8 @@ int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
 			(unsigned long long)(s->connect_errors +
 					     s->upstream_failed + s->resets +
 					     s->idle_closed + s->send_timeouts +
-					     s->accept_errors),
+					     s->accept_errors +
+					     s->no_upstream_up),
 			(unsigned long long)s->connect_errors,
 			(unsigned long long)s->connect_timeouts,
 			(unsigned long long)s->upstream_failed,
@@ -1426,8 +1501,11 @@ int pw_proxy_stats_line(const struct pw_proxy_stats *s, char *buf, size_t size)
 			(unsigned long long)s->idle_closed,
 			(unsigned long long)s->send_timeouts,
 			(unsigned long long)s->accept_errors,
+			(unsigned long long)s->no_upstream_up,
 			(unsigned long long)s->aborts,
-			(unsigned long long)s->accept_pauses);
+			(unsigned long long)s->accept_pauses,
+			(unsigned long long)s->upstreams_up,
+			(unsigned long long)s->upstreams);
 }
 
 static bool acceptors_done(struct pw_proxy *p)
@@ -1481,6 +1559,7 @@ int pw_proxy_destroy(struct pw_proxy *p, struct pw_proxy_stats *final)
 	if (p->l)
 		pw_net_listener_destroy(p->l);
 	slots_free(p);
+	pxu_destroy(p->up);
 	free(p);
 	return 0;
 }

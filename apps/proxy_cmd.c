@@ -23,8 +23,9 @@
 
 /* The flags of `pinwheel proxy` and the proxy they start. */
 static struct px_cmd {
-	const char *listen, *upstreams;
+	const char *listen, *upstreams, *balance;
 	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz, sndbuf;
+	uint64_t chk_int, chk_tmo, rise, fall, max_fails, fail_tmo, res_int;
 	bool stats, reuse_port;
 	bool send_proxy, send_proxy_v2, accept_proxy;
 	uint64_t pp_timeout, log_buf;
@@ -41,14 +42,44 @@ static const struct px_cmd px_defaults = {
 	.drain = 5 * PW_NSEC_PER_SEC,
 	.nbufs = 1024,
 	.bufsz = 16 * 1024,
+	.chk_int = 2 * PW_NSEC_PER_SEC,
+	.chk_tmo = PW_NSEC_PER_SEC,
+	.rise = 2,
+	.fall = 3,
+	.max_fails = 3,
+	.fail_tmo = 10 * PW_NSEC_PER_SEC,
+	.res_int = 60 * PW_NSEC_PER_SEC,
 	.pp_timeout = 5 * PW_NSEC_PER_SEC,
 };
 
 static const struct pw_cli_opt px_opts[] = {
 	{ "--listen", PW_CLI_STRING, &P.listen, 0, 0, "ADDR",
 	  "address to accept on, e.g. 127.0.0.1:8080 (required)" },
-	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0, "ADDR[,ADDR...]",
-	  "upstreams, used round robin with failover (required)" },
+	{ "--upstream", PW_CLI_STRING, &P.upstreams, 0, 0,
+	  "HOST:PORT[@W][,...]",
+	  "upstream servers, names resolved (each address a server), "
+	  "weight W 1..256 (1) (required)" },
+	{ "--balance", PW_CLI_STRING, &P.balance, 0, 0, "roundrobin|leastconn",
+	  "how a connection's server is chosen, per shard (roundrobin)" },
+	{ "--check-interval", PW_CLI_DURATION, &P.chk_int, 0,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "TCP connect check of each server; 0: no checks (2s)" },
+	{ "--check-timeout", PW_CLI_DURATION, &P.chk_tmo, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION", "of one check (1s)" },
+	{ "--rise", PW_CLI_UINT, &P.rise, 1, 1000, "N",
+	  "good checks in a row that bring a server up (2)" },
+	{ "--fall", PW_CLI_UINT, &P.fall, 1, 1000, "N",
+	  "failed checks in a row that take a server down (3)" },
+	{ "--max-fails", PW_CLI_UINT, &P.max_fails, 0, 1000, "N",
+	  "client connect failures in a row that take a server down; "
+	  "0: never (3)" },
+	{ "--fail-timeout", PW_CLI_DURATION, &P.fail_tmo, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "with checks off, a server taken down is tried again after it "
+	  "(10s)" },
+	{ "--resolve-interval", PW_CLI_DURATION, &P.res_int, 0,
+	  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "host names resolved again; 0: only at start (60s)" },
 	{ "--high-water", PW_CLI_SIZE, &P.hw, 1, 1ull << 30, "SIZE",
 	  "unsent bytes that pause reading a side (256k)" },
 	{ "--sndbuf", PW_CLI_SIZE, &P.sndbuf, 0, 1u << 30, "SIZE",
@@ -102,41 +133,18 @@ static const struct pw_cli_cmd px_cmd = {
 	.common = PW_CLI_RUNTIME,
 };
 
-/* --upstream into P.cfg, or the message naming what is wrong in it:
- * each item goes through pw_cli_addr() (port 0 refused), then the list
- * into P.cfg. */
+/* --upstream into P.cfg (names resolved now, on the main thread), or
+ * the message naming the item that is wrong and why. */
 static int px_upstreams(struct pw_drv *d)
 {
-	const char *p = P.upstreams;
-	struct pw_net_addr a;
-	char item[256];
-	int err;
+	char why[512];
 
-	if (!p)
+	if (!P.upstreams)
 		return pw_cli_fail(&d->cli, 2,
-				   "--upstream ADDR[,ADDR...] is required "
+				   "--upstream HOST:PORT[,...] is required "
 				   "(see --help)");
-	err = pw_proxy_upstreams_parse(&P.cfg, p);
-	if (err == -E2BIG)
-		return pw_cli_fail(&d->cli, 2,
-				   "--upstream: more than %d addresses",
-				   PW_PROXY_MAX_UPSTREAMS);
-	/* Every item (a longer one than item holds is no address either). */
-	for (;; p += strcspn(p, ",") + 1) {
-		size_t len = strcspn(p, ",");
-
-		snprintf(item, sizeof(item), "%.*s", (int)len, p);
-		if (pw_cli_addr(&d->cli, "--upstream", item,
-				PW_CLI_ADDR_CONNECT, &a))
-			return 2;
-		if (!p[len])
-			break;
-	}
-	if (err)
-		return pw_cli_fail(
-			&d->cli, 2,
-			"--upstream: '%s' is not a list of addresses",
-			P.upstreams);
+	if (pw_proxy_upstreams_set(&P.cfg, P.upstreams, why, sizeof(why)))
+		return pw_cli_fail(&d->cli, 2, "--upstream: %s", why);
 	return 0;
 }
 
@@ -179,6 +187,22 @@ static int px_setup(struct pw_drv *d)
 		return 2;
 	if (px_upstreams(d))
 		return 2;
+	if (!P.balance || !strcmp(P.balance, "roundrobin"))
+		P.cfg.balance = PW_PROXY_ROUNDROBIN;
+	else if (!strcmp(P.balance, "leastconn"))
+		P.cfg.balance = PW_PROXY_LEASTCONN;
+	else
+		return pw_cli_fail(&d->cli, 2,
+				   "--balance: '%s' is not roundrobin or "
+				   "leastconn",
+				   P.balance);
+	P.cfg.check_interval_ns = P.chk_int;
+	P.cfg.check_timeout_ns = P.chk_tmo;
+	P.cfg.rise = (unsigned)P.rise;
+	P.cfg.fall = (unsigned)P.fall;
+	P.cfg.max_fails = (unsigned)P.max_fails;
+	P.cfg.fail_timeout_ns = P.fail_tmo;
+	P.cfg.resolve_interval_ns = P.res_int;
 	if (P.nbufs & (P.nbufs - 1))
 		return pw_cli_fail(&d->cli, 2,
 				   "--buffers: %llu is not a power of two",
@@ -223,8 +247,11 @@ static void px_banner(struct pw_drv *d, FILE *f)
 {
 	int n = pw_runtime_shards(d->rt);
 
-	fprintf(f, ", %u upstream%s, %d shard%s", P.cfg.nupstreams,
-		P.cfg.nupstreams == 1 ? "" : "s", n, n == 1 ? "" : "s");
+	fprintf(f, ", %u upstream%s (%s), %d shard%s", P.cfg.nupstreams,
+		P.cfg.nupstreams == 1 ? "" : "s",
+		P.cfg.balance == PW_PROXY_LEASTCONN ? "leastconn" :
+						      "roundrobin",
+		n, n == 1 ? "" : "s");
 }
 
 /* The PROXY header and access log counters of @s, after the stats

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh - the main job behind `make run`: `pinwheel bench` with its
-# defaults (every scenario, shard against steal, 5 alternated rounds of
-# 0.5 s warm-up and 1.5 s measured) but --server-cores auto: each
+# defaults (every scenario, shard against steal, 7 alternated rounds of
+# 0.4 s warm-up and 1.1 s measured) but --server-cores auto: each
 # scenario at its own placement only, so the run stays near 2 minutes
 # (the default, 1 and all server cores, runs every scenario twice on a
 # 2-CPU machine). Then where the table, JSON and plot went. Extra
