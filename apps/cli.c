@@ -331,7 +331,7 @@ static int set_value(struct pw_cli *c, const struct pw_cli_opt *o,
 /* The common flags, as options writing into a scratch place. */
 struct common_vals {
 	uint64_t shards, idle_poll_ns, batch_wait_ns;
-	const char *sched, *cpus, *metrics_format;
+	const char *sched, *cpus, *metrics_format, *metrics_listen;
 	bool metrics;
 };
 
@@ -368,11 +368,17 @@ static const struct {
 	{ PW_CLI_METRICS,
 	  VAL(metrics),
 	  { "--metrics", PW_CLI_BOOL, NULL, 0, 0, NULL,
-	    "print the runtime's metrics at exit and on SIGUSR1" } },
+	    "print the runtime's metrics and the command's counters at "
+	    "exit and on SIGUSR1" } },
 	{ PW_CLI_METRICS,
 	  VAL(metrics_format),
 	  { "--metrics-format", PW_CLI_STRING, NULL, 0, 0, "json|prometheus",
 	    "how --metrics prints them (default json)" } },
+	{ PW_CLI_METRICS,
+	  VAL(metrics_listen),
+	  { "--metrics-listen", PW_CLI_STRING, NULL, 0, 0, "ADDR",
+	    "serve GET /metrics (Prometheus) and /metrics.json on ADDR, "
+	    "e.g. 127.0.0.1:9100" } },
 };
 #undef VAL
 #define NCOMMON (sizeof(common_table) / sizeof(common_table[0]))
@@ -549,6 +555,7 @@ static int take_common(struct pw_cli *c, const struct common_vals *v)
 	c->idle_poll_ns = v->idle_poll_ns;
 	c->batch_wait_ns = v->batch_wait_ns;
 	c->metrics = v->metrics;
+	c->metrics_listen = v->metrics_listen;
 	if ((c->cmd->common & PW_CLI_SCHED) && take_sched(c, v->sched))
 		return -EINVAL;
 	if (mf && !strcmp(mf, "prometheus"))

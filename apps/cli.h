@@ -7,10 +7,11 @@
  *
  * A subcommand describes its own flags in a table of struct pw_cli_opt
  * and picks the common ones it takes (--shards, --idle-poll,
- * --batch-wait, --sched, --cpus, --metrics, --metrics-format; --help
- * always). pw_cli_parse() checks every value (numbers, durations such as
- * 10s or 500ms, sizes such as 64k or 1M, ranges) and on a bad flag
- * prints one line naming it, so the command exits with status 2.
+ * --batch-wait, --sched, --cpus, --metrics, --metrics-format,
+ * --metrics-listen; --help always). pw_cli_parse() checks every value
+ * (numbers, durations such as 10s or 500ms, sizes such as 64k or 1M,
+ * ranges) and on a bad flag prints one line naming it, so the command
+ * exits with status 2.
  * pw_cli_addr() is the one address parser, with the one message for a
  * bad address. pw_cli_config() turns the common flags into a struct
  * pw_config.
@@ -51,7 +52,7 @@ enum pw_cli_sched {
 #define PW_CLI_SHARDS  0x1u /* --shards, --idle-poll, --batch-wait */
 #define PW_CLI_SCHED   0x2u /* --sched shard|steal */
 #define PW_CLI_CPUS    0x4u /* --cpus LIST */
-#define PW_CLI_METRICS 0x8u /* --metrics, --metrics-format */
+#define PW_CLI_METRICS 0x8u /* --metrics, --metrics-{format,listen} */
 #define PW_CLI_RUNTIME 0xfu /* all four: a command that runs a runtime */
 
 /* What a flag's value is. */
@@ -106,7 +107,8 @@ struct pw_cli {
 	unsigned ncpus;		 /* CPUs in --cpus */
 	bool metrics;		 /* --metrics */
 	enum pw_cli_metrics_format metrics_format; /* --metrics-format */
-	int cpus[PW_MAX_SHARDS];		   /* --cpus, ascending */
+	const char *metrics_listen;   /* --metrics-listen ADDR, or NULL */
+	int cpus[PW_MAX_SHARDS];      /* --cpus, ascending */
 	int shard_cpu[PW_MAX_SHARDS]; /* per shard, by pw_cli_config() */
 	char error[256];	      /* the last message printed */
 };

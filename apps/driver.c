@@ -8,15 +8,113 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "pinwheel/metrics.h"
 #include "apps/driver.h"
+#include "apps/scrape.h"
+
+enum pw_expo_format pw_drv_format(const struct pw_drv *d)
+{
+	return d->cli.metrics_format == PW_CLI_METRICS_PROMETHEUS ?
+		       PW_EXPO_PROMETHEUS :
+		       PW_EXPO_JSON;
+}
+
+/* The runtime's JSON object without its closing brace, to @f, so that
+ * the counters go on as members of the same object. */
+static int runtime_json(const struct pw_metrics *m, FILE *f)
+{
+	char *text = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&text, &len);
+	int err;
+
+	if (!mem)
+		return -ENOMEM;
+	err = pw_metrics_write_json(m, mem);
+	if (fclose(mem) && !err)
+		err = -ENOMEM;
+	/* "{...}" and a newline: drop the newline and the brace. */
+	while (!err && len && text[len - 1] == '\n')
+		len--;
+	if (!err && len && text[len - 1] == '}')
+		len--;
+	if (!err && fwrite(text, 1, len, f) != len)
+		err = -EIO;
+	free(text);
+	return err;
+}
+
+/* The short name of the command: "http" of "pinwheel http". */
+static const char *cmd_name(const struct pw_drv *d)
+{
+	const char *sp = strrchr(d->cmd->name, ' ');
+
+	return sp ? sp + 1 : d->cmd->name;
+}
+
+int pw_drv_report(struct pw_drv *d, FILE *f, enum pw_expo_format fmt)
+{
+	struct pw_metrics m;
+	struct pw_expo e;
+	int err, end;
+
+	if (!d->rt || !f)
+		return -EINVAL;
+	err = pw_metrics_read(d->rt, &m);
+	if (err)
+		return err;
+	err = fmt == PW_EXPO_JSON ? runtime_json(&m, f) :
+				    pw_metrics_write_prometheus(&m, f);
+	pw_metrics_free(&m);
+	if (err)
+		return err;
+	pw_expo_begin_members(&e, f, fmt, cmd_name(d));
+	if (d->ops->counters)
+		d->ops->counters(d, &e);
+	if (d->scrape)
+		pw_scrape_counters(d->scrape, &e);
+	end = pw_expo_end(&e);
+	return end;
+}
 
 void pw_drv_metrics(struct pw_drv *d, FILE *f)
 {
 	if (d->cli.metrics && d->rt)
-		pw_cli_metrics_write(f, d->rt, d->cli.metrics_format);
+		pw_drv_report(d, f, pw_drv_format(d));
+}
+
+/* A scrape's body (pw_scrape_write_fn). */
+static int scrape_write(void *arg, FILE *f, enum pw_expo_format fmt)
+{
+	return pw_drv_report(arg, f, fmt);
+}
+
+/* With --metrics-listen: the scrape server and its line. */
+static int scrape_start(struct pw_drv *d)
+{
+	char text[PW_NET_ADDR_STRLEN];
+	struct pw_net_addr a;
+	int err;
+
+	if (!d->cli.metrics_listen)
+		return 0;
+	err = pw_scrape_start(&d->scrape, d->rt, &d->metrics_addr, scrape_write,
+			      d);
+	if (err) {
+		d->scrape = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot serve metrics on %s: %s",
+				   d->cli.metrics_listen, strerror(-err));
+	}
+	pw_scrape_addr(d->scrape, &a);
+	pw_net_addr_format(&a, text, sizeof(text));
+	printf("%s: metrics on %s (GET /metrics, /metrics.json)\n",
+	       d->cmd->name, text);
+	fflush(stdout);
+	return 0;
 }
 
 /* The report hook, or the metrics when there is none. */
@@ -100,7 +198,7 @@ static int start(struct pw_drv *d)
 		return err;
 	d->served = true;
 	banner(d);
-	return 0;
+	return scrape_start(d);
 }
 
 /* Wait up to @ns for a second SIGINT or SIGTERM, reporting on SIGUSR1.
@@ -201,6 +299,10 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 	rc = pw_cli_config(&d.cli, &d.cfg);
 	if (rc)
 		return pw_cli_status(rc);
+	if (d.cli.metrics_listen &&
+	    pw_cli_addr(&d.cli, "--metrics-listen", d.cli.metrics_listen,
+			PW_CLI_ADDR_LISTEN, &d.metrics_addr))
+		return 2;
 	if (ops->setup && (rc = ops->setup(&d)))
 		return rc;
 	rc = start(&d);
@@ -208,6 +310,8 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 		rc = ops->run ? ops->run(&d) : serve(&d);
 	if (d.served && d.cli.metrics)
 		report(&d, true);
+	pw_scrape_stop(d.scrape); /* its counters were in the report */
+	d.scrape = NULL;
 	if (!ops->own_runtime && d.rt)
 		pw_runtime_destroy(d.rt);
 	if (ops->stop)

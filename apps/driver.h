@@ -20,6 +20,13 @@
  *
  *	return pw_drv_main(&cmd, &ops, argc, argv);
  *
+ * Reports: SIGUSR1, the exit with --metrics and every scrape write the
+ * same thing, pw_drv_report(): the runtime's metrics (pinwheel/metrics.h)
+ * and then the command's own counters, which its counters hook writes
+ * through apps/expo.h as pinwheel_<cmd>_..., in the --metrics-format
+ * chosen (a scrape: the format its path asks for). In JSON both are one
+ * object: the runtime's keys, then one key per counter.
+ *
  * The order, each step after the one before succeeded:
  *   pw_cli_parse() and pw_cli_config()   (exit 2 on a bad flag)
  *   setup         own flags checked, the runtime config finished
@@ -28,15 +35,17 @@
  *   the runtime   checked by pw_config_check() (exit 1 with the message
  *                 naming the wrong field) and created (exit 1), the
  *                 creation left to start with ops->own_runtime
- *   start         the service; then the banner
+ *   start         the service; then, with --metrics-listen, the scrape
+ *                 server (apps/scrape.h) on shard 0; then the banner
  *                 "NAME: listening on ADDR" + ops->banner, when start
- *                 set d->addr
+ *                 set d->addr, and "NAME: metrics on ADDR (...)" 
  *   run           the command's work; without it, serve: wait for a
  *                 signal, calling tick every d->tick_ns and report on
  *                 SIGUSR1; then drain: ops->drain, and wait up to
  *                 d->drain_ns (or until a second signal) while
  *                 ops->open() is above 0
  *   report        with --metrics, the final report (default: metrics)
+ *   scrape        the scrape server stopped
  *   the runtime   destroyed, unless ops->own_runtime
  *   stop          summary and cleanup; called whenever setup succeeded
  *   signals       stdout flushed, the signals let go (pending ones taken)
@@ -51,6 +60,9 @@
 #include "pinwheel.h"
 #include "pinwheel/net.h"
 #include "apps/cli.h"
+#include "apps/expo.h"
+
+struct pw_scrape;
 
 /* One run of a command: what the driver and the hooks share. */
 struct pw_drv {
@@ -64,6 +76,8 @@ struct pw_drv {
 	uint64_t drain_ns;	 /* set by setup: the drain deadline */
 	int left;		 /* connections open at the drain deadline */
 	bool served;		 /* start succeeded */
+	struct pw_net_addr metrics_addr; /* --metrics-listen, parsed */
+	struct pw_scrape *scrape;	 /* its server while it runs */
 };
 
 /* A command's hooks; each may be NULL. Those returning int return 0 to
@@ -84,6 +98,12 @@ struct pw_drv_ops {
 	/* On SIGUSR1 (@final false), and at exit with --metrics (@final
 	 * true); without it, pw_drv_metrics() to stdout. */
 	void (*report)(struct pw_drv *d, bool final);
+	/* The command's own counters into @e (begun with the command's
+	 * name: pinwheel_<cmd>_...): pw_expo_metric() and pw_expo_sample()
+	 * calls only. Called by every report (SIGUSR1, exit, scrape), from
+	 * the main thread or, for a scrape, from shard 0 while the command
+	 * runs: it may read only what any thread may (relaxed counters). */
+	void (*counters)(struct pw_drv *d, struct pw_expo *e);
 	/* Stop accepting; the driver then waits while open() > 0. */
 	void (*drain)(struct pw_drv *d);
 	int (*open)(struct pw_drv *d);
@@ -115,11 +135,28 @@ int pw_drv_main(const struct pw_cli_cmd *cmd, const struct pw_drv_ops *ops,
 bool pw_drv_wait(struct pw_drv *d, uint64_t ns);
 
 /**
- * pw_drv_metrics - with --metrics, print the runtime's metrics to @f in
- * the --metrics-format chosen; nothing without --metrics. The default
+ * pw_drv_report - write a report to @f in format @fmt: a snapshot of the
+ * runtime's metrics, the command's counters (its counters hook) and,
+ * with --metrics-listen, the scrape server's; then flush @f. The one
+ * writer of SIGUSR1, exit and scrape reports.
+ * Return: 0; -EINVAL without a runtime or for a refused metric (what
+ * was valid is written); -ENOMEM; -EIO when writing failed.
+ * Context: any thread (scrapes call it on shard 0).
+ */
+int pw_drv_report(struct pw_drv *d, FILE *f, enum pw_expo_format fmt);
+
+/**
+ * pw_drv_metrics - with --metrics, pw_drv_report() to @f in the
+ * --metrics-format chosen; nothing without --metrics. The default
  * report, for report hooks to call.
  * Context: the main thread.
  */
 void pw_drv_metrics(struct pw_drv *d, FILE *f);
+
+/**
+ * pw_drv_format - the expo format of --metrics-format.
+ * Context: any thread.
+ */
+enum pw_expo_format pw_drv_format(const struct pw_drv *d);
 
 #endif /* PW_APPS_DRIVER_H */

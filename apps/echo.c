@@ -11,9 +11,11 @@
  * answered with a half-close, then cancel-then-close. The command runs
  * on the driver (driver.h): SIGINT or SIGTERM stops the runtime
  * (dropping every task, which cancels its requests and closes its
- * socket) and prints the listener's counters.
+ * socket) and prints the listener's counters. Connections and bytes are
+ * counted per shard for the reports (apps/expo.h).
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,32 @@
 #include "apps/echo.h"
 
 enum { C_RECV, C_SEND, C_SHUT, C_CLOSE };
+
+/*
+ * The command's counters, one record per shard, written only by the
+ * thread of that shard (the worker running the task under stealing too)
+ * with a relaxed load and store, read by any thread in echo_counters().
+ * Shared by every echo service of the process (the tests start several).
+ */
+static struct echo_ctr {
+	_Alignas(64) _Atomic uint64_t opened, closed, bytes_in, bytes_out;
+} echo_ctrs[PW_MAX_SHARDS];
+
+/* Add @n to counter @field of the calling shard's record. */
+#define ECHO_ADD(field, n)                                                     \
+	do {                                                                   \
+		int id_ = pw_shard_id();                                       \
+		if (id_ >= 0 && id_ < PW_MAX_SHARDS) {                         \
+			_Atomic uint64_t *c_ = &echo_ctrs[id_].field;          \
+			/* Relaxed: one writer; pairs with echo_counters(). */ \
+			atomic_store_explicit(                                 \
+				c_,                                            \
+				atomic_load_explicit(c_,                       \
+						     memory_order_relaxed) +   \
+					(n),                                   \
+				memory_order_relaxed);                         \
+		}                                                              \
+	} while (0)
 
 struct echo_conn {
 	int fd;
@@ -56,6 +84,7 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 				c->step = C_SHUT;
 				pw_shutdown_init(&c->cl, c->fd, SHUT_WR);
 			} else {
+				ECHO_ADD(bytes_in, (uint64_t)res);
 				c->have = true;
 				c->step = C_SEND;
 			}
@@ -70,6 +99,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 					pw_recv_park(&c->rx);
 				return PW_PENDING;
 			}
+			if (res > 0)
+				ECHO_ADD(bytes_out, (uint64_t)res);
 			pw_net_buf_release(&c->buf);
 			c->have = false;
 			if (res < 0) {
@@ -103,6 +134,7 @@ static void conn_drop(void *state)
 	pw_send_cancel(&c->tx);
 	if (!pw_close_cancel(&c->cl))
 		close(c->fd);
+	ECHO_ADD(closed, 1);
 }
 
 struct acceptor {
@@ -119,7 +151,10 @@ static int conn_spawn(void *arg, int fd)
 	pw_recv_init(&c.rx, fd);
 	pw_send_init(&c.tx, fd);
 	pw_close_init(&c.cl, fd);
-	return pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop);
+	int err = pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop);
+	if (!err)
+		ECHO_ADD(opened, 1);
+	return err;
 }
 
 /* The accept loop's error: one line on stderr. */
@@ -243,11 +278,47 @@ static int echo_stop(struct pw_drv *d, int status)
 	return status;
 }
 
+/* The echo counters, summed over the shards (any thread). */
+static void echo_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	uint64_t v[4] = { 0 };
+	struct pw_net_listener_stats ls;
+
+	(void)d;
+	for (unsigned i = 0; i < PW_MAX_SHARDS; i++) {
+		const struct echo_ctr *c = &echo_ctrs[i];
+		/* Relaxed: counters; pair with the stores of ECHO_ADD. */
+		v[0] += atomic_load_explicit(&c->opened, memory_order_relaxed);
+		v[1] += atomic_load_explicit(&c->closed, memory_order_relaxed);
+		v[2] += atomic_load_explicit(&c->bytes_in,
+					     memory_order_relaxed);
+		v[3] += atomic_load_explicit(&c->bytes_out,
+					     memory_order_relaxed);
+	}
+	pw_expo_metric(e, "connections_accepted", "Connections accepted.",
+		       PW_EXPO_COUNTER);
+	pw_expo_sample(e, NULL, v[0]);
+	pw_expo_metric(e, "connections_active", "Connections open now.",
+		       PW_EXPO_GAUGE);
+	pw_expo_sample(e, NULL, v[0] > v[1] ? v[0] - v[1] : 0);
+	pw_expo_metric(e, "received_bytes", "Bytes received.", PW_EXPO_COUNTER);
+	pw_expo_sample(e, NULL, v[2]);
+	pw_expo_metric(e, "sent_bytes", "Bytes echoed back.", PW_EXPO_COUNTER);
+	pw_expo_sample(e, NULL, v[3]);
+	if (E.l && !pw_net_listener_stats(E.l, &ls)) {
+		pw_expo_metric(e, "accept_errors",
+			       "Accepts that failed (EMFILE, ...).",
+			       PW_EXPO_COUNTER);
+		pw_expo_sample(e, NULL, ls.accept_errors);
+	}
+}
+
 static const struct pw_drv_ops echo_ops = {
 	.setup = echo_setup,
 	.start = echo_start,
 	.banner = echo_banner,
 	.stop = echo_stop,
+	.counters = echo_counters,
 };
 
 int pw_app_echo(int argc, char **argv)

@@ -113,7 +113,9 @@ struct http_shard {
 	_Atomic uint64_t accepted, requests, errors, closed;
 	_Atomic uint64_t work, calls, timeouts, reads;
 	_Atomic uint64_t head_timeouts, send_timeouts, too_large, capped, full;
-	_Atomic uint64_t linger_resets;
+	_Atomic uint64_t linger_resets, bytes_in, bytes_out;
+	_Atomic uint64_t closes[PW_HTTP_CLOSE_N];
+	_Atomic uint64_t status[PW_HTTP_NSTATUS];
 	/* This shard's thread only: */
 	struct pw_http_canned canned;
 	char *pool;	/* free output buffers, linked by their first word */
@@ -295,6 +297,7 @@ struct http_conn {
 	bool keep;	  /* the request whose job runs keeps the connection */
 	bool head;	  /* the request whose job runs is a HEAD */
 	bool sending;	  /* the send of out has waited: t_send and sent hold */
+	uint8_t cause;	  /* why it closes (PW_HTTP_CLOSE_*), once known */
 	uint32_t off;	  /* bytes of buf parsed */
 	uint32_t out_len; /* bytes of out to send */
 	uint32_t nreq;	  /* requests answered, counted with max_requests */
@@ -338,6 +341,25 @@ static void conn_close(struct http_conn *c)
 	conn_release(c);
 	c->step = C_CLOSE;
 	pw_close_init(&c->cl, c->fd);
+}
+
+/* Note why the connection will close; the first cause given wins. */
+static inline void conn_cause(struct http_conn *c, enum pw_http_close why)
+{
+	if (!c->cause)
+		c->cause = (uint8_t)why;
+}
+
+static const int statuses[PW_HTTP_NSTATUS] = PW_HTTP_STATUSES;
+
+/* Count an answer with @status (not 200) in the shard's record. */
+static void count_status(struct http_shard *h, int status)
+{
+	for (unsigned i = 0; i < PW_HTTP_NSTATUS; i++)
+		if (statuses[i] == status) {
+			bump(&h->status[i], 1);
+			return;
+		}
 }
 
 /* Spin arithmetic the compiler cannot fold (bench/bench_sched.c's). */
@@ -511,10 +533,14 @@ static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
 {
 	uint32_t max = c->srv->max_requests;
 
-	if (!c->p.req.keep_alive || drain)
+	if (!c->p.req.keep_alive || drain) {
+		conn_cause(c,
+			   drain ? PW_HTTP_CLOSE_DRAIN : PW_HTTP_CLOSE_CLIENT);
 		return false;
+	}
 	if (max && ++c->nreq >= max) {
 		bump(&h->capped, 1);
+		conn_cause(c, PW_HTTP_CLOSE_MAX_REQUESTS);
 		return false;
 	}
 	return true;
@@ -568,6 +594,8 @@ static void conn_parse(struct http_conn *c)
 			continue;
 		}
 		conn_refuse(c, h, pw_http_error_status(rc));
+		conn_cause(c, PW_HTTP_CLOSE_ERROR);
+		count_status(h, pw_http_error_status(rc));
 		bump(&h->errors, 1);
 		if (rc == -EFBIG)
 			bump(&h->too_large, 1);
@@ -622,6 +650,7 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 		return false;
 	}
 	if (draining(s) && !c->partial) {
+		conn_cause(c, PW_HTTP_CLOSE_DRAIN);
 		conn_close(c);
 		return false;
 	}
@@ -636,11 +665,14 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 	h = here(s);
 	if (at == head) {
 		bump(&h->head_timeouts, 1);
+		count_status(h, 408);
+		conn_cause(c, PW_HTTP_CLOSE_HEAD_TIMEOUT);
 		pw_http_canned_tick(&h->canned, time(NULL));
 		conn_refuse(c, h, 408);
 		c->step = C_SEND;
 	} else {
 		bump(&h->timeouts, 1);
+		conn_cause(c, PW_HTTP_CLOSE_KEEPALIVE);
 		conn_close(c);
 	}
 	return false;
@@ -651,9 +683,11 @@ static inline bool conn_idle(struct pw_cx *cx, struct http_conn *c)
 static inline void conn_ended(struct http_conn *c, int32_t res)
 {
 	if (res < 0) {
+		conn_cause(c, PW_HTTP_CLOSE_RESET);
 		conn_close(c);
 		return;
 	}
+	conn_cause(c, PW_HTTP_CLOSE_CLIENT);
 	c->eof = true;
 	c->closing = true;
 	if (c->out_len)
@@ -681,7 +715,9 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 		}
 		c->have = true;
 		c->off = 0;
-		bump(&here(c->srv)->reads, 1);
+		struct http_shard *h = here(c->srv);
+		bump(&h->reads, 1);
+		bump(&h->bytes_in, (uint64_t)res);
 		if (c->partial && c->p.body_left)
 			c->t_req = pw_time_now(); /* a body moved */
 	}
@@ -724,6 +760,7 @@ static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 	if (!conn_timer(cx, c, c->t_send + s->send_ns))
 		return true;
 	bump(&here(s)->send_timeouts, 1);
+	conn_cause(c, PW_HTTP_CLOSE_SEND_TIMEOUT);
 	(void)pw_net_abort(c->fd);
 	conn_close(c);
 	return false;
@@ -739,6 +776,10 @@ static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 	if (c->out_len && pw_send_poll(cx, &c->tx, c->out, c->out_len,
 				       PW_TIME_NEVER, &res) == PW_PENDING)
 		return conn_send_wait(cx, c);
+	if (res > 0)
+		bump(&here(c->srv)->bytes_out, (uint64_t)res);
+	else if (res < 0)
+		conn_cause(c, PW_HTTP_CLOSE_RESET);
 	c->out_len = 0;
 	c->sending = false;
 	if (!c->have) {
@@ -775,6 +816,7 @@ static inline bool conn_linger(struct pw_cx *cx, struct http_conn *c)
 		return true;
 	if (res > 0) {
 		pw_net_buf_release(&c->buf);
+		bump(&here(c->srv)->bytes_in, (uint64_t)res);
 		c->sent += (uint32_t)res;
 		if (c->sent <= LINGER_BYTES)
 			return false;
@@ -855,8 +897,10 @@ static void conn_drop(void *state)
 		out_give(s, c->out);
 	c->out = NULL;
 	member_unlink(s, &c->m, true);
-	if (h)
+	if (h) {
 		bump(&h->closed, 1);
+		bump(&h->closes[c->cause], 1);
+	}
 }
 
 /* ---- the acceptor -------------------------------------------------------- */
@@ -1186,7 +1230,38 @@ int pw_http_server_stats(const struct pw_http_server *s, unsigned shard,
 	out->full = atomic_load_explicit(&h->full, memory_order_relaxed);
 	out->linger_resets =
 		atomic_load_explicit(&h->linger_resets, memory_order_relaxed);
+	out->bytes_in =
+		atomic_load_explicit(&h->bytes_in, memory_order_relaxed);
+	out->bytes_out =
+		atomic_load_explicit(&h->bytes_out, memory_order_relaxed);
+	for (unsigned i = 0; i < PW_HTTP_CLOSE_N; i++)
+		out->closes[i] = atomic_load_explicit(&h->closes[i],
+						      memory_order_relaxed);
+	for (unsigned i = 0; i < PW_HTTP_NSTATUS; i++)
+		out->status[i] = atomic_load_explicit(&h->status[i],
+						      memory_order_relaxed);
+	/* The open count is the registry's, under its lock. */
+	pthread_mutex_lock((pthread_mutex_t *)&h->lock);
+	out->active = h->open;
+	pthread_mutex_unlock((pthread_mutex_t *)&h->lock);
 	return 0;
+}
+
+const char *pw_http_close_name(enum pw_http_close why)
+{
+	static const char *const names[PW_HTTP_CLOSE_N] = {
+		[PW_HTTP_CLOSE_OTHER] = "other",
+		[PW_HTTP_CLOSE_CLIENT] = "client",
+		[PW_HTTP_CLOSE_KEEPALIVE] = "keepalive_timeout",
+		[PW_HTTP_CLOSE_HEAD_TIMEOUT] = "head_timeout",
+		[PW_HTTP_CLOSE_SEND_TIMEOUT] = "send_timeout",
+		[PW_HTTP_CLOSE_RESET] = "reset",
+		[PW_HTTP_CLOSE_MAX_REQUESTS] = "max_requests",
+		[PW_HTTP_CLOSE_DRAIN] = "drain",
+		[PW_HTTP_CLOSE_ERROR] = "error",
+	};
+
+	return (unsigned)why < PW_HTTP_CLOSE_N ? names[why] : "other";
 }
 
 int pw_http_server_destroy(struct pw_http_server *s)

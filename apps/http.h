@@ -99,6 +99,33 @@ struct pw_http_opts {
 	const struct pw_net_config *net;
 };
 
+/* Why a connection closed: each closed connection counts under one. */
+enum pw_http_close {
+	PW_HTTP_CLOSE_OTHER,	    /* dropped: the runtime's end, no memory */
+	PW_HTTP_CLOSE_CLIENT,	    /* the client closed, or asked to */
+	PW_HTTP_CLOSE_KEEPALIVE,    /* the keep-alive timeout */
+	PW_HTTP_CLOSE_HEAD_TIMEOUT, /* the head timeout (408) */
+	PW_HTTP_CLOSE_SEND_TIMEOUT, /* the send timeout (reset) */
+	PW_HTTP_CLOSE_RESET,	    /* a socket error (reset by the peer) */
+	PW_HTTP_CLOSE_MAX_REQUESTS, /* the last request of max_requests */
+	PW_HTTP_CLOSE_DRAIN,	    /* the drain */
+	PW_HTTP_CLOSE_ERROR,	    /* after refusing a request (4xx, 505) */
+	PW_HTTP_CLOSE_N,
+};
+
+/* The statuses other than 200 a server answers, counted one by one. */
+#define PW_HTTP_STATUSES                     \
+	{                                    \
+		400, 408, 413, 414, 431, 505 \
+	}
+#define PW_HTTP_NSTATUS 6
+
+/**
+ * pw_http_close_name - the name of close cause @why ("client",
+ * "keepalive_timeout", ...), or "other". Context: any thread.
+ */
+const char *pw_http_close_name(enum pw_http_close why);
+
 /* Counters of one shard, summed over the connections it served. */
 struct pw_http_stats {
 	uint64_t accepted; /* connections taken by the shard's acceptor */
@@ -116,6 +143,14 @@ struct pw_http_stats {
 	uint64_t full;		/* times the acceptor stopped at max_conns */
 	uint64_t linger_resets; /* closes reset: the client sent more than
 				   the linger drops */
+	uint64_t active;	/* connections open now */
+	uint64_t bytes_in;	/* bytes received (request bytes, and those
+				   the linger drops) */
+	uint64_t bytes_out;	/* bytes of responses sent whole */
+	uint64_t closes[PW_HTTP_CLOSE_N]; /* closed, by cause (their sum
+					     is closed) */
+	uint64_t status[PW_HTTP_NSTATUS]; /* answered with each status of
+					     PW_HTTP_STATUSES */
 };
 
 struct pw_http_server;

@@ -2,11 +2,13 @@
 /*
  * http_cmd.c - the `pinwheel http` command: its flags (each limit with
  * its nginx-like default, 0 for off), the server they start on the
- * driver (driver.h), its banner, its per-shard report and its summary.
+ * driver (driver.h), its banner, its per-shard counters (apps/expo.h,
+ * in every report) and its summary.
  * The server itself is http.c, reached only through http.h.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,36 +192,98 @@ static void http_banner(struct pw_drv *d, FILE *f)
 		d->cfg.sched == PW_SCHED_STEAL ? "steal" : "shard");
 }
 
-/* With --metrics: the runtime's metrics, then each shard's counters. */
-static void http_report(struct pw_drv *d, bool final)
-{
-	(void) final;
-	if (!d->cli.metrics)
-		return;
-	pw_drv_metrics(d, stdout);
-	struct pw_http_stats st;
+/* One per-shard counter of struct pw_http_stats. */
+struct http_ctr {
+	const char *name, *help;
+	size_t off;
+	enum pw_expo_type type;
+};
 
-	for (unsigned i = 0; !pw_http_server_stats(H.srv, i, &st); i++) {
-		printf("shard %u http: accepted=%llu requests=%llu "
-		       "errors=%llu closed=%llu work=%llu calls=%llu "
-		       "timeouts=%llu head_timeouts=%llu send_timeouts=%llu "
-		       "too_large=%llu capped=%llu full=%llu "
-		       "linger_resets=%llu\n",
-		       i, (unsigned long long)st.accepted,
-		       (unsigned long long)st.requests,
-		       (unsigned long long)st.errors,
-		       (unsigned long long)st.closed,
-		       (unsigned long long)st.work,
-		       (unsigned long long)st.calls,
-		       (unsigned long long)st.timeouts,
-		       (unsigned long long)st.head_timeouts,
-		       (unsigned long long)st.send_timeouts,
-		       (unsigned long long)st.too_large,
-		       (unsigned long long)st.capped,
-		       (unsigned long long)st.full,
-		       (unsigned long long)st.linger_resets);
+#define CTR(f, n, t, h)                                    \
+	{                                                  \
+		n, h, offsetof(struct pw_http_stats, f), t \
 	}
-	fflush(stdout);
+static const struct http_ctr http_ctrs[] = {
+	CTR(accepted, "connections_accepted", PW_EXPO_COUNTER,
+	    "Connections accepted."),
+	CTR(active, "connections_active", PW_EXPO_GAUGE,
+	    "Connections open now."),
+	CTR(full, "accept_paused", PW_EXPO_COUNTER,
+	    "Times the acceptor paused at --max-conns (the excess waits in "
+	    "the backlog)."),
+	CTR(requests, "requests", PW_EXPO_COUNTER,
+	    "Requests answered with 200."),
+	CTR(bytes_in, "received_bytes", PW_EXPO_COUNTER,
+	    "Bytes received from clients."),
+	CTR(bytes_out, "sent_bytes", PW_EXPO_COUNTER,
+	    "Bytes of responses sent."),
+	CTR(linger_resets, "linger_resets", PW_EXPO_COUNTER,
+	    "Closes turned into resets: the client sent on past the linger."),
+	CTR(work, "work_tasks", PW_EXPO_COUNTER, "--work child tasks run."),
+	CTR(calls, "fanout_calls", PW_EXPO_COUNTER, "--fanout calls answered."),
+};
+#undef CTR
+
+/* One sample per shard of counter @c (label shard="i"). */
+static void http_ctr(struct pw_expo *e, const struct http_ctr *c)
+{
+	struct pw_http_stats st;
+	char shard[16];
+	uint64_t v;
+
+	pw_expo_metric(e, c->name, c->help, c->type);
+	for (unsigned i = 0; !pw_http_server_stats(H.srv, i, &st); i++) {
+		snprintf(shard, sizeof(shard), "%u", i);
+		memcpy(&v, (const char *)&st + c->off, sizeof(v));
+		pw_expo_sample(e, (const char *[]){ "shard", shard, NULL }, v);
+	}
+}
+
+/* Responses by status (200 is requests) and closes by cause, per shard. */
+static void http_ctr_causes(struct pw_expo *e)
+{
+	static const int statuses[PW_HTTP_NSTATUS] = PW_HTTP_STATUSES;
+	struct pw_http_stats st;
+	char shard[16], code[16];
+
+	pw_expo_metric(e, "responses", "Responses sent, by status.",
+		       PW_EXPO_COUNTER);
+	for (unsigned i = 0; !pw_http_server_stats(H.srv, i, &st); i++) {
+		snprintf(shard, sizeof(shard), "%u", i);
+		pw_expo_sample(e,
+			       (const char *[]){ "shard", shard, "status",
+						 "200", NULL },
+			       st.requests);
+		for (unsigned k = 0; k < PW_HTTP_NSTATUS; k++) {
+			snprintf(code, sizeof(code), "%d", statuses[k]);
+			pw_expo_sample(e,
+				       (const char *[]){ "shard", shard,
+							 "status", code, NULL },
+				       st.status[k]);
+		}
+	}
+	pw_expo_metric(e, "connections_closed", "Connections closed, by cause.",
+		       PW_EXPO_COUNTER);
+	for (unsigned i = 0; !pw_http_server_stats(H.srv, i, &st); i++) {
+		snprintf(shard, sizeof(shard), "%u", i);
+		for (unsigned k = 0; k < PW_HTTP_CLOSE_N; k++)
+			pw_expo_sample(
+				e,
+				(const char *[]){ "shard", shard, "cause",
+						  pw_http_close_name(k), NULL },
+				st.closes[k]);
+	}
+}
+
+/* The server's counters, per shard, for every report (any thread). */
+static void http_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	(void)d;
+	if (!H.srv)
+		return;
+	for (size_t i = 0; i < sizeof(http_ctrs) / sizeof(http_ctrs[0]); i++)
+		http_ctr(e, &http_ctrs[i]);
+	http_ctr_causes(e);
 }
 
 static void http_drain(struct pw_drv *d)
@@ -268,7 +332,7 @@ static const struct pw_drv_ops http_ops = {
 	.setup = http_setup,
 	.start = http_start,
 	.banner = http_banner,
-	.report = http_report,
+	.counters = http_counters,
 	.drain = http_drain,
 	.open = http_open,
 	.stop = http_stop,

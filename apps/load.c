@@ -48,15 +48,17 @@
 #include "apps/driver.h"
 #include "apps/http_parse.h"
 #include "apps/load.h"
+#include "apps/load_req.h"
+#include "apps/resolve.h"
+#include "apps/units.h"
 #include "pinwheel/hist_hdr.h"
 
 #define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
 #define CHECK_NS       (10 * PW_NSEC_PER_MSEC)
 #define BACKOFF_NS     (10 * PW_NSEC_PER_MSEC)
 #define SNAP_WAIT_NS   (200 * PW_NSEC_PER_MSEC)
-#define LOAD_SIZE_MAX  (16u << 20)
+#define LOAD_SIZE_MAX  PW_LOAD_BODY_MAX
 #define LOAD_CONNS_MAX 65536u
-#define LOAD_TEXT_MAX  1024
 #define NO_QUOTA       UINT64_MAX
 
 /* ---- the run ----------------------------------------------------------- */
@@ -89,6 +91,7 @@ struct load_run {
 	const struct pw_load_config *cfg;
 	char *msg; /* the request or echo payload (malloc'd) */
 	size_t msg_len;
+	bool head_only;		      /* HEAD: an answer ends with its head */
 	uint64_t start, measure, end; /* CLOCK_MONOTONIC ns */
 	uint64_t interval;	      /* open loop: ns between one
 					 connection's requests; 0 closed */
@@ -331,6 +334,33 @@ static void hand_over(struct load_conn *c)
 		c->handed_over = true;
 }
 
+/*
+ * The answer to a HEAD, which ends with its head whatever its
+ * Content-Length says (RFC 9110 9.3.2), while the parser, which has no
+ * such mode, goes on to read a body by that length: the head is whole
+ * once the parser has set resp.head_len, which it does at the blank line
+ * (then returning 0 in the body, or -ENOTSUP for a head without a
+ * length, which a HEAD answer may well be). Every byte received for the
+ * request must belong to that head (a parser that returned 1 read a body
+ * of Content-Length bytes: they are past the head, so bad too);
+ * step_recv() starts the parser afresh for the next answer. @rc is the
+ * parser's result. True once the answer is whole or bad, as consume().
+ */
+static bool head_answer(struct load_conn *c, int rc, int *how)
+{
+	const struct pw_http_resp *r = &c->hp.resp;
+
+	if (rc == 0 && !r->head_len)
+		return false;
+	if ((rc < 0 && rc != -ENOTSUP) || !r->head_len ||
+	    c->rx_bytes != r->head_len) {
+		*how = END_BAD;
+		return true;
+	}
+	*how = r->status >= 200 && r->status < 400 ? END_OK : END_BAD_STATUS;
+	return true;
+}
+
 /* Consume the borrowed buffer; true once the answer is whole. @how gets
  * END_OK or why the answer is bad. */
 static bool consume(struct load_conn *c, int *how)
@@ -351,6 +381,8 @@ static bool consume(struct load_conn *c, int *how)
 		return c->got == run->msg_len;
 	}
 	int rc = pw_http_resp_parse(&c->hp, data, len, &used);
+	if (run->head_only)
+		return head_answer(c, rc, how);
 	if (rc < 0 || (rc == 1 && used != len)) {
 		*how = END_BAD; /* malformed, or bytes nobody asked for */
 		return true;
@@ -363,6 +395,13 @@ static bool consume(struct load_conn *c, int *how)
 	return true;
 }
 
+/* The address connection @idx of @cfg goes to. */
+static const struct pw_net_addr *conn_addr(const struct pw_load_config *cfg,
+					   unsigned idx)
+{
+	return cfg->naddrs ? &cfg->addrs[idx % cfg->naddrs] : &cfg->target;
+}
+
 /* What a step of conn_poll() asks for next. */
 enum { GO, WAIT, END };
 
@@ -373,7 +412,7 @@ static int step_start(struct load_conn *c)
 
 	if (stopping(run) || pw_cli_mono_ns() >= run->end || c->s.quota == 0)
 		return END;
-	pw_connect_init(&c->cn, &run->cfg->target);
+	pw_connect_init(&c->cn, conn_addr(run->cfg, c->s.idx));
 	c->t_due = c->t_sent = pw_cli_mono_ns();
 	c->rx_bytes = 0;
 	c->step = ST_CONNECT;
@@ -525,10 +564,13 @@ static int step_recv(struct pw_cx *cx, struct load_conn *c)
 		return GO;
 	}
 	request_end(c, how, pw_cli_mono_ns());
-	if (run->cfg->proto == PW_LOAD_HTTP && !c->hp.resp.keep_alive)
+	if (run->cfg->proto == PW_LOAD_HTTP && !c->hp.resp.keep_alive) {
 		close_conn(c, true);
-	else
-		c->step = ST_NEXT;
+		return GO;
+	}
+	if (run->head_only) /* the parser may be in a body: see head_answer() */
+		pw_http_resp_parser_init(&c->hp);
+	c->step = ST_NEXT;
 	return GO;
 }
 
@@ -620,17 +662,11 @@ void pw_load_config_init(struct pw_load_config *cfg)
 	cfg->timeout_ns = 2 * PW_NSEC_PER_SEC;
 }
 
-static bool clean_text(const char *s)
-{
-	for (; *s; s++)
-		if ((unsigned char)*s <= 0x20 || *s == 0x7f)
-			return false;
-	return true;
-}
-
 /* The request (HTTP) or the payload (echo), malloc'd. */
 static int build_msg(const struct pw_load_config *cfg, char **out, size_t *len)
 {
+	char host[PW_NET_ADDR_STRLEN];
+
 	if (cfg->proto == PW_LOAD_ECHO) {
 		char *p = malloc(cfg->size);
 		if (!p)
@@ -641,38 +677,30 @@ static int build_msg(const struct pw_load_config *cfg, char **out, size_t *len)
 		*len = cfg->size;
 		return 0;
 	}
-	char host[PW_NET_ADDR_STRLEN];
-	const char *h = cfg->host;
-	if (!h) {
-		if (pw_net_addr_format(&cfg->target, host, sizeof(host)) < 0)
-			return -EINVAL;
-		h = host;
-	}
-	size_t n = strlen(cfg->path) + strlen(h) + 64;
-	char *p = malloc(n);
-	if (!p)
-		return -ENOMEM;
-	int w = snprintf(p, n, "GET %s HTTP/1.1\r\nHost: %s\r\n\r\n", cfg->path,
-			 h);
-	*out = p;
-	*len = (size_t)w;
-	return 0;
+	/* The Host header, when nothing else gives one: the address. */
+	if (pw_net_addr_format(conn_addr(cfg, 0), host, sizeof(host)) < 0)
+		host[0] = '\0';
+	return pw_load_req_build(cfg, host, out, len);
 }
 
 static int check_config(const struct pw_load_config *cfg)
 {
-	if (!cfg->target.len || !cfg->conns || cfg->conns > LOAD_CONNS_MAX ||
-	    !cfg->timeout_ns)
+	if ((!cfg->target.len && !cfg->naddrs) ||
+	    (cfg->naddrs && !cfg->addrs) || !cfg->conns ||
+	    cfg->conns > LOAD_CONNS_MAX || !cfg->timeout_ns)
 		return -EINVAL;
+	for (unsigned i = 0; i < cfg->naddrs; i++)
+		if (!cfg->addrs[i].len)
+			return -EINVAL;
 	if (cfg->proto == PW_LOAD_ECHO)
-		return cfg->size && cfg->size <= LOAD_SIZE_MAX ? 0 : -EINVAL;
-	if (cfg->proto != PW_LOAD_HTTP || !cfg->path || cfg->path[0] != '/' ||
-	    strlen(cfg->path) > LOAD_TEXT_MAX || !clean_text(cfg->path))
+		return cfg->size && cfg->size <= LOAD_SIZE_MAX &&
+				       !cfg->method && !cfg->nheaders &&
+				       !cfg->body ?
+			       0 :
+			       -EINVAL;
+	if (cfg->proto != PW_LOAD_HTTP)
 		return -EINVAL;
-	if (cfg->host && (!cfg->host[0] || strlen(cfg->host) > LOAD_TEXT_MAX ||
-			  !clean_text(cfg->host)))
-		return -EINVAL;
-	return 0;
+	return pw_load_req_check(cfg, NULL, 0);
 }
 
 static void free_shards(struct load_run *run)
@@ -947,6 +975,8 @@ static int run_init(struct load_run *run, const struct pw_load_config *cfg,
 	run->intervals = cfg->interval != NULL;
 	if ((err = build_msg(cfg, &run->msg, &run->msg_len)))
 		return err;
+	run->head_only = cfg->proto == PW_LOAD_HTTP &&
+			 pw_load_req_head_only(cfg);
 	if (run->intervals &&
 	    pw_hist_init(&run->ivl_sum, 0, PW_LOAD_HIST_DIGITS)) {
 		free(run->msg);
@@ -1110,38 +1140,54 @@ static const char *proto_name(const struct pw_load_config *cfg)
 	return cfg->proto == PW_LOAD_ECHO ? "echo" : "http";
 }
 
-static void us(FILE *f, uint64_t ns)
+/* The first line: what was loaded, on how many connections and shards,
+ * in which mode. A name or URL is followed by its addresses, several of
+ * them by how the connections spread. */
+static void print_target(const struct pw_load_config *cfg,
+			 const struct pw_load_result *res, FILE *f)
 {
-	fprintf(f, " %12" PRIu64 ".%03" PRIu64, ns / 1000, ns % 1000);
+	char a[PW_NET_ADDR_STRLEN] = "?";
+	unsigned n = cfg->naddrs ? cfg->naddrs : 1;
+
+	pw_net_addr_format(conn_addr(cfg, 0), a, sizeof(a));
+	fprintf(f, "%s load of %s", proto_name(cfg),
+		cfg->target_name ? cfg->target_name : a);
+	for (unsigned i = 0; cfg->target_name && i < n; i++) {
+		pw_net_addr_format(conn_addr(cfg, i), a, sizeof(a));
+		fprintf(f, "%s%s", i ? ", " : " (", a);
+	}
+	if (cfg->target_name)
+		fprintf(f, "%s)", n > 1 ? "; connections round robin" : "");
+	fprintf(f, ": %u connection%s on %u shard%s, ", cfg->conns,
+		cfg->conns == 1 ? "" : "s", res->shards,
+		res->shards == 1 ? "" : "s");
+	if (cfg->rate)
+		fprintf(f, "open loop at %" PRIu64 " requests/s\n", cfg->rate);
+	else
+		fprintf(f, "closed loop\n");
 }
 
 int pw_load_print(const struct pw_load_config *cfg,
 		  const struct pw_load_result *res, FILE *f)
 {
-	char target[PW_NET_ADDR_STRLEN] = "?";
+	char l[PW_UNITS_LEN], s[PW_UNITS_LEN];
 
 	if (!cfg || !res || !f)
 		return -EINVAL;
-	pw_net_addr_format(&cfg->target, target, sizeof(target));
-	fprintf(f, "%s load of %s: %u connection%s on %u shard%s, ",
-		proto_name(cfg), target, cfg->conns, cfg->conns == 1 ? "" : "s",
-		res->shards, res->shards == 1 ? "" : "s");
-	if (cfg->rate)
-		fprintf(f, "open loop at %" PRIu64 " requests/s\n", cfg->rate);
-	else
-		fprintf(f, "closed loop\n");
-	fprintf(f, "  %-10s %16s %16s\n", "percentile", "latency us",
-		"service us");
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		fprintf(f, "  %-10s   ", rows[i].label);
-		us(f, pw_hist_percentile(&res->latency, rows[i].p));
-		fprintf(f, "   ");
-		us(f, pw_hist_percentile(&res->service, rows[i].p));
-		fprintf(f, "\n");
-	}
-	fprintf(f, "  mean %.3f us, min %.3f us (latency)\n",
-		pw_hist_mean(&res->latency) / 1e3,
-		(double)pw_hist_min(&res->latency) / 1e3);
+	print_target(cfg, res, f);
+	fprintf(f, "  %-10s %12s %12s\n", "percentile", "latency", "service");
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		fprintf(f, "  %-10s %12s %12s\n", rows[i].label,
+			pw_units_ns(pw_hist_percentile(&res->latency,
+						       rows[i].p),
+				    l, sizeof(l)),
+			pw_units_ns(pw_hist_percentile(&res->service,
+						       rows[i].p),
+				    s, sizeof(s)));
+	fprintf(f, "  mean %s, min %s (latency)\n",
+		pw_units_ns((uint64_t)(pw_hist_mean(&res->latency) + 0.5), l,
+			    sizeof(l)),
+		pw_units_ns(pw_hist_min(&res->latency), s, sizeof(s)));
 	fprintf(f,
 		"  requests %" PRIu64 ", errors %" PRIu64 " (connect %" PRIu64
 		", reset %" PRIu64 ", timeout %" PRIu64
@@ -1160,14 +1206,35 @@ int pw_load_print(const struct pw_load_config *cfg,
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
-/* ", "KEY": "NAME"" or null. */
-static void json_file(FILE *f, const char *key, const char *name)
+/* ", "KEY": "S"" (a JSON string) or ", "KEY": null". */
+static void json_str_or_null(FILE *f, const char *key, const char *name)
 {
 	fprintf(f, ", \"%s\": ", key);
 	if (name)
 		pw_cli_json_str(f, name);
 	else
 		fprintf(f, "null");
+}
+
+/* ", "url": ..., "addresses": [...], "method": ..." of @cfg. */
+static void json_request(const struct pw_load_config *cfg, FILE *f)
+{
+	char a[PW_NET_ADDR_STRLEN];
+	unsigned n = cfg->naddrs ? cfg->naddrs : 1;
+
+	json_str_or_null(f, "url", cfg->target_name);
+	fprintf(f, ", \"addresses\": [");
+	for (unsigned i = 0; i < n; i++) {
+		if (pw_net_addr_format(conn_addr(cfg, i), a, sizeof(a)) < 0)
+			a[0] = '\0';
+		fprintf(f, "%s", i ? ", " : "");
+		pw_cli_json_str(f, a);
+	}
+	fprintf(f, "]");
+	json_str_or_null(f, "method",
+			 cfg->proto == PW_LOAD_ECHO ? NULL :
+			 cfg->method		    ? cfg->method :
+						      "GET");
 }
 
 int pw_load_write_json(const struct pw_load_config *cfg,
@@ -1182,9 +1249,10 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 		return -EINVAL;
 	if ((err = pw_hist_encode_hdr(&res->latency, &hdr, NULL)))
 		return err;
-	pw_net_addr_format(&cfg->target, target, sizeof(target));
+	pw_net_addr_format(conn_addr(cfg, 0), target, sizeof(target));
 	fprintf(f, "{\"proto\": \"%s\", \"target\": ", proto_name(cfg));
 	pw_cli_json_str(f, target);
+	json_request(cfg, f);
 	fprintf(f,
 		", \"conns\": %u, \"shards\": %u, \"rate\": %" PRIu64
 		", \"mode\": \"%s\", \"elapsed_s\": %.6f, \"start_wall_s\": %.6f"
@@ -1208,8 +1276,8 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 	pw_hist_write_json(&res->service, f);
 	fprintf(f, ", \"latency_hdr\": \"%s\"", hdr);
 	free(hdr);
-	json_file(f, "hgrm", out ? out->hgrm : NULL);
-	json_file(f, "hdr_log", out ? out->hdr_log : NULL);
+	json_str_or_null(f, "hgrm", out ? out->hgrm : NULL);
+	json_str_or_null(f, "hdr_log", out ? out->hdr_log : NULL);
 	fprintf(f, "}\n");
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
@@ -1223,8 +1291,20 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 /* The flags of `pinwheel load` and the run's results. */
 static struct load_cmd {
 	const char *proto, *target, *path, *host, *json;
-	const char *hgrm, *hdr_log, *start_at; /* --hgrm, --hdr-log,
-						  --start-at */
+	const char *method, *body, *body_file;
+	const char *header; /* in the flag table for --help only */
+	/* Taken out of argv by load_args(): -H/--header values (one more
+	 * than the cap, to tell it was passed), a bare target, and what
+	 * was wrong with them. */
+	const char *headers[PW_LOAD_HEADERS_MAX + 1];
+	unsigned nheaders;
+	const char *bare, *args_error;
+	char **argv;		/* the rest, for pw_cli_parse() (malloc'd) */
+	char *body_buf;		/* --body-file read whole (malloc'd) */
+	struct pw_load_url url; /* a URL target, split */
+	struct pw_net_addr addrs[PW_RESOLVE_MAX]; /* a name's addresses */
+	/* --hgrm, --hdr-log, --start-at */
+	const char *hgrm, *hdr_log, *start_at;
 	uint64_t start_wall_ns; /* --start-at as CLOCK_REALTIME ns, or 0 */
 	FILE *hgrm_f, *log_f;	/* opened before the run */
 	struct pw_hdr_log log;	/* started at the first interval */
@@ -1239,7 +1319,6 @@ static struct load_cmd {
 
 static const struct load_cmd load_defaults = {
 	.proto = "http",
-	.path = "/",
 	.size = 64,
 	.conns = 1,
 	.warmup = PW_NSEC_PER_SEC,
@@ -1248,14 +1327,22 @@ static const struct load_cmd load_defaults = {
 };
 
 static const struct pw_cli_opt load_opts[] = {
-	{ "--target", PW_CLI_STRING, &L.target, 0, 0, "ADDR",
-	  "server: A.B.C.D:PORT, [IPv6]:PORT or unix:/path (required)" },
+	{ "--target", PW_CLI_STRING, &L.target, 0, 0, "T",
+	  "server: URL, HOST:PORT or address, or T alone (required)" },
 	{ "--proto", PW_CLI_STRING, &L.proto, 0, 0, "P",
-	  "http (keep-alive GET, the default) or echo" },
+	  "http (keep-alive requests, the default) or echo" },
+	{ "--method", PW_CLI_STRING, &L.method, 0, 0, "M",
+	  "HTTP method, a token (default GET)" },
+	{ "--header", PW_CLI_STRING, &L.header, 0, 0, "'N: V'",
+	  "or -H: a header line; repeat for more (64, 8 KiB)" },
+	{ "--body", PW_CLI_STRING, &L.body, 0, 0, "TEXT",
+	  "HTTP request body, with its Content-Length" },
+	{ "--body-file", PW_CLI_STRING, &L.body_file, 0, 0, "FILE",
+	  "HTTP request body read from FILE (up to 16M)" },
 	{ "--path", PW_CLI_STRING, &L.path, 0, 0, "PATH",
-	  "HTTP request target (default /)" },
+	  "HTTP request target (default: the URL's, else /)" },
 	{ "--host", PW_CLI_STRING, &L.host, 0, 0, "HOST",
-	  "HTTP Host header (default: the target)" },
+	  "HTTP Host header (default: the target as given)" },
 	{ "--size", PW_CLI_SIZE, &L.size, 1, LOAD_SIZE_MAX, "N",
 	  "echo payload, 1..16M (default 64)" },
 	{ "--conns", PW_CLI_UINT, &L.conns, 1, LOAD_CONNS_MAX, "N",
@@ -1293,7 +1380,15 @@ static const struct pw_cli_cmd load_cmd = {
 		"reports latency percentiles\n(from the due time in "
 		"open loop: coordinated omission corrected), errors "
 		"and\nthroughput. SIGINT stops early and still "
-		"reports.\n\nExit status: 0; 1 when no request "
+		"reports.\n\nThe target: http://HOST[:PORT][/PATH][?QUERY] "
+		"(its path and query are the\nrequest target, HOST[:PORT] "
+		"the Host header; no https), HOST:PORT, or an\naddress. "
+		"A name is resolved at start; connections spread round "
+		"robin over\nits addresses. The request is built once and "
+		"sent as the same bytes each time:\n  pinwheel load "
+		"http://localhost:8080/api?id=7 --method POST \\\n"
+		"    -H 'Content-Type: application/json' --body '{\"a\": 1}' "
+		"--conns 16\n\nExit status: 0; 1 when no request "
 		"succeeded, when more than --max-error-rate\nfailed, "
 		"or when the run failed; 2 for a bad flag or a --json "
 		"FILE that cannot\nbe opened (it is opened before the "
@@ -1311,15 +1406,31 @@ static bool load_wait(void *arg, uint64_t ns)
 	return pw_drv_wait(arg, ns);
 }
 
+/* The last progress, for reports taken during the run (a scrape reads
+ * them on shard 0): stored by the thread in pw_load_run(), loaded by any;
+ * relaxed, counters only. */
+static _Atomic uint64_t live_requests, live_errors;
+/* Release once L.res holds the results (load_run()), acquire in
+ * load_counters(): L.res is not written again while reports are made. */
+static atomic_bool res_ready;
+
 static void load_progress(void *arg, const struct pw_load_progress *p)
 {
+	char p50[PW_UNITS_LEN], p99[PW_UNITS_LEN];
+
 	(void)arg;
+	atomic_store_explicit(&live_requests, p->requests,
+			      memory_order_relaxed);
+	atomic_store_explicit(&live_errors, p->errors, memory_order_relaxed);
+	if (L.quiet)
+		return;
 	fprintf(stderr,
 		"  %6.1fs%s rate %.0f/s, requests %" PRIu64 ", errors %" PRIu64
-		", p50 %.1f us, p99 %.1f us\n",
+		", p50 %s, p99 %s\n",
 		(double)p->elapsed_ns / 1e9, p->warmup ? " warm-up," : "",
-		p->rate, p->requests, p->errors, (double)p->p50_ns / 1e3,
-		(double)p->p99_ns / 1e3);
+		p->rate, p->requests, p->errors,
+		pw_units_ns(p->p50_ns, p50, sizeof(p50)),
+		pw_units_ns(p->p99_ns, p99, sizeof(p99)));
 }
 
 /* --json FILE opened (created, truncated) now, so that a path that
@@ -1396,22 +1507,173 @@ static int load_start_at(struct pw_drv *d)
 	return 0;
 }
 
+/* A name's addresses on stderr, once the flags are checked: which the
+ * connections go to, and that several share them round robin. */
+static void load_banner(const char *t, unsigned n)
+{
+	char a[PW_NET_ADDR_STRLEN];
+
+	fprintf(stderr, "pinwheel load: %s is ", t);
+	for (unsigned i = 0; i < n; i++) {
+		pw_net_addr_format(&L.addrs[i], a, sizeof(a));
+		fprintf(stderr, "%s%s", i ? ", " : "", a);
+	}
+	fprintf(stderr, "%s\n", n > 1 ? ": connections round robin" : "");
+}
+
+/* HOST:PORT of @t (a URL's, or @t itself) through the one resolver into
+ * L.addrs and the config. */
+static int load_resolve(struct pw_drv *d, const char *t, const char *hp)
+{
+	struct pw_load_config *lc = &L.lc;
+	char host[PW_RESOLVE_HOST_MAX + 1];
+	uint16_t port;
+	int n;
+
+	if (pw_resolve_split(hp, host, sizeof(host), &port) == 0 && !port)
+		return pw_cli_fail(&d->cli, 2,
+				   "--target: '%s' has port 0, which no "
+				   "server listens on",
+				   t);
+	n = pw_resolve(hp, SOCK_STREAM, L.addrs, PW_RESOLVE_MAX);
+	if (n < 0) {
+		/* A name that is not known is the user's to fix; a resolver
+		 * that fails may work on the next try. */
+		bool usage = n == -EINVAL || n == -ENOENT || n == -ENAMETOOLONG;
+		return pw_cli_fail(&d->cli, usage ? 2 : 1, "--target: '%s': %s",
+				   t, pw_resolve_strerror(n));
+	}
+	lc->target = L.addrs[0];
+	lc->addrs = L.addrs;
+	lc->naddrs = (unsigned)n;
+	lc->target_name = t;
+	return 0;
+}
+
+/*
+ * The target, --target or bare: a URL (its path and Host taken), a
+ * name with a port (resolved now), or an address as every command
+ * takes it (pw_cli_addr(), which also says what is wrong with one that
+ * is neither).
+ */
+static int load_target(struct pw_drv *d)
+{
+	const char *t = L.target ? L.target : L.bare, *why;
+	struct pw_load_config *lc = &L.lc;
+	char host[PW_RESOLVE_HOST_MAX + 1];
+	struct pw_net_addr a;
+	uint16_t port;
+	int err;
+
+	if (L.target && L.bare)
+		return pw_cli_fail(&d->cli, 2,
+				   "--target '%s' and a bare target '%s': "
+				   "give one",
+				   L.target, L.bare);
+	if (t && pw_load_is_url(t)) {
+		if ((err = pw_load_url_parse(t, &L.url, &why)))
+			return pw_cli_fail(&d->cli, 2, "--target: '%s': %s", t,
+					   why);
+		if (L.path && L.url.has_path)
+			return pw_cli_fail(&d->cli, 2,
+					   "--path: the URL '%s' gives the "
+					   "path already",
+					   t);
+		lc->path = L.path ? L.path : L.url.target;
+		lc->host = L.host ? L.host : L.url.authority;
+		return load_resolve(d, t, L.url.resolve);
+	}
+	if (!t || !pw_net_addr_parse(&a, t) ||
+	    pw_resolve_split(t, host, sizeof(host), &port))
+		return pw_cli_addr(&d->cli, "--target", t, PW_CLI_ADDR_CONNECT,
+				   &lc->target) ?
+			       2 :
+			       0;
+	lc->host = L.host ? L.host : t;
+	return load_resolve(d, t, t);
+}
+
+/* --body-file FILE read whole into L.body_buf and the config; 0 or the
+ * exit status. */
+static int load_body_file(struct pw_drv *d)
+{
+	int err = pw_load_body_read(L.body_file, &L.body_buf, &L.lc.body_len);
+
+	if (err == -EFBIG)
+		return pw_cli_fail(&d->cli, 2, "--body-file: '%s' is over 16M",
+				   L.body_file);
+	if (err)
+		return pw_cli_fail(&d->cli, 2,
+				   "--body-file: cannot read '%s': %s",
+				   L.body_file, strerror(-err));
+	L.lc.body = L.body_buf;
+	return 0;
+}
+
+/* The HTTP request's flags into the config, each refused with a message
+ * naming it. */
+static int load_request(struct pw_drv *d)
+{
+	struct pw_load_config *lc = &L.lc, t = *lc;
+	char why[160];
+
+	if (lc->proto == PW_LOAD_ECHO &&
+	    (L.method || L.nheaders || L.body || L.body_file))
+		return pw_cli_fail(&d->cli, 2,
+				   "--method, -H and --body are for --proto "
+				   "http");
+	if (L.body && L.body_file)
+		return pw_cli_fail(&d->cli, 2,
+				   "--body and --body-file: give one");
+	if (lc->proto == PW_LOAD_ECHO)
+		return 0;
+	if (pw_load_req_check(&t, NULL, 0))
+		return pw_cli_fail(&d->cli, 2,
+				   "--path or --host: must be non-empty, "
+				   "without blanks or control characters (a "
+				   "path starts with /)");
+	t.method = lc->method = L.method;
+	if (pw_load_req_check(&t, NULL, 0))
+		return pw_cli_fail(&d->cli, 2,
+				   "--method: '%s' is not a token of 1..%d "
+				   "letters, digits or !#$%%&'*+-.^_`|~",
+				   L.method, PW_LOAD_METHOD_MAX);
+	if (L.body_file && load_body_file(d))
+		return 2;
+	if (L.body) {
+		lc->body = L.body;
+		lc->body_len = strlen(L.body);
+	}
+	lc->headers = L.headers;
+	lc->nheaders = L.nheaders;
+	if (pw_load_req_check(lc, why, sizeof(why)))
+		return pw_cli_fail(&d->cli, 2, "%s", why);
+	for (unsigned i = 0; L.host && i < L.nheaders; i++)
+		if (!strncasecmp(L.headers[i], "Host:", 5))
+			return pw_cli_fail(&d->cli, 2,
+					   "--host and -H 'Host: ...' both "
+					   "set the Host header: give one");
+	return 0;
+}
+
 /* Check the flags and turn them into the run's config. */
 static int load_setup(struct pw_drv *d)
 {
 	struct pw_load_config *lc = &L.lc;
+	int st;
 
 	pw_load_config_init(lc);
-	if (pw_cli_addr(&d->cli, "--target", L.target, PW_CLI_ADDR_CONNECT,
-			&lc->target))
-		return 2;
+	if (L.args_error)
+		return pw_cli_fail(&d->cli, 2, "%s", L.args_error);
 	if (strcmp(L.proto, "http") && strcmp(L.proto, "echo"))
 		return pw_cli_fail(&d->cli, 2,
 				   "--proto: '%s' is not http or echo",
 				   L.proto);
 	lc->proto = strcmp(L.proto, "http") ? PW_LOAD_ECHO : PW_LOAD_HTTP;
-	lc->path = L.path;
+	lc->path = L.path ? L.path : "/";
 	lc->host = L.host;
+	if ((st = load_target(d)) || (st = load_request(d)))
+		return st;
 	lc->size = (size_t)L.size;
 	lc->conns = (unsigned)L.conns;
 	lc->rate = L.rate;
@@ -1419,11 +1681,6 @@ static int load_setup(struct pw_drv *d)
 	lc->requests = L.requests;
 	lc->warmup_ns = L.warmup;
 	lc->timeout_ns = L.timeout;
-	if (check_config(lc))
-		return pw_cli_fail(&d->cli, 2,
-				   "--path or --host: must be non-empty, "
-				   "without blanks or control characters (a "
-				   "path starts with /)");
 	if (load_start_at(d) || load_open_json(d) ||
 	    load_open_out(d, "--hgrm", L.hgrm, &L.hgrm_f) ||
 	    load_open_out(d, "--hdr-log", L.hdr_log, &L.log_f))
@@ -1480,27 +1737,92 @@ static int load_run(struct pw_drv *d)
 {
 	int err;
 
+	if (L.lc.target_name && !L.quiet)
+		load_banner(L.lc.target_name, L.lc.naddrs);
 	if (load_wait_start(d))
 		return 1;
 	L.lc.wait = load_wait;
-	L.lc.progress = L.quiet ? NULL : load_progress;
+	/* Scrapes read the live counters the progress stores. */
+	L.lc.progress = L.quiet && !d->cli.metrics_listen ? NULL :
+							    load_progress;
 	L.lc.interval = L.log_f ? load_interval : NULL;
 	L.lc.arg = d;
 	err = pw_load_run(d->rt, &L.lc, &L.res);
 	if (err)
 		return pw_cli_fail(&d->cli, 1, "%s", strerror(-err));
 	L.have_res = true;
+	/* Release: pairs with the acquire load in load_counters(). */
+	atomic_store_explicit(&res_ready, true, memory_order_release);
 	return 0;
 }
 
-/* SIGUSR1: the metrics on stderr (stdout may be the JSON); at exit,
- * with --metrics, on stdout before the report. */
+/* SIGUSR1: the report on stderr (stdout may be the JSON); at exit,
+ * with --metrics, on stdout before the table. */
 static void load_report(struct pw_drv *d, bool final)
 {
 	if (final)
 		pw_drv_metrics(d, stdout);
 	else
-		pw_cli_metrics_write(stderr, d->rt, d->cli.metrics_format);
+		pw_drv_report(d, stderr, pw_drv_format(d));
+}
+
+static void load_one(struct pw_expo *e, const char *name, const char *help,
+		     uint64_t v)
+{
+	pw_expo_metric(e, name, help, PW_EXPO_COUNTER);
+	pw_expo_sample(e, NULL, v);
+}
+
+/* The run's counters: the results once the run is over, the last
+ * progress (requests, errors) while it goes. Any thread. */
+static void load_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	const struct pw_load_result *r = &L.res;
+	/* Relaxed: see live_requests. */
+	uint64_t req =
+		atomic_load_explicit(&live_requests, memory_order_relaxed);
+	uint64_t err = atomic_load_explicit(&live_errors, memory_order_relaxed);
+
+	(void)d;
+	/* Acquire: pairs with the release store in load_run(). */
+	if (!atomic_load_explicit(&res_ready, memory_order_acquire)) {
+		load_one(e, "requests", "Measured requests answered well.",
+			 req);
+		load_one(e, "errors", "Measured requests failed.", err);
+		return;
+	}
+	const struct {
+		const char *cause;
+		uint64_t v;
+	} errs[] = {
+		{ "connect", r->err.connect }, { "reset", r->err.reset },
+		{ "timeout", r->err.timeout }, { "bad", r->err.bad },
+		{ "other", r->err.other },
+	};
+	load_one(e, "requests", "Measured requests answered well.",
+		 r->requests);
+	load_one(e, "errors", "Measured requests failed.", r->errors);
+	pw_expo_metric(e, "errors_by_cause",
+		       "Measured requests failed, by cause (once the run is "
+		       "over).",
+		       PW_EXPO_COUNTER);
+	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++)
+		pw_expo_sample(e,
+			       (const char *[]){ "cause", errs[i].cause, NULL },
+			       errs[i].v);
+	pw_expo_metric(e, "responses",
+		       "Whole HTTP responses: ok, status 200..399; bad, "
+		       "another status.",
+		       PW_EXPO_COUNTER);
+	pw_expo_sample(e, (const char *[]){ "status", "ok", NULL },
+		       r->requests);
+	pw_expo_sample(e, (const char *[]){ "status", "bad", NULL },
+		       r->bad_status);
+	load_one(e, "connects", "Connections opened, warm-up included.",
+		 r->connects);
+	load_one(e, "sent_bytes", "Bytes sent, measured.", r->bytes_sent);
+	load_one(e, "received_bytes", "Bytes received, measured.",
+		 r->bytes_received);
 }
 
 /* The JSON with --json, to the file opened in load_open_json() or to
@@ -1608,11 +1930,80 @@ static const struct pw_drv_ops load_ops = {
 	.setup = load_setup,
 	.run = load_run,
 	.report = load_report,
+	.counters = load_counters,
 	.stop = load_stop,
 };
 
+/* Whether the flag @a takes the next argument as its value: every flag
+ * of load_opts but --quiet, and every common one but --metrics. */
+static bool takes_value(const char *a)
+{
+	if (strncmp(a, "--", 2) || strchr(a, '='))
+		return false;
+	for (size_t i = 0; i < sizeof(load_opts) / sizeof(load_opts[0]); i++)
+		if (!strcmp(load_opts[i].name, a))
+			return load_opts[i].type != PW_CLI_BOOL;
+	return strcmp(a, "--metrics") && strcmp(a, "--help");
+}
+
+/*
+ * Take out of @argv what the flag table cannot hold: -H/--header, which
+ * repeats ("-H V", "-HV", "--header V", "--header=V"), and one bare
+ * argument, the target (as curl and wrk take it). A flag's value is
+ * never taken for either. The rest goes to L.argv for pw_cli_parse().
+ * Return: the rest's count, or -ENOMEM.
+ */
+static int load_args(int argc, char **argv)
+{
+	const char *v;
+	int n = 0;
+
+	L.argv = calloc((size_t)argc + 1, sizeof(*L.argv));
+	if (!L.argv)
+		return -ENOMEM;
+	L.argv[n++] = argv[0];
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (!strcmp(a, "-H") || !strcmp(a, "--header")) {
+			if (i + 1 == argc) {
+				L.args_error = "-H needs a value ('Name: "
+					       "value')";
+				continue;
+			}
+			v = argv[++i];
+		} else if (!strncmp(a, "--header=", 9)) {
+			v = a + 9;
+		} else if (!strncmp(a, "-H", 2)) {
+			v = a + 2;
+		} else if (a[0] != '-' && !L.bare) {
+			L.bare = a;
+			continue;
+		} else {
+			L.argv[n++] = argv[i];
+			if (takes_value(a) && i + 1 < argc)
+				L.argv[n++] = argv[++i];
+			continue;
+		}
+		/* One past the cap is kept, for the check to refuse. */
+		if (L.nheaders <= PW_LOAD_HEADERS_MAX)
+			L.headers[L.nheaders++] = v;
+	}
+	return n;
+}
+
 int pw_app_load(int argc, char **argv)
 {
+	int n, st;
+
 	L = load_defaults;
-	return pw_drv_main(&load_cmd, &load_ops, argc, argv);
+	atomic_store_explicit(&res_ready, false, memory_order_relaxed);
+	n = load_args(argc, argv);
+	if (n < 0) {
+		fprintf(stderr, "pinwheel load: out of memory\n");
+		return 1;
+	}
+	st = pw_drv_main(&load_cmd, &load_ops, n, L.argv);
+	free(L.argv);
+	free(L.body_buf);
+	return st;
 }

@@ -5,8 +5,12 @@
  *
  * pw_load_run() opens cfg->conns connections to a target from the shards
  * of a runtime the caller created (connection i on shard i % shards), and
- * drives one request at a time on each: an HTTP/1.1 keep-alive GET, or
- * an echo of a fixed payload. Two ways to load:
+ * drives one request at a time on each: an HTTP/1.1 keep-alive request
+ * (GET by default; any method, header lines and body, built once by
+ * apps/load_req.c and sent as the same bytes every time), or an echo of
+ * a fixed payload. A target with several addresses (a name that
+ * resolved to several) gets connection i on address i % naddrs. Two
+ * ways to load:
  *
  *   - closed loop (rate 0): each connection sends its next request as soon
  *     as the previous answer is in, like wrk; latency is the service time;
@@ -53,7 +57,7 @@
 
 /* What a request is. */
 enum pw_load_proto {
-	PW_LOAD_HTTP, /* GET path HTTP/1.1, Host, keep-alive */
+	PW_LOAD_HTTP, /* METHOD path HTTP/1.1, Host, headers, keep-alive */
 	PW_LOAD_ECHO, /* size bytes out, the same bytes back */
 };
 
@@ -87,8 +91,27 @@ struct pw_load_interval {
 struct pw_load_config {
 	enum pw_load_proto proto;
 	struct pw_net_addr target;
-	const char *host;     /* HTTP Host header; NULL: the target as text */
-	const char *path;     /* HTTP request target, "/" by default */
+	/* Several addresses (naddrs > 0): connection i, and every connection
+	 * that replaces it, goes to addrs[i % naddrs]; target is then only
+	 * named in the reports. 0: every connection goes to target. */
+	const struct pw_net_addr *addrs;
+	unsigned naddrs;
+	/* The target as the user gave it (a URL, HOST:PORT), named in the
+	 * reports; NULL: the target's address. */
+	const char *target_name;
+	const char *host;   /* HTTP Host header; NULL: the target as text */
+	const char *path;   /* HTTP request target, "/" by default */
+	const char *method; /* HTTP method, a token; NULL: GET. The
+				  answers to HEAD end with their head. */
+	/* HTTP header lines, "Name: value", sent in order after Host (a
+	 * "Host" line replaces the Host header); at most 64 lines and
+	 * 8 KiB (apps/load_req.h has the rules). */
+	const char *const *headers;
+	unsigned nheaders;
+	const char *body; /* HTTP request body of body_len bytes (up to
+			     16 MiB), sent with a Content-Length; NULL:
+			     none */
+	size_t body_len;
 	size_t size;	      /* echo payload bytes, 1..16 MiB (64) */
 	unsigned conns;	      /* connections, 1..65536 (1) */
 	uint64_t rate;	      /* requests/s over all connections; 0: closed
@@ -169,9 +192,11 @@ void pw_load_config_init(struct pw_load_config *cfg);
  * the shards' histograms and counters into @res. @rt must not be
  * destroyed while this runs; other work may share its shards.
  * Return: 0 with @res set up (also after an early stop, with stopped set);
- * -EINVAL for NULL arguments or a setting out of range (an empty target,
- * conns 0, a path that is empty, not starting with '/' or holding a
- * blank or control byte, a host with one); -ENOMEM; or the error of
+ * -EINVAL for NULL arguments or a setting out of range (an empty target
+ * and no addrs, conns 0, a path that is empty, not starting with '/' or
+ * holding a blank or control byte, a host with one, a request that
+ * pw_load_req_check() refuses, a method, header or body with the echo
+ * protocol); -ENOMEM; or the error of
  * pw_runtime_spawn() (the connections already spawned are stopped first,
  * and @res is left unset).
  * Context: any thread that is not a shard of @rt.
@@ -186,9 +211,11 @@ int pw_load_run(struct pw_runtime *rt, const struct pw_load_config *cfg,
 void pw_load_result_destroy(struct pw_load_result *res);
 
 /**
- * pw_load_print - write @res as a report: the percentile table (p50,
- * p90, p99, p99.9, p99.99, max) of latency and service time in us, then
- * requests, errors by cause, throughput and bytes.
+ * pw_load_print - write @res as a report: a line naming the target (and
+ * its addresses when it had several, or was a name or URL), the
+ * percentile table (p50, p90, p99, p99.9, p99.99, max) of latency and
+ * service time in adaptive units (812.45us, 12.34ms, 1.03s: apps/units.h),
+ * the mean and min, then requests, errors by cause, throughput and bytes.
  * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
  * Context: any thread.
  */
@@ -203,7 +230,9 @@ struct pw_load_outputs {
 
 /**
  * pw_load_write_json - write @res as one JSON object and a newline:
- * "proto", "target", "conns", "shards", "rate" (0: closed loop), "mode"
+ * "proto", "target" (the first address), "url" (cfg->target_name or
+ * null), "addresses" (every address connected to), "method" (null for
+ * echo), "conns", "shards", "rate" (0: closed loop), "mode"
  * ("closed" or "open"), "elapsed_s", "start_wall_s", "requests", "errors"
  * (total), "error_causes" {connect, reset, timeout, bad, other},
  * "bad_status", "throughput_rps", "bytes_sent", "bytes_received",

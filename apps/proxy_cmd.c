@@ -293,12 +293,86 @@ static void px_tick(struct pw_drv *d)
 	px_line();
 }
 
-/* On SIGUSR1 the counters, then (and at exit) the metrics. */
+/* On SIGUSR1 the counters line (unless --metrics reports them), then
+ * (and at exit) the report. */
 static void px_report(struct pw_drv *d, bool final)
 {
-	if (!final)
+	if (!final && !d->cli.metrics)
 		px_line();
 	pw_drv_metrics(d, stdout);
+}
+
+/* One sample of a counter or gauge without labels. */
+static void px_one(struct pw_expo *e, const char *name, const char *help,
+		   enum pw_expo_type type, uint64_t v)
+{
+	pw_expo_metric(e, name, help, type);
+	pw_expo_sample(e, NULL, v);
+}
+
+/* The proxy's counters (pw_proxy_stats(), any thread) for every report. */
+static void px_counters(struct pw_drv *d, struct pw_expo *e)
+{
+	struct pw_proxy_stats st;
+	const struct {
+		const char *cause;
+		const uint64_t *v;
+	} closes[] = {
+		{ "idle_timeout", &st.idle_closed },
+		{ "send_timeout", &st.send_timeouts },
+		{ "reset", &st.resets },
+		{ "drain", &st.drain_closed },
+		{ "upstream_failed", &st.upstream_failed },
+	};
+
+	(void)d;
+	if (!P.p || pw_proxy_stats(P.p, &st))
+		return;
+	px_one(e, "connections_accepted", "Client connections accepted.",
+	       PW_EXPO_COUNTER, st.conns_total);
+	px_one(e, "connections_active", "Client connections open now.",
+	       PW_EXPO_GAUGE, st.conns_open);
+	px_one(e, "accept_paused",
+	       "Accepts paused at --max-conns (the excess waits in the "
+	       "backlog).",
+	       PW_EXPO_COUNTER, st.accept_pauses);
+	px_one(e, "accept_errors",
+	       "Accept errors (EMFILE, ...) and connections whose task could "
+	       "not start.",
+	       PW_EXPO_COUNTER, st.accept_errors);
+	pw_expo_metric(e, "connections_closed",
+		       "Connections closed early, by cause (a clean end is "
+		       "not counted here).",
+		       PW_EXPO_COUNTER);
+	for (size_t i = 0; i < sizeof(closes) / sizeof(closes[0]); i++)
+		pw_expo_sample(
+			e, (const char *[]){ "cause", closes[i].cause, NULL },
+			*closes[i].v);
+	px_one(e, "aborts",
+	       "Connections cut with bytes undelivered (reset): a timeout or "
+	       "the drain deadline.",
+	       PW_EXPO_COUNTER, st.aborts);
+	pw_expo_metric(e, "bytes",
+		       "Bytes forwarded: up, client to upstream; "
+		       "down, upstream to client.",
+		       PW_EXPO_COUNTER);
+	pw_expo_sample(e, (const char *[]){ "direction", "up", NULL },
+		       st.bytes_up);
+	pw_expo_sample(e, (const char *[]){ "direction", "down", NULL },
+		       st.bytes_down);
+	px_one(e, "connect_errors",
+	       "Upstream connect attempts that failed, timeouts included.",
+	       PW_EXPO_COUNTER, st.connect_errors);
+	px_one(e, "connect_timeouts", "Upstream connect attempts timed out.",
+	       PW_EXPO_COUNTER, st.connect_timeouts);
+	px_one(e, "half_closes", "Ends of stream passed on (SHUT_WR).",
+	       PW_EXPO_COUNTER, st.half_closes);
+	px_one(e, "buffered_peak_bytes",
+	       "The most bytes one direction's buffer held.", PW_EXPO_GAUGE,
+	       st.buffered_peak);
+	px_one(e, "buffers_borrowed",
+	       "Receive ring buffers out of the ring (sampled every 50 ms).",
+	       PW_EXPO_GAUGE, st.bufs_borrowed);
 }
 
 static void px_drain(struct pw_drv *d)
@@ -340,6 +414,7 @@ static const struct pw_drv_ops px_ops = {
 	.banner = px_banner,
 	.tick = px_tick,
 	.report = px_report,
+	.counters = px_counters,
 	.drain = px_drain,
 	.open = px_open,
 	.stop = px_stop,

@@ -73,6 +73,7 @@ static void read_worker(struct pw_runtime *rt, unsigned i,
 		w->local_schedule_count = SLOAD(s, local_wakes);
 		w->park_count = w->kernel_waits;
 		w->park_unpark_count = 2 * w->kernel_waits;
+		w->total_busy_ns = SLOAD(s, busy_ns);
 	}
 	if (pw_runtime_arena_stats(rt, i, &a) == 0 && a.arena >= 0) {
 		w->has_arena = true;
@@ -278,7 +279,8 @@ static const struct desc wk_descs[] = {
 	   "Tasks scheduled from the worker itself (shard mode: local "
 	   "wakes)."),
 	WK(total_busy_ns, "worker_total_busy_duration", COUNTER_NS,
-	   "Time the worker was not parked; 0 in shard mode."),
+	   "Time the worker was not parked (shard mode: not waiting in "
+	   "the kernel)."),
 	WK(mean_poll_ns, "worker_mean_poll_time", GAUGE_NS,
 	   "Mean poll time, exponentially weighted; 0 in shard mode."),
 	WK(local_queue_depth, "worker_local_queue_depth", GAUGE,

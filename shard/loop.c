@@ -6,7 +6,8 @@
  * every turn does, in order:
  *
  *   1. start a new turn of the clock: the next pw__now() reads it afresh
- *      (pw__time_turn());
+ *      (pw__time_turn()), unless the wait that ended the last turn just
+ *      read it (busy time, below);
  *   2. drain the external inbox, at most 4096 nodes: remote wakes and
  *      drops, spawns from other threads, finished blocking jobs
  *      (drain_inbox());
@@ -317,6 +318,35 @@ static void batch_wait(struct pw__shard *s, struct __kernel_timespec *tsp,
 			(sigset_t *)(void *)&arg, sizeof(arg));
 }
 
+/*
+ * Busy time in shard mode (stealing mode keeps its own, steal.c): the
+ * time between the end of one kernel wait and the start of the next, on
+ * the shard's clock. Both ends are read only on the way into and out of
+ * a wait, next to its system call: the clock read on waking is kept by
+ * the next turn as its now (clock_fresh) instead of reading again, so a
+ * turn that does not wait reads the clock as before (at most once, at
+ * its first use) and one that waits reads it once more, at the wait.
+ * Not under the paused clock, where time stands still.
+ */
+static inline bool busy_tracked(const struct pw__shard *s)
+{
+	return !s->w && !s->rt->paused;
+}
+
+static void busy_end(struct pw__shard *s)
+{
+	pw__time_update(s);
+	if (s->now_ns > s->woke_ns)
+		PW__STAT_ADD(s, busy_ns, s->now_ns - s->woke_ns);
+}
+
+static void busy_begin(struct pw__shard *s)
+{
+	pw__time_update(s);
+	s->woke_ns = s->now_ns;
+	s->clock_fresh = true;
+}
+
 /* Idle path: sleep in the kernel until a CQE, a rouse or the deadline. */
 static void sleep_in_kernel(struct pw__shard *s)
 {
@@ -350,10 +380,15 @@ static void sleep_in_kernel(struct pw__shard *s)
 	}
 	PW__STAT_INC(s, kernel_waits);
 	note_submitted(s);
+	bool busy = busy_tracked(s);
+	if (busy)
+		busy_end(s);
 	if (s->rt->cfg.batch_wait_ns && s->min_wait)
 		batch_wait(s, tsp, wait_ns);
 	else
 		io_uring_submit_and_wait_timeout(&s->ring, &cqe, 1, tsp, NULL);
+	if (busy)
+		busy_begin(s);
 	/* relaxed: only the shard reads it as cleared; rousers that raced
 	 * with the wake merely write the eventfd once more. */
 	atomic_store_explicit(&s->asleep, 0, memory_order_relaxed);
@@ -420,8 +455,12 @@ static void shard_loop(struct pw__shard *s)
 {
 	unsigned batch = s->rt->cfg.batch;
 
+	s->woke_ns = s->now_ns; /* busy from here on (pw__time_init read it) */
 	for (;;) {
-		pw__time_turn(s);
+		if (s->clock_fresh)
+			s->clock_fresh = false; /* read on waking: keep it */
+		else
+			pw__time_turn(s);
 		drain_inbox(s, 4096);
 		pw__mesh_drain(s);
 		/* seq_cst: pairs with the store in pw_runtime_destroy(). */

@@ -43,6 +43,8 @@ struct pw__stats {
 		cqes_reaped, live_tasks, timers_fired, slab_chunks,
 		inflight_ops, mesh_sent, mesh_received, mesh_overflowed,
 		msg_rings, finished, clock_reads;
+	/* Shard mode: ns not spent waiting in the kernel (loop.c). */
+	_Atomic uint64_t busy_ns;
 };
 
 #define PW__STAT_ADD(s, f, n)                                              \
@@ -82,6 +84,10 @@ struct pw__shard {
 	struct pw__wheel wheel; /* timers, in ticks since runtime start */
 	uint64_t now_ns;	/* clock cached for this loop turn */
 	bool now_stale;		/* real clock: now_ns not read this turn */
+	bool clock_fresh;	/* shard mode: read on waking; the next turn
+				   keeps it (loop.c) */
+	uint64_t woke_ns;	/* shard mode: when the last kernel wait
+				   ended (or the loop began), in now_ns */
 	uint64_t tick_ns;	/* the runtime's tick */
 	/* Paused clock: this shard's next wheel expiry in ns, published
 	 * (seq_cst) before its asleep flag; read by the shard that finds

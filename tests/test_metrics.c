@@ -3,7 +3,8 @@
  * test_metrics.c - runtime metrics: exact counts in shard mode, the live
  * queue depths and the overflow count of stealing mode read from another
  * thread while the worker is busy, JSON that parses, Prometheus text with
- * HELP/TYPE lines and worker labels, the CLI dump, and bad arguments.
+ * HELP/TYPE lines and worker labels, the CLI dump, busy time in shard
+ * mode, and bad arguments.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -137,6 +138,51 @@ Test(metrics, shard_mode_exact_counts)
 	cr_expect_eq(pw_metrics_num_alive_tasks(rt), 0);
 	cr_expect_eq(pw_metrics_global_queue_depth(rt), 0);
 	cr_expect_eq(pw_metrics_worker_local_queue_depth(rt, 0), 0);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* ---- busy time in shard mode ------------------------------------------ */
+
+#define SPIN_NS (20 * 1000000ull)
+
+/* Spins SPIN_NS of CPU in one poll, then finishes. */
+static enum pw_poll spin_poll(struct pw_cx *cx, void *state)
+{
+	uint64_t t0 = pw_test_now_ns();
+
+	(void)state;
+	while (pw_test_now_ns() - t0 < SPIN_NS)
+		;
+	return pw_ready(cx, 0);
+}
+
+static bool spun(const struct pw_metrics *m)
+{
+	return m->num_alive_tasks == 0 &&
+	       m->workers[0].total_busy_ns >= SPIN_NS;
+}
+
+/*
+ * A shard that spins 20 ms in one poll and then waits in the kernel
+ * reads at least 20 ms of busy time; no shard reads more than the time
+ * the runtime has lived.
+ */
+Test(metrics, shard_mode_busy_time)
+{
+	PW_TEST_SHARD_ONLY();
+	uint64_t t0 = pw_test_now_ns();
+	struct pw_runtime *rt = pw_test_runtime(2);
+	struct pw_metrics m;
+
+	cr_assert_eq(pw_runtime_spawn(rt, 0, spin_poll, NULL, 0, NULL), 0);
+	wait_metrics(rt, &m, spun, "busy for 20 ms");
+	uint64_t lived = pw_test_now_ns() - t0;
+	cr_expect_geq(m.workers[0].total_busy_ns, SPIN_NS);
+	cr_expect_leq(m.workers[0].total_busy_ns, lived);
+	/* Shard 1 did no work: its busy time is its start, which a loaded
+	 * machine may stretch, but never past the runtime's life. */
+	cr_expect_leq(m.workers[1].total_busy_ns, lived);
+	pw_metrics_free(&m);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 

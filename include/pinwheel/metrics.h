@@ -41,7 +41,9 @@ struct pw_metrics_worker {
 	uint64_t park_unpark_count;    /* parks plus unparks */
 	uint64_t noop_count;	       /* unparks that polled no task */
 	uint64_t local_schedule_count; /* tasks scheduled from the worker */
-	uint64_t total_busy_ns;	       /* time not parked, ns */
+	uint64_t total_busy_ns;	       /* time not parked, ns (shard mode:
+					  not waiting in the kernel, counted
+					  at each wait) */
 	uint64_t mean_poll_ns;	       /* mean poll time (EWMA), ns */
 	uint64_t local_queue_depth;    /* live; the LIFO slot excluded */
 	/* pinwheel's own. */
