@@ -357,6 +357,37 @@ fuzz: $(FUZZ_BIN)
 		echo "fuzz: a finding in $(FUZZ_DIR)/artifacts/;" \
 			"rerun one input with: $(FUZZ_BIN) FILE" >&2; exit 1; }
 
+# A second libFuzzer target, for the PROXY protocol parser and encoders
+# (tests/fuzz/proxy_protocol.c, apps/proxy_protocol.c alone), run the same
+# way by `make fuzz-proxy-protocol` on tests/fuzz/corpus/proxy_protocol;
+# what it learns goes to $(FUZZ_DIR)/pp-corpus.
+FUZZ_PP_BIN := $(FUZZ_DIR)/proxy_protocol
+
+.PHONY: fuzz-proxy-protocol
+
+$(FUZZ_PP_BIN): tests/fuzz/proxy_protocol.c apps/proxy_protocol.c \
+		apps/proxy_protocol.h tests/fuzz/toolchain.sh Makefile
+	$(Q)sh tests/fuzz/toolchain.sh --install $(FUZZ_CC)
+	@mkdir -p $(dir $@)
+	$(call msg,FUZZCC,$@)
+	$(Q)$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ tests/fuzz/proxy_protocol.c \
+		apps/proxy_protocol.c
+
+fuzz-proxy-protocol: $(FUZZ_PP_BIN)
+	$(Q)case '$(FUZZ_SECONDS)' in ''|*[!0-9]*) false;; esac && \
+		[ '$(FUZZ_SECONDS)' -gt 0 ] || { \
+		echo "fuzz: FUZZ_SECONDS must be a whole number of seconds above 0," \
+			"not '$(FUZZ_SECONDS)'" >&2; exit 2; }
+	@mkdir -p $(FUZZ_DIR)/pp-corpus $(FUZZ_DIR)/artifacts
+	$(Q)ASAN_OPTIONS=quarantine_size_mb=16:malloc_context_size=2:$$ASAN_OPTIONS \
+		UBSAN_OPTIONS=print_stacktrace=1:$$UBSAN_OPTIONS $(FUZZ_PP_BIN) \
+		-max_total_time=$(FUZZ_SECONDS) -timeout=60 -max_len=4096 \
+		-print_final_stats=1 \
+		-artifact_prefix=$(FUZZ_DIR)/artifacts/ $(FUZZ_ARGS) \
+		$(FUZZ_DIR)/pp-corpus tests/fuzz/corpus/proxy_protocol || { \
+		echo "fuzz: a finding in $(FUZZ_DIR)/artifacts/;" \
+			"rerun one input with: $(FUZZ_PP_BIN) FILE" >&2; exit 1; }
+
 # The examples: examples/examples.mk.
 include examples/examples.mk
 

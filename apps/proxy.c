@@ -37,6 +37,14 @@
  * progress). A connection cut with bytes still undelivered resets the
  * side that loses them, never a clean end of stream.
  *
+ * The PROXY protocol and the access log hang off a connection's struct
+ * px_meta, allocated at its accept only when one of them is on: the
+ * header phase (P_HEADER) receives on the client's d[0].rx, which the
+ * forwarding then goes on using, so bytes after the header are never
+ * lost; the header to the upstream is sent once connected, before the
+ * first client byte; conn_end() gives the access log its record, with
+ * the end code the first cause noted (conn_why()).
+ *
  * Counters live in one slot per shard: a counter is written only by
  * the thread running that shard (relaxed load and store, no
  * read-modify-write) and read by any thread. The open-connection count
@@ -45,19 +53,26 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/sockios.h>
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
+#include "apps/access_log.h"
 #include "apps/cli.h"
 #include "apps/proxy.h"
 #include "apps/proxy_fifo.h"
+#include "apps/proxy_protocol.h"
 #include "apps/proxy_upstream.h"
 
 /* How often an acceptor looks at the drain flag and samples the ring. */
@@ -85,7 +100,9 @@ enum {
 	X_BORROWED,	 /* a gauge */
 	X_BORROWED_PEAK, /* a maximum */
 	X_BUFS_TOTAL,	 /* a gauge */
-	X_NONE_UP,	 /* clients closed at once: no server up */
+	X_PP_BAD,
+	X_PP_TMO,
+	X_NONE_UP, /* clients closed at once: no server up */
 	X_NCOUNTERS,
 };
 
@@ -124,7 +141,9 @@ struct pw_proxy {
 	 * Relaxed: a flag with no data behind it. */
 	_Atomic bool draining;
 	struct px_slot *slot;
-	struct pxu_table *up; /* the upstream servers */
+	struct pw_access_log *log;	  /* NULL: no --access-log */
+	struct pw_access_log_stats logst; /* its final counters */
+	struct pxu_table *up;		  /* the upstream servers */
 };
 
 static inline void ctr_add(struct px_slot *s, int i, uint64_t v)
@@ -161,7 +180,7 @@ static struct px_slot *my_slot(struct pw_proxy *p)
 /* ---- one connection ---------------------------------------------------- */
 
 enum { D_RUN, D_EOF, D_SHUT, D_DONE };
-enum { P_CONNECT, P_RUN, P_CLOSE_SENDS, P_CLOSE_FDS, P_DONE };
+enum { P_CONNECT, P_RUN, P_CLOSE_SENDS, P_CLOSE_FDS, P_DONE, P_HEADER };
 
 /* One direction: bytes received on src, sent to dst. */
 struct px_dir {
@@ -177,6 +196,8 @@ struct px_dir {
 	uint64_t wait_from;	  /* since when it waits on its send */
 	uint32_t slen;		  /* bytes of the send in flight, 0: none */
 	uint8_t st;		  /* D_* */
+	bool rx_kept;		  /* rx began before the connect (the
+				     PROXY header): dir_init() keeps it */
 	bool waiting;		  /* bytes to send: wait_from counts */
 	bool full;		  /* reached high water, not yet half */
 	int ctr;		  /* X_UP or X_DOWN */
@@ -184,7 +205,30 @@ struct px_dir {
 	int srv; /* the upstream's slot (its byte counters) */
 };
 
+/*
+ * What a connection keeps for the PROXY protocol and the access log,
+ * allocated at its accept only when one of them is on (NULL otherwise).
+ */
+struct px_meta {
+	struct pw_net_addr client;   /* the peer, or the header's source */
+	struct pw_net_addr listener; /* where it came, or the header's
+					destination */
+	struct pw_net_addr upstream; /* len 0 until connected */
+	uint64_t t0, t_conn;	     /* pw_cli_mono_ns() at accept and
+					connect (0: not connected) */
+	uint64_t deadline;	     /* runtime ns: the header's or the
+					header send's */
+	const char *code;	     /* the end code, once known */
+	char first_eof;		     /* 'C' or 'S': who ended first */
+	bool rx_live;		     /* the header phase armed d[0].rx */
+	uint8_t out_len;	     /* header bytes to send (--send-proxy) */
+	char out[PW_PP_ENCODE_MAX];
+	uint32_t hlen; /* header bytes received */
+	char *hbuf;    /* PW_PP_MAX bytes (--accept-proxy) */
+};
+
 struct px_conn {
+	struct px_meta *m; /* NULL without PROXY protocol or access log */
 	struct pw_proxy *p;
 	struct px_slot *home; /* the acceptor's slot (open count) */
 	int cfd, ufd;
@@ -208,8 +252,12 @@ struct px_conn {
 
 static void dir_init(struct px_dir *d, int src, int dst, int ctr)
 {
-	memset(d, 0, sizeof(*d));
-	pw_recv_init(&d->rx, src);
+	if (d->rx_kept) {
+		memset(&d->tx, 0, sizeof(*d) - offsetof(struct px_dir, tx));
+	} else {
+		memset(d, 0, sizeof(*d));
+		pw_recv_init(&d->rx, src);
+	}
 	pw_send_init(&d->tx, dst);
 	d->st = D_RUN;
 	d->ctr = ctr;
@@ -293,6 +341,13 @@ static int direct_end(struct px_dir *d, struct px_slot *s, int32_t res,
 	return res;
 }
 
+/* Note @code as how @c ended, unless a cause came first. */
+static void conn_why(struct px_conn *c, const char *code)
+{
+	if (c->m && !c->m->code)
+		c->m->code = code;
+}
+
 /*
  * Receive for @d while its FIFO has room. A ring buffer that nothing
  * waits before (the FIFO empty) is tried straight at dst (d->direct):
@@ -319,9 +374,13 @@ static int dir_recv(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 		if (pw_recv_poll(cx, &d->rx, PW_TIME_NEVER, &b, &res) ==
 		    PW_PENDING)
 			return 0;
-		if (res < 0)
+		if (res < 0) {
+			conn_why(c, d == &c->d[0] ? "CD" : "SD");
 			return res;
+		}
 		if (res == 0) {
+			if (c->m && !c->m->first_eof)
+				c->m->first_eof = d == &c->d[0] ? 'C' : 'S';
 			d->st = D_EOF;
 			return 0;
 		}
@@ -395,6 +454,8 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 	return 0;
 }
 
+static void meta_end(struct px_conn *c, struct px_slot *s);
+
 static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 {
 	uint64_t cap = c->p->cfg.max_conns;
@@ -403,6 +464,8 @@ static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 	if (c->ended)
 		return;
 	c->ended = true;
+	if (c->m)
+		meta_end(c, s);
 	ctr_add(s, X_ENDED, 1);
 	if (c->srv >= 0)
 		pxu_release(c->pv, c->srv);
@@ -431,6 +494,9 @@ static void begin_close(struct px_conn *c, bool reset)
 		pw_send_cancel(&c->d[i].tx);
 		c->tx_idle[i] = false;
 	}
+	/* A PROXY header was read, no upstream connected. */
+	if (c->ufd < 0 && c->d[0].rx_kept)
+		pw_recv_cancel(&c->d[0].rx);
 	c->phase = P_CLOSE_SENDS;
 }
 
@@ -467,6 +533,262 @@ static void cut(struct px_conn *c, struct px_slot *s)
 	if (lost)
 		ctr_add(s, X_ABORTS, 1);
 	begin_close(c, false);
+}
+
+/* ---- the PROXY protocol and the access log ------------------------------ */
+
+/* Whether connections of @p need a struct px_meta. */
+static bool meta_wanted(const struct pw_proxy *p)
+{
+	return p->log || p->cfg.send_proxy || p->cfg.accept_proxy;
+}
+
+/* The address of @fd's peer (@peer) or its own into @a (len 0 when it
+ * cannot be read). */
+static void sock_addr(int fd, bool peer, struct pw_net_addr *a)
+{
+	socklen_t len = sizeof(a->u);
+
+	if ((peer ? getpeername(fd, &a->u.sa, &len) :
+		    getsockname(fd, &a->u.sa, &len)) ||
+	    len > sizeof(a->u))
+		len = 0;
+	a->len = len;
+}
+
+/* Whether @a is an IP wildcard (0.0.0.0 or ::), whose connections each
+ * have a local address of their own. */
+static bool addr_wildcard(const struct pw_net_addr *a)
+{
+	if (a->u.sa.sa_family == AF_INET)
+		return a->u.in4.sin_addr.s_addr == htonl(INADDR_ANY);
+	if (a->u.sa.sa_family == AF_INET6)
+		return IN6_IS_ADDR_UNSPECIFIED(&a->u.in6.sin6_addr);
+	return false;
+}
+
+static void meta_free(struct px_meta *m)
+{
+	if (m)
+		free(m->hbuf);
+	free(m);
+}
+
+/* At the accept of @c (its cfd set): its meta when @p needs one, and the
+ * header phase with --accept-proxy. Return: 0; -ENOMEM. */
+static int meta_start(struct pw_proxy *p, struct px_conn *c)
+{
+	struct px_meta *m;
+
+	if (!meta_wanted(p))
+		return 0;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	if (p->cfg.accept_proxy && !(m->hbuf = malloc(PW_PP_MAX))) {
+		free(m);
+		return -ENOMEM;
+	}
+	m->t0 = pw_cli_mono_ns();
+	sock_addr(c->cfd, true, &m->client);
+	if (addr_wildcard(&p->addr))
+		sock_addr(c->cfd, false, &m->listener);
+	else
+		m->listener = p->addr; /* what getsockname would say */
+	c->m = m;
+	if (p->cfg.accept_proxy)
+		c->phase = P_HEADER;
+	return 0;
+}
+
+/* The header is whole: its addresses replace the socket's (unless
+ * local), the bytes of @b after it go back to the receive. Return: 0;
+ * -ENOMEM. */
+static int header_done(struct px_conn *c, const struct pw_pp_hdr *h,
+		       struct pw_net_buf *b, uint32_t took)
+{
+	struct px_meta *m = c->m;
+	uint32_t used = took - (uint32_t)(m->hlen - h->len);
+
+	if (!h->local) {
+		m->client = h->src;
+		m->listener = h->dst;
+	}
+	free(m->hbuf);
+	m->hbuf = NULL;
+	if (used < b->len)
+		return pw_recv_unread(&c->d[0].rx, b, used);
+	(void)pw_net_buf_release(b);
+	return 0;
+}
+
+/* The header failed (@code, counter @ctr): close the client. */
+static void header_fail(struct px_conn *c, struct px_slot *s, const char *code,
+			int ctr)
+{
+	conn_why(c, code);
+	if (ctr >= 0)
+		ctr_add(s, ctr, 1);
+	begin_close(c, false);
+}
+
+/*
+ * P_HEADER (--accept-proxy): receive on the client until a whole PROXY
+ * header, at most PW_PP_MAX bytes, arrives before the deadline; then
+ * connect. Bytes after it stay in the receive for the upstream.
+ */
+static enum pw_poll header_step(struct pw_cx *cx, struct px_conn *c,
+				struct px_slot *s)
+{
+	struct px_meta *m = c->m;
+
+	if (!c->d[0].rx_kept) {
+		pw_recv_init(&c->d[0].rx, c->cfd);
+		c->d[0].rx_kept = true;
+		m->deadline = pw_time_now() + c->p->cfg.accept_proxy_timeout_ns;
+	}
+	for (;;) {
+		struct pw_net_buf b;
+		struct pw_pp_hdr h;
+		const char *why;
+		int32_t res;
+
+		if (pw_recv_poll(cx, &c->d[0].rx, m->deadline, &b, &res) ==
+		    PW_PENDING)
+			return PW_PENDING;
+		if (res <= 0) {
+			if (res == -ETIMEDOUT)
+				header_fail(c, s, "cH", X_PP_TMO);
+			else /* closed or reset: bad when cut inside */
+				header_fail(c, s, "CH",
+					    m->hlen ? X_PP_BAD : -1);
+			return PW_READY;
+		}
+		uint32_t took = b.len < PW_PP_MAX - m->hlen ?
+					b.len :
+					PW_PP_MAX - m->hlen;
+		memcpy(m->hbuf + m->hlen, b.data, took);
+		m->hlen += took;
+		enum pw_pp_res r = pw_pp_parse(m->hbuf, m->hlen, &h, &why);
+		if (r == PW_PP_MORE) {
+			(void)pw_net_buf_release(&b);
+			continue;
+		}
+		if (r == PW_PP_BAD) {
+			(void)pw_net_buf_release(&b);
+			header_fail(c, s, "PH", X_PP_BAD);
+			return PW_READY;
+		}
+		if (header_done(c, &h, &b, took)) {
+			(void)pw_net_buf_release(&b);
+			header_fail(c, s, "RH", -1);
+			return PW_READY;
+		}
+		c->phase = P_CONNECT;
+		return PW_READY;
+	}
+}
+
+/*
+ * Once connected: note the upstream and the connect time, then send the
+ * PROXY header (--send-proxy) before any client byte, within the connect
+ * timeout. Return: PW_READY to go on (or once the connection closes on a
+ * failed send); PW_PENDING while the header is being sent.
+ */
+static enum pw_poll header_send(struct pw_cx *cx, struct px_conn *c,
+				struct px_slot *s)
+{
+	struct px_meta *m = c->m;
+	uint8_t v = c->p->cfg.send_proxy;
+	int32_t res;
+
+	if (!m->t_conn) {
+		m->t_conn = pw_cli_mono_ns();
+		sock_addr(c->ufd, true, &m->upstream);
+		if (!v)
+			return PW_READY;
+		int n = v == 1 ? pw_pp_encode_v1(m->out, sizeof(m->out),
+						 &m->client, &m->listener) :
+				 pw_pp_encode_v2(m->out, sizeof(m->out),
+						 &m->client, &m->listener);
+		m->out_len = n > 0 ? (uint8_t)n : 0;
+		m->deadline = pw_time_now() + c->p->cfg.connect_timeout_ns;
+	}
+	if (!m->out_len)
+		return PW_READY;
+	if (pw_send_poll(cx, &c->d[0].tx, m->out, m->out_len, m->deadline,
+			 &res) == PW_PENDING)
+		return PW_PENDING;
+	m->out_len = 0;
+	if (res < 0) {
+		conn_why(c, "SC");
+		ctr_add(s, X_RESETS, 1);
+		begin_close(c, true);
+	}
+	return PW_READY;
+}
+
+/* The access log record of a connection of @m ending now with @code. */
+static void meta_record(struct pw_proxy *p, struct px_slot *s,
+			const struct px_meta *m, const char *code, uint64_t up,
+			uint64_t down)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	struct pw_access_rec r = {
+		.end_ns = (uint64_t)ts.tv_sec * PW_NSEC_PER_SEC +
+			  (uint64_t)ts.tv_nsec,
+		.client = &m->client,
+		.listener = &m->listener,
+		.upstream = &m->upstream,
+		.connect_ns = m->t_conn ? (int64_t)(m->t_conn - m->t0) : -1,
+		.duration_ns = pw_cli_mono_ns() - m->t0,
+		.bytes_up = up,
+		.bytes_down = down,
+		.code = code,
+	};
+	pw_access_log_add(p->log, (unsigned)(s - p->slot), &r);
+}
+
+/* The client @fd closed at its accept, no server up: its record (the
+ * socket's addresses, a PROXY header not read). */
+static void meta_refused(struct pw_proxy *p, struct px_slot *s, int fd)
+{
+	struct px_meta m;
+
+	if (!p->log)
+		return;
+	memset(&m, 0, sizeof(m));
+	m.t0 = pw_cli_mono_ns();
+	sock_addr(fd, true, &m.client);
+	if (addr_wildcard(&p->addr))
+		sock_addr(fd, false, &m.listener);
+	else
+		m.listener = p->addr;
+	meta_record(p, s, &m, "SC", 0, 0);
+}
+
+/* @c ends: its access log record, then its meta is freed. */
+static void meta_end(struct px_conn *c, struct px_slot *s)
+{
+	struct px_meta *m = c->m;
+	struct pw_proxy *p = c->p;
+	char code[3] = "--";
+
+	if (m->code) {
+		memcpy(code, m->code, 2);
+	} else if (!m->t_conn) {
+		code[0] = 'S'; /* no upstream answered */
+		code[1] = 'C';
+	} else if (m->first_eof) {
+		code[0] = m->first_eof;
+	}
+	if (p->log)
+		meta_record(p, s, m, code, c->ufd >= 0 ? c->d[0].rcvd : 0,
+			    c->ufd >= 0 ? c->d[1].rcvd : 0);
+	meta_free(m);
+	c->m = NULL;
 }
 
 /*
@@ -620,6 +942,7 @@ static void timers_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 
 			if (d->waiting &&
 			    now >= d->wait_from + cfg->send_timeout_ns) {
+				conn_why(c, i ? "cD" : "sD");
 				ctr_add(s, X_SEND_TMO, 1);
 				ctr_add(s, X_ABORTS, 1);
 				begin_close(c, true);
@@ -629,6 +952,7 @@ static void timers_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 		if (cfg->idle_timeout_ns &&
 		    now >= c->last + cfg->idle_timeout_ns) {
 			ctr_add(s, X_IDLE, 1);
+			conn_why(c, "iD");
 			cut(c, s);
 			return;
 		}
@@ -643,6 +967,8 @@ static void run_step(struct pw_cx *cx, struct px_conn *c, struct px_slot *s)
 		int r = dir_step(cx, c, &c->d[i], s);
 
 		if (r < 0) {
+			/* Not a receive's (marked there): dst's send. */
+			conn_why(c, r == -ENOMEM ? "RD" : i ? "CD" : "SD");
 			ctr_add(s, X_RESETS, 1);
 			begin_close(c, true);
 			return;
@@ -685,7 +1011,11 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 	struct px_slot *s = my_slot(c->p);
 	int32_t res;
 
+	if (c->phase == P_HEADER && header_step(cx, c, s) == PW_PENDING)
+		return PW_PENDING;
 	if (c->phase == P_CONNECT && connect_step(cx, c, s) == PW_PENDING)
+		return PW_PENDING;
+	if (c->phase == P_RUN && c->m && header_send(cx, c, s) == PW_PENDING)
 		return PW_PENDING;
 	if (c->phase == P_RUN)
 		run_step(cx, c, s);
@@ -721,6 +1051,12 @@ static void conn_drop(void *state)
 	if (c->phase == P_CONNECT && c->connecting)
 		pw_connect_cancel(&c->conn);
 	pw_sleep_cancel(&c->timer);
+	if (cut_short)
+		conn_why(c, c->phase == P_HEADER  ? "KH" :
+			    c->phase == P_CONNECT ? "KC" :
+						    "KD");
+	if (c->ufd < 0 && c->d[0].rx_kept)
+		pw_recv_cancel(&c->d[0].rx);
 	/* Cut by the drain deadline with bytes undelivered: reset. */
 	if (cut_short && c->phase == P_RUN)
 		cut(c, s);
@@ -809,6 +1145,7 @@ static int acceptor_take(void *arg, int fd)
 		ctr_add(s, X_TOTAL, 1);
 		ctr_add(s, X_ENDED, 1);
 		ctr_add(s, X_NONE_UP, 1);
+		meta_refused(p, s, fd);
 		close(fd);
 		return 0;
 	}
@@ -823,12 +1160,19 @@ static int acceptor_take(void *arg, int fd)
 	pw_sleep_init_at(&c.timer, PW_TIME_NEVER);
 	pw_close_init(&c.cl[0], fd);
 	pw_close_init(&c.cl[1], -1);
+	if (meta_start(p, &c)) {
+		pxu_release(c.pv, srv);
+		ctr_add(s, X_SPAWN_ERR, 1);
+		close(fd);
+		return 0;
+	}
 	/* Relaxed: pairs with the fetch_sub in conn_end(); a count. */
 	atomic_fetch_add_explicit(&home->open, 1, memory_order_relaxed);
 	if (pw_spawn(NULL, conn_poll, &c, sizeof(c), conn_drop)) {
 		atomic_fetch_sub_explicit(&home->open, 1, memory_order_relaxed);
 		pxu_release(c.pv, srv);
 		ctr_add(s, X_SPAWN_ERR, 1);
+		meta_free(c.m);
 		close(fd);
 		return 0;
 	}
@@ -915,6 +1259,7 @@ void pw_proxy_config_init(struct pw_proxy_config *cfg)
 	cfg->idle_timeout_ns = 60 * PW_NSEC_PER_SEC;
 	cfg->send_timeout_ns = 60 * PW_NSEC_PER_SEC;
 	cfg->connect_timeout_ns = 5 * PW_NSEC_PER_SEC;
+	cfg->accept_proxy_timeout_ns = 5 * PW_NSEC_PER_SEC;
 	cfg->check_timeout_ns = PW_NSEC_PER_SEC;
 	cfg->rise = 2;
 	cfg->fall = 3;
@@ -946,6 +1291,8 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	if (!pp || !cfg || !cfg->nupstreams ||
 	    cfg->nupstreams > PW_PROXY_MAX_UPSTREAMS || !cfg->high_water ||
 	    !cfg->connect_timeout_ns || cfg->sndbuf > (1u << 30) ||
+	    cfg->send_proxy > 2 ||
+	    (cfg->accept_proxy && !cfg->accept_proxy_timeout_ns) ||
 	    (cfg->check_interval_ns && !cfg->check_timeout_ns))
 		return -EINVAL;
 	p = calloc(1, sizeof(*p));
@@ -975,6 +1322,13 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		pthread_mutex_init(&p->slot[i].lock, NULL);
 		p->slot[i].uv = pxu_view(p->up, (int)i);
 	}
+	if (cfg->access_log) {
+		err = pw_access_log_open(&p->log, cfg->access_log, p->nshards,
+					 (size_t)cfg->access_log_buf);
+		if (err)
+			goto fail;
+	}
+	p->cfg.access_log = NULL; /* the log keeps its own copy */
 	/* Stealing mode runs an acceptor on whichever worker takes it, and
 	 * a multishot accept arms on the socket of the worker polling it:
 	 * with one SO_REUSEPORT socket per shard, a socket might have no
@@ -1021,6 +1375,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 	return 0;
 fail:
 	pw_runtime_destroy(p->rt);
+	pw_access_log_close(p->log, NULL);
 	if (p->l)
 		pw_net_listener_destroy(p->l);
 	slots_free(p);
@@ -1105,6 +1460,14 @@ int pw_proxy_stats(const struct pw_proxy *p, struct pw_proxy_stats *out)
 		out->accept_errors = p->lstats.accept_errors;
 	}
 	out->accept_errors += sum(p, X_SPAWN_ERR);
+	out->proxy_header_bad = sum(p, X_PP_BAD);
+	out->proxy_header_timeout = sum(p, X_PP_TMO);
+	struct pw_access_log_stats ls = p->logst;
+	if (p->log)
+		pw_access_log_stats(p->log, &ls);
+	out->access_log_records = ls.records;
+	out->access_log_dropped = ls.dropped;
+	out->access_log_errors = ls.write_errors;
 	out->no_upstream_up = sum(p, X_NONE_UP);
 	unsigned up;
 	out->upstreams = pxu_count(p->up, &up);
@@ -1198,6 +1561,8 @@ int pw_proxy_destroy(struct pw_proxy *p, struct pw_proxy_stats *final)
 	if (!p->drained)
 		pw_proxy_drain(p, 0);
 	pw_runtime_destroy(p->rt);
+	pw_access_log_close(p->log, &p->logst);
+	p->log = NULL;
 	if (final)
 		pw_proxy_stats(p, final);
 	if (p->l)

@@ -13,11 +13,16 @@
  * propagation, an idle timeout, a send timeout and a connection cap
  * that leaves the excess in the backlog. pw_proxy_stop() stops accepting,
  * drains the open connections up to a deadline and tears everything
- * down. docs/proxy.md describes the design.
+ * down. With accept_proxy a connection first reads a PROXY protocol
+ * header from its client, with send_proxy it sends one to its upstream
+ * before any client byte, and with access_log each closed connection
+ * leaves one line there (access_log.h). docs/proxy.md describes the
+ * design.
  */
 #ifndef PW_APPS_PROXY_H
 #define PW_APPS_PROXY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -99,6 +104,16 @@ struct pw_proxy_config {
 	struct pw_config rt;	  /* the runtime's settings */
 	struct pw_net_config net; /* each shard's buffer ring (1024
 					buffers of 16 KiB) */
+	/* The PROXY protocol and the access log (docs/proxy.md). */
+	uint8_t send_proxy;		  /* header sent to the upstream
+					      first: 0 none, 1 v1, 2 v2 */
+	bool accept_proxy;		  /* each client sends a header
+					      first (v1 or v2) */
+	uint64_t accept_proxy_timeout_ns; /* for it to arrive (5 s) */
+	const char *access_log;		  /* file, "-": stdout; NULL:
+					      none (copied at start) */
+	uint64_t access_log_buf;	  /* bytes of each shard's log
+					      buffer; 0: 256 KiB */
 };
 
 /* Counters summed over the shards. */
@@ -127,10 +142,17 @@ struct pw_proxy_stats {
 	uint64_t bufs_borrowed_peak; /* the most seen at one sample */
 	uint64_t bufs_total;	     /* ring buffers on all shards */
 	uint64_t release_errors;     /* buffers the ring refused back */
-	uint64_t no_upstream_up;     /* clients closed at once: no server up */
-	uint64_t upstreams;	     /* servers in use (draining ones too) */
-	uint64_t upstreams_up;	     /* of those, up */
-	uint64_t upstreams_behind;   /* shards that have not yet applied the
+	uint64_t proxy_header_bad;   /* clients closed: a malformed PROXY
+				      header */
+	uint64_t proxy_header_timeout; /* clients closed: no whole PROXY
+					header within the timeout */
+	uint64_t access_log_records;   /* lines given to the access log */
+	uint64_t access_log_dropped;   /* lines it lost (writer behind) */
+	uint64_t access_log_errors;    /* its write or reopen errors */
+	uint64_t no_upstream_up;   /* clients closed at once: no server up */
+	uint64_t upstreams;	   /* servers in use (draining ones too) */
+	uint64_t upstreams_up;	   /* of those, up */
+	uint64_t upstreams_behind; /* shards that have not yet applied the
 					last change of the servers' state */
 };
 
@@ -165,6 +187,7 @@ struct pw_proxy;
  * 60 s idle and send timeouts, 5 s connect timeout, no connection
  * limit, round robin, checks off (1 s timeout, rise 2, fall 3 when
  * turned on), max_fails 3, fail_timeout 10 s, resolve_interval 60 s,
+ * no PROXY protocol (5 s header timeout), no access log,
  * pw_config_init()
  * and a ring of 1024 buffers of 16 KiB per shard.
  * Context: any thread.
@@ -196,7 +219,8 @@ int pw_proxy_upstreams_set(struct pw_proxy_config *cfg, const char *text,
 /**
  * pw_proxy_start - start serving @cfg (copied).
  * Return: 0 with *@pp set; -EINVAL for NULL, no upstream, a zero high
- * water or connect timeout; the error of pw_runtime_create() or
+ * water or connect timeout, send_proxy above 2, accept_proxy with a zero
+ * timeout; the error of pw_runtime_create(), pw_access_log_open() or
  * pw_net_listener_create() (nothing is left running then).
  * Context: any thread that is not a shard.
  */
@@ -241,9 +265,10 @@ int pw_proxy_drain(struct pw_proxy *p, uint64_t drain_ns);
 
 /**
  * pw_proxy_destroy - close every connection left (counted in
- * drain_closed), stop the runtime and free @p, after copying the
- * final counters to @final when it is not NULL. Drains with a zero
- * deadline first if pw_proxy_drain() was not called.
+ * drain_closed), stop the runtime, write the access log's last records
+ * (every connection closed is in the file then) and free @p, after
+ * copying the final counters to @final when it is not NULL. Drains with
+ * a zero deadline first if pw_proxy_drain() was not called.
  * Return: 0; -EINVAL for NULL @p.
  * Context: the thread that started @p, not a shard.
  */

@@ -6,13 +6,16 @@
  * itself is proxy.c, reached only through proxy.h.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "pinwheel.h"
 #include "pinwheel/net.h"
+#include "apps/access_log.h"
 #include "apps/apps.h"
 #include "apps/cli.h"
 #include "apps/driver.h"
@@ -26,6 +29,9 @@ static struct px_cmd {
 	uint64_t hw, idle, sto, cto, maxc, drain, nbufs, bufsz, sndbuf;
 	uint64_t chk_int, chk_tmo, rise, fall, max_fails, fail_tmo, res_int;
 	bool stats, reuse_port;
+	bool send_proxy, send_proxy_v2, accept_proxy;
+	uint64_t pp_timeout, log_buf;
+	const char *access_log;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
 } P;
@@ -45,6 +51,7 @@ static const struct px_cmd px_defaults = {
 	.max_fails = 3,
 	.fail_tmo = 10 * PW_NSEC_PER_SEC,
 	.res_int = 60 * PW_NSEC_PER_SEC,
+	.pp_timeout = 5 * PW_NSEC_PER_SEC,
 };
 
 static const struct pw_cli_opt px_opts[] = {
@@ -106,6 +113,21 @@ static const struct pw_cli_opt px_opts[] = {
 	{ "--reuse-port", PW_CLI_BOOL, &P.reuse_port, 0, 0, NULL,
 	  "share a port other servers already listen on (SO_REUSEPORT); "
 	  "without it a port in use is refused" },
+	{ "--send-proxy", PW_CLI_BOOL, &P.send_proxy, 0, 0, NULL,
+	  "send a PROXY protocol v1 header to the upstream first" },
+	{ "--send-proxy-v2", PW_CLI_BOOL, &P.send_proxy_v2, 0, 0, NULL,
+	  "send a PROXY protocol v2 header to the upstream first" },
+	{ "--accept-proxy", PW_CLI_BOOL, &P.accept_proxy, 0, 0, NULL,
+	  "read a PROXY protocol header (v1 or v2) from each client first" },
+	{ "--accept-proxy-timeout", PW_CLI_DURATION, &P.pp_timeout, 1,
+	  3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "close a client whose PROXY header is not whole by then (5s)" },
+	{ "--access-log", PW_CLI_STRING, &P.access_log, 0, 0, "FILE",
+	  "one line per closed connection, appended to FILE; '-': stdout" },
+	{ "--access-log-buffer", PW_CLI_SIZE, &P.log_buf, 4096, 1ull << 30,
+	  "SIZE",
+	  "each shard's access log buffer; records beyond it are dropped "
+	  "(256k)" },
 };
 
 static const struct pw_cli_cmd px_cmd = {
@@ -129,6 +151,38 @@ static int px_upstreams(struct pw_drv *d)
 				   "(see --help)");
 	if (pw_proxy_upstreams_set(&P.cfg, P.upstreams, why, sizeof(why)))
 		return pw_cli_fail(&d->cli, 2, "--upstream: %s", why);
+	return 0;
+}
+
+/* The PROXY protocol and access log flags into P.cfg; SIGHUP reopens
+ * the log. */
+static int px_setup_pp(struct pw_drv *d)
+{
+	int err;
+
+	if (P.send_proxy && P.send_proxy_v2)
+		return pw_cli_fail(&d->cli, 2,
+				   "--send-proxy and --send-proxy-v2 "
+				   "exclude each other");
+	if (P.access_log && !*P.access_log)
+		return pw_cli_fail(&d->cli, 2, "--access-log: an empty name");
+	P.cfg.send_proxy = P.send_proxy ? 1 : P.send_proxy_v2 ? 2 : 0;
+	P.cfg.accept_proxy = P.accept_proxy;
+	P.cfg.accept_proxy_timeout_ns = P.pp_timeout;
+	P.cfg.access_log = P.access_log;
+	P.cfg.access_log_buf = P.log_buf;
+	if (P.access_log && strcmp(P.access_log, "-")) {
+		int fd = open(P.access_log,
+			      O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK |
+				      O_CLOEXEC,
+			      0644);
+		if (fd < 0)
+			return pw_cli_fail(&d->cli, 2, "--access-log: '%s': %s",
+					   P.access_log, strerror(errno));
+		close(fd);
+	}
+	if (P.access_log && (err = pw_access_log_sighup_init()))
+		return pw_cli_fail(&d->cli, 2, "SIGHUP: %s", strerror(-err));
 	return 0;
 }
 
@@ -168,6 +222,8 @@ static int px_setup(struct pw_drv *d)
 	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
 	P.cfg.net.buf_count = (uint32_t)P.nbufs;
 	P.cfg.net.buf_size = (uint32_t)P.bufsz;
+	if (px_setup_pp(d))
+		return 2;
 	d->drain_ns = P.drain;
 	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
 	d->takeover = P.takeover;
@@ -209,6 +265,26 @@ static void px_banner(struct pw_drv *d, FILE *f)
 		n, n == 1 ? "" : "s");
 }
 
+/* The PROXY header and access log counters of @s, after the stats
+ * line, when any is not zero. */
+static void px_line_pp(const struct pw_proxy_stats *s, char *buf, size_t size)
+{
+	size_t n = strlen(buf);
+
+	if (!s->proxy_header_bad && !s->proxy_header_timeout &&
+	    !s->access_log_records && !s->access_log_dropped &&
+	    !s->access_log_errors)
+		return;
+	snprintf(buf + n, size - n,
+		 " proxy_header=(bad=%llu timeout=%llu) "
+		 "log=(records=%llu dropped=%llu errors=%llu)",
+		 (unsigned long long)s->proxy_header_bad,
+		 (unsigned long long)s->proxy_header_timeout,
+		 (unsigned long long)s->access_log_records,
+		 (unsigned long long)s->access_log_dropped,
+		 (unsigned long long)s->access_log_errors);
+}
+
 /* The counters as one line, "pinwheel proxy: open=...". */
 static void px_line(void)
 {
@@ -217,6 +293,7 @@ static void px_line(void)
 
 	pw_proxy_stats(P.p, &st);
 	pw_proxy_stats_line(&st, line, sizeof(line));
+	px_line_pp(&st, line, sizeof(line));
 	printf("pinwheel proxy: %s\n", line);
 	fflush(stdout);
 }
@@ -460,6 +537,7 @@ static int px_stop(struct pw_drv *d, int status)
 		return status;
 	pw_proxy_destroy(P.p, &st);
 	pw_proxy_stats_line(&st, line, sizeof(line));
+	px_line_pp(&st, line, sizeof(line));
 	printf("pinwheel proxy: stopped (%d connection%s closed at the drain "
 	       "deadline); %s\n",
 	       d->left, d->left == 1 ? "" : "s", line);
