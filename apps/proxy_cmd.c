@@ -509,6 +509,21 @@ static void px_counters(struct pw_drv *d, struct pw_expo *e)
 	px_one(e, "buffers_borrowed",
 	       "Receive ring buffers out of the ring (sampled every 50 ms).",
 	       PW_EXPO_GAUGE, st.bufs_borrowed);
+	px_one(e, "proxy_header_bad",
+	       "Clients closed for a bad PROXY protocol header "
+	       "(--accept-proxy).",
+	       PW_EXPO_COUNTER, st.proxy_header_bad);
+	px_one(e, "proxy_header_timeouts",
+	       "Clients closed with no whole PROXY protocol header before "
+	       "--accept-proxy-timeout.",
+	       PW_EXPO_COUNTER, st.proxy_header_timeout);
+	px_one(e, "access_log_records", "Access log lines written.",
+	       PW_EXPO_COUNTER, st.access_log_records);
+	px_one(e, "access_log_dropped",
+	       "Access log lines dropped: the writer fell behind.",
+	       PW_EXPO_COUNTER, st.access_log_dropped);
+	px_one(e, "access_log_errors", "Access log writes that failed.",
+	       PW_EXPO_COUNTER, st.access_log_errors);
 	px_upstream_counters(e);
 }
 
