@@ -10,13 +10,24 @@
 # microseconds, over the requests wrk completed. Prints a table with the
 # medians and writes JSON.
 #
-# Environment: DURATION (10s), ROUNDS (3), CONNS (64), PINWHEEL
-# (build/pinwheel), PINWHEEL_FLAGS (more flags for `pinwheel proxy`, e.g.
-# "--batch-wait 50us"), OUT (build/bench-proxy.json), PORT_BASE (18080).
-# Needs nginx, haproxy and wrk (Debian packages of those names).
+# VERSUS=ops compares pinwheel proxy with itself instead: A is the proxy
+# with no operations features (--check-interval 0, no access log, no
+# scrape endpoint), B ("ops") the proxy with an access log to a file,
+# health checks at their defaults and --metrics-listen, scraped once a
+# second by a client on CPU 1 for the whole run. Each round also prints
+# B's CPU per request over A's, and the table the median of those
+# per-round ratios.
+#
+# Environment: DURATION (10s), ROUNDS (3), CONNS (64), VERSUS (haproxy or
+# ops), PINWHEEL (build/pinwheel), PINWHEEL_FLAGS (more flags for
+# `pinwheel proxy`, e.g. "--batch-wait 50us"), OUT
+# (build/bench-proxy.json), PORT_BASE (18080).
+# Needs nginx, haproxy and wrk (Debian packages of those names; haproxy
+# not with VERSUS=ops).
 set -euo pipefail
 
 DURATION=${DURATION:-10s}
+VERSUS=${VERSUS:-haproxy}
 ROUNDS=${ROUNDS:-3}
 CONNS=${CONNS:-64}
 PINWHEEL=${PINWHEEL:-build/pinwheel}
@@ -26,8 +37,17 @@ PORT_BASE=${PORT_BASE:-18080}
 NGX_PORT=$PORT_BASE
 PX_PORT=$((PORT_BASE + 1))
 HA_PORT=$((PORT_BASE + 2))
+MX_PORT=$((PORT_BASE + 3))
+case $VERSUS in
+haproxy) B_PORT=$HA_PORT TOOLS="nginx haproxy wrk taskset" ;;
+ops) B_PORT=$PX_PORT TOOLS="nginx wrk taskset" ;;
+*)
+	echo "bench/proxy.sh: VERSUS is haproxy or ops, not '$VERSUS'" >&2
+	exit 2
+	;;
+esac
 
-for tool in nginx haproxy wrk taskset; do
+for tool in $TOOLS; do
 	if ! command -v "$tool" >/dev/null 2>&1 &&
 		! [ -x "/usr/sbin/$tool" ]; then
 		echo "bench/proxy.sh: $tool is missing (apt-get install nginx" \
@@ -36,7 +56,7 @@ for tool in nginx haproxy wrk taskset; do
 	fi
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy)
+HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy || true)
 [ -x "$PINWHEEL" ] || { echo "bench/proxy.sh: build $PINWHEEL first (make)" >&2; exit 1; }
 
 TMP=$(mktemp -d /tmp/pinwheel-bench-proxy.XXXXXX)
@@ -122,14 +142,29 @@ to_us() { # wrk latency such as 1.23ms, 456.78us, 1.2s
 
 RESULTS="$TMP/results"
 : >"$RESULTS"
+scrape_loop() { # every second: GET /metrics from the ops proxy
+	while :; do
+		if exec 3<>"/dev/tcp/127.0.0.1/$MX_PORT"; then
+			printf 'GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n' >&3
+			cat <&3 >/dev/null
+			exec 3<&-
+		fi
+		sleep 1
+	done
+}
+
 run_one() { # name port
-	local name=$1 port=$2 pid
-	if [ "$name" = pinwheel ]; then
+	local name=$1 port=$2 pid scraper=
+	if [ "$name" = pinwheel ] || [ "$name" = ops ]; then
+		local ops=(--check-interval 0)
+		[ "$VERSUS" = ops ] || ops=()
+		[ "$name" = ops ] && ops=(--access-log "$TMP/access.log"
+			--metrics-listen "127.0.0.1:$MX_PORT")
 		# shellcheck disable=SC2086 # PINWHEEL_FLAGS: words on purpose
 		setsid "$PINWHEEL" proxy --shards 1 --cpus 0 \
 			--listen "127.0.0.1:$port" \
-			--upstream "127.0.0.1:$NGX_PORT" $PINWHEEL_FLAGS \
-			>"$TMP/$name.log" 2>&1 &
+			--upstream "127.0.0.1:$NGX_PORT" "${ops[@]}" \
+			$PINWHEEL_FLAGS >"$TMP/$name.log" 2>&1 &
 	else
 		# Its own session: HAProxy signals its process group.
 		setsid taskset -c 0 "$HAPROXY" -db -f "$TMP/haproxy.cfg" \
@@ -138,11 +173,18 @@ run_one() { # name port
 	pid=$!
 	PIDS+=("$pid")
 	wait_port "$port"
+	if [ "$name" = ops ]; then
+		wait_port "$MX_PORT"
+		scrape_loop &
+		scraper=$!
+		taskset -p -c 1 "$scraper" >/dev/null
+	fi
 	local t0 t1
 	t0=$(cpu_ticks "$pid")
 	taskset -c 1 wrk -t1 -c"$CONNS" -d"$DURATION" --latency \
 		"http://127.0.0.1:$port/" >"$TMP/wrk.out" 2>&1
 	t1=$(cpu_ticks "$pid")
+	[ -z "$scraper" ] || { kill "$scraper" 2>/dev/null; wait "$scraper" 2>/dev/null || true; }
 	kill -TERM "$pid" 2>/dev/null || true
 	wait "$pid" 2>/dev/null || true
 	local rps p99 reqs errs
@@ -165,11 +207,22 @@ run_one() { # name port
 		"${errs:+  ($errs)}"
 }
 
-echo "pinwheel proxy vs HAProxy: nginx + wrk on CPU 1, proxy on CPU 0," \
+B=$VERSUS
+echo "pinwheel proxy vs $B: nginx + wrk on CPU 1, proxy on CPU 0," \
 	"wrk -t1 -c$CONNS -d$DURATION, $ROUNDS round(s)"
 for round in $(seq 1 "$ROUNDS"); do
-	run_one pinwheel "$PX_PORT"
-	run_one haproxy "$HA_PORT"
+	# Odd rounds A then B, even rounds B then A.
+	if [ $((round % 2)) = 1 ]; then
+		run_one pinwheel "$PX_PORT"
+		run_one "$B" "$B_PORT"
+	else
+		run_one "$B" "$B_PORT"
+		run_one pinwheel "$PX_PORT"
+	fi
+	awk -v b="$B" -v r="$round" '$1 == "pinwheel" { a = $4 } $1 == b { c = $4 }
+		END { printf "  round %d: %s/pinwheel cpu per request %.3fx\n", r, b, c / a
+		      printf "%.4f\n", c / a > "/dev/stderr" }' \
+		<(tail -n 2 "$RESULTS") 2>>"$TMP/ratios"
 done
 
 median() { # name column
@@ -181,26 +234,31 @@ median() { # name column
 
 echo
 printf '%-9s %14s %14s %16s\n' proxy "req/s (med)" "p99 us (med)" "cpu us/req (med)"
-for name in pinwheel haproxy; do
+for name in pinwheel "$B"; do
 	printf '%-9s %14s %14s %16s\n' "$name" "$(median $name 2)" \
 		"$(median $name 3)" "$(median $name 4)"
 done
+RATIO=$(sort -g "$TMP/ratios" | awk '{ v[NR] = $1 } END {
+	if (NR % 2) print v[(NR + 1) / 2];
+	else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+echo "$B/pinwheel cpu per request, median of the per-round ratios: ${RATIO}x"
+
 
 mkdir -p "$(dirname "$OUT")"
 {
-	printf '{\n  "duration": "%s", "rounds": %s, "connections": %s,\n' \
-		"$DURATION" "$ROUNDS" "$CONNS"
+	printf '{\n  "versus": "%s", "duration": "%s", "rounds": %s, "connections": %s,\n' \
+		"$B" "$DURATION" "$ROUNDS" "$CONNS"
 	printf '  "runs": [\n'
 	awk '{ printf "%s    {\"proxy\": \"%s\", \"rps\": %s, \"p99_us\": %s, \"cpu_us_per_req\": %s, \"requests\": %s}", (NR > 1 ? ",\n" : ""), $1, $2, $3, $4, $5 } END { print "" }' "$RESULTS"
 	printf '  ],\n  "median": {\n'
 	first=1
-	for name in pinwheel haproxy; do
+	for name in pinwheel "$B"; do
 		[ $first = 1 ] || printf ',\n'
 		first=0
 		printf '    "%s": {"rps": %s, "p99_us": %s, "cpu_us_per_req": %s}' \
 			"$name" "$(median $name 2)" "$(median $name 3)" \
 			"$(median $name 4)"
 	done
-	printf '\n  }\n}\n'
+	printf '\n  },\n  "cpu_ratio_median": %s\n}\n' "$RATIO"
 } >"$OUT"
 echo "wrote $OUT"
