@@ -70,9 +70,10 @@ void pw__udp_send_cqe(struct pw__shard *sh, struct pw_net_op *op,
 		return;
 	if (res >= 0) {
 		s->done += s->chunk;
-		s->datagrams += s->seg ? (s->chunk + s->seg - 1) / s->seg : 1;
-		if (!s->chunk)
-			s->datagrams += s->seg ? 1 : 0;
+		/* One datagram per segment; an empty send is one too. */
+		s->datagrams += s->seg && s->chunk ?
+					(s->chunk + s->seg - 1) / s->seg :
+					1;
 		s->sent_one = true;
 		if (s->gso_in_flight)
 			s->gso = GSO_WORKS;
