@@ -253,7 +253,8 @@ static void udp_lend(struct pw__net *n, struct pw_udp_recv *r,
 	d->data = b + r->cur_off;
 	d->len = len;
 	d->bid = bid;
-	d->peer = r->cur_peer;
+	memcpy(&d->peer.u, &r->cur_peer.u, r->cur_peer.len);
+	d->peer.len = r->cur_peer.len;
 	r->cur_off += len;
 	r->cur_len -= len;
 	r->st.datagrams++;

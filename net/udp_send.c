@@ -268,8 +268,9 @@ enum pw_poll pw_udp_send_to_poll(struct pw_cx *cx, struct pw_udp_send *s,
 			*res = -EINVAL;
 		return PW_READY;
 	}
-	/* The vector lives in the leaf: the kernel reads it later. */
-	if (!s->started) {
+	/* The vector lives in the leaf: the kernel reads it later. Not
+	 * touched while a cancelled request may still read it. */
+	if (!s->started && s->op.state == PW__NS_IDLE) {
 		s->one.iov_base = (void *)(uintptr_t)data;
 		s->one.iov_len = len;
 	}

@@ -573,11 +573,13 @@ static int64_t echo_fiber(void *arg)
 	pw_udp_recv_init(&r, fd, 0);
 	pw_udp_send_init(&s, fd, 0);
 	while ((n = pw_fiber_udp_recv(&r, &d)) >= 0) {
+		/* Counted before the answer leaves: the client reads the
+		 * count once it has every answer. */
+		atomic_fetch_add(&echoed[shard], 1);
 		n = pw_fiber_udp_send_to(&s, d.data, d.len, &d.peer);
 		pw_udp_dgram_release(&d);
 		if (n < 0)
 			break;
-		atomic_fetch_add(&echoed[shard], 1);
 	}
 	pw_udp_recv_cancel(&r);
 	return n;

@@ -704,7 +704,7 @@ struct pw_udp_dgram {
 	uint32_t full_len;	 /* the datagram's length as sent */
 	uint32_t flags;		 /* PW_UDP_TRUNC */
 	uint16_t bid;		 /* the ring buffer holding it */
-	struct pw_net_addr peer; /* who sent it */
+	struct pw_net_addr peer; /* who sent it (peer.len bytes of it) */
 };
 
 /* Ring buffers one UDP receive may queue before its multishot request
@@ -742,6 +742,8 @@ struct pw_udp_recv {
  * buffers hold PW_UDP_GRO_ROOM bytes of payload and the kernel agrees
  * (once; pw_udp_recv_gro() tells), so a burst of one peer's equal
  * datagrams arrives in one buffer; it is split back into datagrams.
+ * A leaf used before may be initialised again only once
+ * pw_udp_recv_in_flight() is false.
  * Context: any thread.
  */
 PW_API void pw_udp_recv_init(struct pw_udp_recv *r, int fd, uint32_t flags);
