@@ -439,3 +439,191 @@ int pw_fiber_close(int fd)
 		return 0; /* close_cancel() closed it, or the leaf will */
 	return w.res;
 }
+
+/* ---- UDP ------------------------------------------------------------------ */
+
+struct udp_recv_wait {
+	struct pw_udp_recv *r;
+	uint64_t deadline;
+	struct pw_udp_dgram *d;
+	int32_t res;
+};
+
+static enum pw_poll udp_recv_step(struct pw_cx *cx, void *st)
+{
+	struct udp_recv_wait *w = st;
+
+	return pw_udp_recv_poll(cx, w->r, w->deadline, w->d, &w->res);
+}
+
+static void udp_recv_cancel(void *st)
+{
+	struct udp_recv_wait *w = st;
+
+	pw_udp_recv_cancel(w->r);
+}
+
+int64_t pw_fiber_udp_recv(struct pw_udp_recv *r, struct pw_udp_dgram *d)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	if (!r || !d)
+		return -EINVAL;
+	struct udp_recv_wait w = { r, f->deadline, d, 0 };
+	int err = pw__fiber_wait(f, udp_recv_step, &w, udp_recv_cancel, false);
+	return err ? err : w.res;
+}
+
+int64_t pw_fiber_udp_recv_from(struct pw_udp_recv *r, void *buf, size_t len,
+			       struct pw_net_addr *from, uint32_t *flags)
+{
+	struct pw_udp_dgram d;
+
+	if (!buf && len)
+		return -EINVAL;
+	int64_t res = pw_fiber_udp_recv(r, &d);
+	if (res < 0)
+		return res;
+	size_t n = d.len < len ? d.len : len;
+	if (n)
+		memcpy(buf, d.data, n);
+	if (from)
+		*from = d.peer;
+	if (flags)
+		*flags = n < d.full_len ? PW_UDP_TRUNC : 0;
+	(void)pw_udp_dgram_release(&d);
+	return (int64_t)d.full_len;
+}
+
+struct udp_send_wait {
+	struct pw_udp_send *s;
+	const struct iovec *iov;
+	int iovcnt;
+	const void *data;
+	size_t len;
+	uint32_t seg; /* 0: one datagram, of iov or of data */
+	const struct pw_net_addr *to;
+	uint64_t deadline;
+	int32_t res;
+};
+
+static enum pw_poll udp_send_step(struct pw_cx *cx, void *st)
+{
+	struct udp_send_wait *w = st;
+
+	if (!w->seg && !w->iov)
+		return pw_udp_send_to_poll(cx, w->s, w->data, w->len, w->to,
+					   w->deadline, &w->res);
+	if (!w->seg)
+		return pw_udp_send_poll(cx, w->s, w->iov, w->iovcnt, w->to,
+					w->deadline, &w->res);
+	return pw_udp_send_segs_poll(cx, w->s, w->data, w->len, w->seg, w->to,
+				     w->deadline, &w->res);
+}
+
+static void udp_send_cancel(void *st)
+{
+	struct udp_send_wait *w = st;
+
+	pw_udp_send_cancel(w->s);
+}
+
+/* One send of @w, the leaf settled again unless the fiber is cancelled. */
+static int64_t udp_send_wait(struct udp_send_wait *w)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	if (!w->s)
+		return -EINVAL;
+	w->deadline = f->deadline;
+	int err = pw__fiber_wait(f, udp_send_step, w, udp_send_cancel, false);
+	if (err == -ECANCELED)
+		return err;
+	if ((err || w->res < 0) && pw_udp_send_in_flight(w->s))
+		settle(f, &w->s->op);
+	return err ? err : w->res;
+}
+
+int64_t pw_fiber_udp_sendv(struct pw_udp_send *s, const struct iovec *iov,
+			   int iovcnt, const struct pw_net_addr *to)
+{
+	struct udp_send_wait w = {
+		.s = s, .iov = iov, .iovcnt = iovcnt, .to = to
+	};
+
+	return udp_send_wait(&w);
+}
+
+int64_t pw_fiber_udp_send_to(struct pw_udp_send *s, const void *buf, size_t len,
+			     const struct pw_net_addr *to)
+{
+	/* No vector here: pw_udp_send_to_poll() keeps it in the leaf,
+	 * which outlives this frame if the fiber is cancelled. */
+	struct udp_send_wait w = { .s = s, .data = buf, .len = len, .to = to };
+
+	return udp_send_wait(&w);
+}
+
+int64_t pw_fiber_udp_send_segs(struct pw_udp_send *s, const void *buf,
+			       size_t len, uint32_t seg,
+			       const struct pw_net_addr *to)
+{
+	struct udp_send_wait w = {
+		.s = s, .data = buf, .len = len, .seg = seg, .to = to
+	};
+
+	if (!seg)
+		return -EINVAL;
+	return udp_send_wait(&w);
+}
+
+struct udp_batch_wait {
+	struct pw_udp_batch *b;
+	struct pw_udp_out *msgs;
+	unsigned n;
+	uint64_t deadline;
+	int32_t res;
+};
+
+static enum pw_poll udp_batch_step(struct pw_cx *cx, void *st)
+{
+	struct udp_batch_wait *w = st;
+
+	return pw_udp_batch_poll(cx, w->b, w->msgs, w->n, w->deadline, &w->res);
+}
+
+static void udp_batch_cancel(void *st)
+{
+	struct udp_batch_wait *w = st;
+
+	pw_udp_batch_cancel(w->b);
+}
+
+static enum pw_poll batch_settle_step(struct pw_cx *cx, void *st)
+{
+	(void)cx;
+	return pw_udp_batch_in_flight(st) ? PW_PENDING : PW_READY;
+}
+
+int64_t pw_fiber_udp_batch(struct pw_udp_batch *b, struct pw_udp_out *msgs,
+			   unsigned n)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	if (!b)
+		return -EINVAL;
+	struct udp_batch_wait w = { b, msgs, n, f->deadline, 0 };
+	int err =
+		pw__fiber_wait(f, udp_batch_step, &w, udp_batch_cancel, false);
+	if (err == -ECANCELED)
+		return err;
+	if (err && pw_udp_batch_in_flight(b))
+		(void)pw__fiber_wait(f, batch_settle_step, b, NULL, false);
+	return err ? err : w.res;
+}

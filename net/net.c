@@ -282,6 +282,15 @@ void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
 	case PW__NK_CONNECT:
 		pw__connect_cqe(s, op, cqe, final, alive);
 		break;
+	case PW__NK_UDP_RECV:
+		pw__udp_recv_cqe(s, op, cqe, final, alive);
+		break;
+	case PW__NK_UDP_SEND:
+		pw__udp_send_cqe(s, op, cqe, final, alive);
+		break;
+	case PW__NK_UDP_BATCH:
+		pw__udp_batch_cqe(s, op, cqe, final, alive);
+		break;
 	default:
 		pw__close_cqe(s, op, cqe, final, alive);
 		break;

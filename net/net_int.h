@@ -27,6 +27,9 @@ enum {
 	PW__NK_SEND,
 	PW__NK_CONNECT,
 	PW__NK_CLOSE,
+	PW__NK_UDP_RECV,  /* net/udp_recv.c */
+	PW__NK_UDP_SEND,  /* net/udp_send.c */
+	PW__NK_UDP_BATCH, /* one datagram of a pw_udp_batch */
 };
 
 /* States of a request (pw_net_op.state). */
@@ -154,6 +157,12 @@ void pw__connect_cqe(struct pw__shard *s, struct pw_net_op *op,
 		     const struct io_uring_cqe *cqe, bool final, bool alive);
 void pw__close_cqe(struct pw__shard *s, struct pw_net_op *op,
 		   const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__udp_recv_cqe(struct pw__shard *s, struct pw_net_op *op,
+		      const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__udp_send_cqe(struct pw__shard *s, struct pw_net_op *op,
+		      const struct io_uring_cqe *cqe, bool final, bool alive);
+void pw__udp_batch_cqe(struct pw__shard *s, struct pw_net_op *op,
+		       const struct io_uring_cqe *cqe, bool final, bool alive);
 
 /*
  * Deadline of a poll: true when @deadline has passed; otherwise @timer is

@@ -61,6 +61,11 @@ struct pw_sendv;
 struct pw_reader;
 struct iovec;
 struct pw_net_addr;
+struct pw_udp_recv;
+struct pw_udp_send;
+struct pw_udp_batch;
+struct pw_udp_out;
+struct pw_udp_dgram;
 
 /* The stack a fiber gets when its options do not say. */
 #ifndef PW_FIBER_STACK_DEFAULT
@@ -335,6 +340,72 @@ PW_API int64_t pw_fiber_sendv(struct pw_sendv *v, const struct iovec *iov,
  * Context: a fiber.
  */
 PW_API int pw_fiber_close(int fd);
+
+/* ---- UDP (core/fiber_io.c, over pinwheel/net.h) -------------------------- */
+
+/**
+ * pw_fiber_udp_recv - the next datagram through @r (pw_udp_recv_init();
+ * it stays armed between calls, so pw_udp_recv_cancel() it when done),
+ * lent in *@d: pw_udp_dgram_release() it.
+ * Return: @d->len (>= 0; @d->flags tells a truncated one);
+ * pw_udp_recv_poll()'s errors; -ETIMEDOUT (nothing lost); -ECANCELED
+ * (@r is cancelled); -EINVAL; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_recv(struct pw_udp_recv *r, struct pw_udp_dgram *d);
+
+/**
+ * pw_fiber_udp_recv_from - the next datagram through @r, copied: at most
+ * @len bytes into @buf, its sender into *@from and PW_UDP_TRUNC into
+ * *@flags when it did not fit (either may be NULL).
+ * Return: the datagram's real length (more than @len when cut); errors
+ * as pw_fiber_udp_recv().
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_recv_from(struct pw_udp_recv *r, void *buf,
+				      size_t len, struct pw_net_addr *from,
+				      uint32_t *flags);
+
+/**
+ * pw_fiber_udp_send_to - send @len bytes at @buf as one datagram through
+ * @s (pw_udp_send_init()) to @to (NULL on a connected socket). When it
+ * returns @buf is the caller's again, except after -ECANCELED.
+ * Return: @len; pw_udp_send_poll()'s errors; -ETIMEDOUT; -ECANCELED;
+ * -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_send_to(struct pw_udp_send *s, const void *buf,
+				    size_t len, const struct pw_net_addr *to);
+
+/**
+ * pw_fiber_udp_sendv - send one datagram made of the @iovcnt buffers of
+ * @iov through @s to @to (NULL when connected).
+ * Return: its length; errors as pw_fiber_udp_send_to().
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_sendv(struct pw_udp_send *s,
+				  const struct iovec *iov, int iovcnt,
+				  const struct pw_net_addr *to);
+
+/**
+ * pw_fiber_udp_send_segs - send @len bytes at @buf as datagrams of @seg
+ * bytes (UDP_SEGMENT where the kernel has it: pw_udp_send_segs_poll()).
+ * Return: @len; errors as pw_fiber_udp_send_to().
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_send_segs(struct pw_udp_send *s, const void *buf,
+				      size_t len, uint32_t seg,
+				      const struct pw_net_addr *to);
+
+/**
+ * pw_fiber_udp_batch - send the @n datagrams of @msgs through @b
+ * (pw_udp_batch_init()), all in one submission.
+ * Return: the count sent (@msgs[i].res each); pw_udp_batch_poll()'s
+ * errors; -ETIMEDOUT; -ECANCELED; -EPERM.
+ * Context: a fiber.
+ */
+PW_API int64_t pw_fiber_udp_batch(struct pw_udp_batch *b,
+				  struct pw_udp_out *msgs, unsigned n);
 
 #ifdef __cplusplus
 }

@@ -639,6 +639,370 @@ PW_API enum pw_poll pw_close_poll(struct pw_cx *cx, struct pw_close *c,
  */
 PW_API bool pw_close_cancel(struct pw_close *c);
 
+/* ---- UDP ----------------------------------------------------------------- */
+
+/*
+ * Datagram sockets (IPv4, IPv6) over the same machinery: a receive is a
+ * multishot recvmsg into the shard's provided-buffer ring, one datagram
+ * per poll with its peer's address; sends are sendmsg requests from the
+ * caller's iovecs, one datagram each, many per submission with a batch,
+ * or one request of many equal segments with UDP_SEGMENT (GSO). Binding
+ * and connecting are plain system calls: neither waits for a peer.
+ * See docs/net.md, "UDP".
+ */
+
+/* Socket options (struct pw_udp_opts.flags). */
+#define PW_UDP_SHARED 0x1u /* one socket for every shard */
+#define PW_UDP_SHARE_PORT \
+	0x2u /* join a port other SO_REUSEPORT sockets
+				  hold, instead of -EADDRINUSE */
+
+struct pw_udp_opts {
+	uint32_t flags; /* PW_UDP_SHARED, PW_UDP_SHARE_PORT */
+	int rcvbuf;	/* SO_RCVBUF, 0: the kernel's default */
+	int sndbuf;	/* SO_SNDBUF, 0: the kernel's default */
+};
+
+/* A runtime-owned set of bound UDP sockets: one per shard. */
+struct pw_udp_socket;
+
+/**
+ * pw_udp_socket_create - bind UDP sockets on @addr for @rt's shards.
+ *
+ * One SO_REUSEPORT socket per shard, all on one port (port 0 picks a free
+ * one, the same for every shard), so the kernel hashes each peer's
+ * datagrams to one shard; or one socket for all with PW_UDP_SHARED. A
+ * port another socket holds is refused with -EADDRINUSE (unless
+ * PW_UDP_SHARE_PORT). @opts may be NULL.
+ * Return: 0 with *@up set; -EINVAL for bad arguments (a family other
+ * than IPv4 or IPv6, unknown flags, negative sizes); -EADDRINUSE; other
+ * -errno of socket/bind; nothing is left open on error.
+ * Context: any thread.
+ */
+PW_API int pw_udp_socket_create(struct pw_udp_socket **up,
+				struct pw_runtime *rt,
+				const struct pw_net_addr *addr,
+				const struct pw_udp_opts *opts);
+
+/**
+ * pw_udp_socket_fd - the socket of @shard (pw_shard_id() on a shard):
+ * owned by @u, for pw_udp_recv_init() and pw_udp_send_init().
+ * Return: the descriptor; -EINVAL for NULL or a shard out of range.
+ * Context: any thread.
+ */
+PW_API int pw_udp_socket_fd(const struct pw_udp_socket *u, unsigned shard);
+
+/**
+ * pw_udp_socket_addr - the bound address, with the port chosen.
+ * Return: 0; -EINVAL for NULL. Context: any thread.
+ */
+PW_API int pw_udp_socket_addr(const struct pw_udp_socket *u,
+			      struct pw_net_addr *out);
+
+/**
+ * pw_udp_socket_destroy - close the sockets and free @u, once no leaf
+ * uses them any more (their tasks finished, or the runtime destroyed).
+ * Return: 0; -EINVAL for NULL. Context: any thread.
+ */
+PW_API int pw_udp_socket_destroy(struct pw_udp_socket *u);
+
+/**
+ * pw_udp_open - one UDP socket, owned by the caller: bound to @local
+ * (NULL: an ephemeral port, on first use), connected to @peer (NULL: not
+ * connected). A connected socket sends without an address and receives
+ * only @peer's datagrams: a flow to one upstream. PW_UDP_SHARE_PORT sets
+ * SO_REUSEPORT; PW_UDP_SHARED means nothing here.
+ * Return: the descriptor (close-on-exec); -EINVAL for bad arguments
+ * (both NULL, families that differ or are not IPv4/IPv6); -errno of
+ * socket/bind/connect.
+ * Context: any thread.
+ */
+PW_API int pw_udp_open(const struct pw_net_addr *local,
+		       const struct pw_net_addr *peer,
+		       const struct pw_udp_opts *opts);
+
+/**
+ * pw_udp_connect - connect @fd to @peer (NULL: dissolve the association).
+ * Return: 0; -errno of connect(2). Context: any thread.
+ */
+PW_API int pw_udp_connect(int fd, const struct pw_net_addr *peer);
+
+/**
+ * pw_udp_drops - datagrams the kernel dropped on @fd's receive queue
+ * since it was opened (full queue; the socket's drop counter, as
+ * /proc/net/udp shows it), read at once with SO_MEMINFO.
+ * Return: 0 with *@out set; -EINVAL for NULL; -errno of getsockopt.
+ * Context: any thread.
+ */
+PW_API int pw_udp_drops(int fd, uint64_t *out);
+
+/* Leaf options (pw_udp_recv_init(), pw_udp_send_init()). */
+#define PW_UDP_NO_GRO 0x1u /* receive: never turn on UDP_GRO */
+#define PW_UDP_NO_GSO 0x2u /* send: never use UDP_SEGMENT */
+
+/* Bytes of each ring buffer a receive keeps for the kernel's header, the
+ * peer's address and control messages: a datagram longer than the
+ * shard's buf_size less this is truncated (reported, never silent). */
+#define PW_UDP_RECV_OVERHEAD 112u
+
+/* Payload room a buffer needs for UDP_GRO: a coalesced buffer holds up
+ * to 64 KiB. With smaller buffers a receive leaves GRO off. */
+#define PW_UDP_GRO_ROOM 65536u
+
+/* The datagram was longer than its buffer: len bytes were kept,
+ * full_len is its real length. */
+#define PW_UDP_TRUNC 0x1u
+
+/* A datagram lent by pw_udp_recv_poll(): give it back with
+ * pw_udp_dgram_release(), on the same shard. */
+struct pw_udp_dgram {
+	void *data;		 /* len bytes of payload */
+	uint32_t len;		 /* bytes at data (0 for an empty datagram) */
+	uint32_t full_len;	 /* the datagram's length as sent */
+	uint32_t flags;		 /* PW_UDP_TRUNC */
+	uint16_t bid;		 /* the ring buffer holding it */
+	struct pw_net_addr peer; /* who sent it (peer.len bytes of it) */
+};
+
+/* Ring buffers one UDP receive may queue before its multishot request
+ * pauses (a quarter of a smaller ring). */
+#define PW_UDP_RECV_SHARE 16u
+
+/* Counters of one receive. */
+struct pw_udp_recv_stats {
+	uint64_t datagrams; /* handed out */
+	uint64_t truncated; /* of which truncated */
+	uint64_t gro_bufs;  /* buffers that held several datagrams (GRO) */
+	uint64_t gro_lost;  /* datagrams past a truncated GRO buffer */
+};
+
+/* A multishot receive of datagrams on one socket. */
+struct pw_udp_recv {
+	struct pw_recv rx; /* the request, deadline, queue of buffers */
+	struct msghdr msg; /* the layout the kernel writes each buffer in */
+	uint32_t flags;	   /* PW_UDP_NO_GRO */
+	uint32_t share;	   /* buffers queued before a pause; 0: default */
+	uint8_t gro;	   /* not tried, on, off */
+	bool sticky;	   /* rx.err is returned from now on */
+	/* The buffer being handed out, datagram by datagram. */
+	uint16_t cur_bid;
+	uint16_t cur_left; /* datagrams left in it */
+	uint32_t cur_seg;  /* GRO segment size, 0 for one datagram */
+	uint32_t cur_off, cur_len, cur_full, cur_flags;
+	struct pw_net_addr cur_peer;
+	struct pw_udp_recv_stats st;
+};
+
+/**
+ * pw_udp_recv_init - an idle receive on @fd (a UDP socket), @flags
+ * PW_UDP_NO_GRO or 0. The first poll turns UDP_GRO on when the shard's
+ * buffers hold PW_UDP_GRO_ROOM bytes of payload and the kernel agrees
+ * (once; pw_udp_recv_gro() tells), so a burst of one peer's equal
+ * datagrams arrives in one buffer; it is split back into datagrams.
+ * A leaf used before may be initialised again only once
+ * pw_udp_recv_in_flight() is false.
+ * Context: any thread.
+ */
+PW_API void pw_udp_recv_init(struct pw_udp_recv *r, int fd, uint32_t flags);
+
+/**
+ * pw_udp_recv_poll - the next datagram received on the socket.
+ *
+ * The multishot recvmsg stays armed across polls (re-armed whenever the
+ * kernel ends it) until pw_udp_recv_cancel(); a receive that queues its
+ * share of the ring pauses until the task takes half of it, the kernel's
+ * socket buffer holding (and, when full, dropping: pw_udp_drops()) what
+ * comes meanwhile.
+ * Return: PW_READY with *@res = @d->len >= 0 and the datagram in *@d
+ * (lent: pw_udp_dgram_release() it); -ETIMEDOUT when @deadline passed
+ * (still armed: nothing is lost); another -errno the kernel reported
+ * (an ICMP error such as -ECONNREFUSED on a connected socket: returned
+ * once, the next poll re-arms; -EBADF and -ECANCELED, the socket closed
+ * under it, from then on); -EINVAL for bad arguments; -ENOMEM if the
+ * buffer ring cannot be created. PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_udp_recv_poll(struct pw_cx *cx, struct pw_udp_recv *r,
+				     pw_time_t deadline, struct pw_udp_dgram *d,
+				     int32_t *res);
+
+/**
+ * pw_udp_dgram_release - give a datagram back (its buffer returns to the
+ * ring once no datagram of it is lent). @d's data is NULL afterwards.
+ * Return: 0; -EINVAL for NULL, one released already or not lent here.
+ * Context: the shard that lent it.
+ */
+PW_API int pw_udp_dgram_release(struct pw_udp_dgram *d);
+
+/**
+ * pw_udp_recv_cancel - stop receiving and give back queued buffers.
+ * Datagrams already lent stay valid until released. Safe from a drop
+ * hook; harmless when idle; the receive can be polled again afterwards
+ * (datagrams that arrive meanwhile wait in the socket).
+ * Context: the shard that polled @r.
+ */
+PW_API void pw_udp_recv_cancel(struct pw_udp_recv *r);
+
+/**
+ * pw_udp_recv_gro - whether @r's socket coalesces with UDP_GRO (known
+ * after the first poll).
+ * Return: the answer; false for NULL. Context: the shard that polls @r.
+ */
+PW_API bool pw_udp_recv_gro(const struct pw_udp_recv *r);
+
+/**
+ * pw_udp_recv_in_flight - whether the kernel still holds @r's request
+ * (armed, or cancelled and not yet ended): @r may leave scope only once
+ * it is false. Return: the answer; false for NULL.
+ * Context: the shard that polls @r.
+ */
+PW_API bool pw_udp_recv_in_flight(const struct pw_udp_recv *r);
+
+/* The largest segment count of one UDP_SEGMENT request. */
+#define PW_UDP_GSO_SEGS 64u
+
+/* A send of datagrams on one socket, one request in flight at a time. */
+struct pw_udp_send {
+	struct pw_net_op op;
+	struct pw_sleep timer;
+	int fd;
+	uint32_t flags; /* PW_UDP_NO_GSO */
+	int32_t err;
+	bool started, sent_one, timed_out;
+	uint8_t gso;		 /* not tried, works, refused */
+	bool gso_in_flight;	 /* the request carries UDP_SEGMENT */
+	const struct iovec *iov; /* one datagram's vector, or NULL */
+	int iovcnt;
+	const char *data; /* segments: len bytes cut every seg bytes */
+	size_t len, done, chunk;
+	uint32_t seg;
+	struct pw_net_addr to; /* len 0: connected */
+	struct iovec one;
+	struct msghdr msg;
+	union {
+		char buf[24]; /* CMSG_SPACE(sizeof(uint16_t)) */
+		uint64_t align;
+	} cmsg;
+	uint64_t datagrams; /* sent since init */
+};
+
+/**
+ * pw_udp_send_init - an idle send on @fd, @flags PW_UDP_NO_GSO or 0.
+ * Context: any thread.
+ */
+PW_API void pw_udp_send_init(struct pw_udp_send *s, int fd, uint32_t flags);
+
+/**
+ * pw_udp_send_poll - send one datagram made of the @iovcnt buffers of
+ * @iov to @to (NULL on a connected socket). Pass the same arguments on
+ * every poll of one send; they must stay valid until PW_READY (@to is
+ * copied at the first).
+ * Return: PW_READY with *@res the datagram's length, or -errno
+ * (-EMSGSIZE for one too long, -ECONNREFUSED after an ICMP error on a
+ * connected socket), -ETIMEDOUT when @deadline passed (the request is
+ * cancelled first), -EINVAL for bad arguments; then @s is idle for the
+ * next send. PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_udp_send_poll(struct pw_cx *cx, struct pw_udp_send *s,
+				     const struct iovec *iov, int iovcnt,
+				     const struct pw_net_addr *to,
+				     pw_time_t deadline, int32_t *res);
+
+/**
+ * pw_udp_send_to_poll - pw_udp_send_poll() of one buffer.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_udp_send_to_poll(struct pw_cx *cx, struct pw_udp_send *s,
+					const void *data, size_t len,
+					const struct pw_net_addr *to,
+					pw_time_t deadline, int32_t *res);
+
+/**
+ * pw_udp_send_segs_poll - send @len bytes at @data as datagrams of @seg
+ * bytes each (the last one shorter when @seg does not divide @len), in
+ * order, to @to (NULL when connected). With UDP_SEGMENT one request
+ * carries up to PW_UDP_GSO_SEGS of them (and at most 64 KiB); without it
+ * (PW_UDP_NO_GSO, or a kernel or device that refuses it: tried once per
+ * leaf and remembered) each goes in a request of its own. Pass the same
+ * arguments on every poll of one send.
+ * Return: PW_READY with *@res = @len, or -errno (some datagrams may have
+ * been sent), -ETIMEDOUT, -EINVAL (@seg 0, or @len over INT32_MAX); then
+ * @s is idle. PW_PENDING otherwise.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll
+pw_udp_send_segs_poll(struct pw_cx *cx, struct pw_udp_send *s, const void *data,
+		      size_t len, uint32_t seg, const struct pw_net_addr *to,
+		      pw_time_t deadline, int32_t *res);
+
+/** pw_udp_send_cancel - cancel a send in flight (from a drop hook too). */
+PW_API void pw_udp_send_cancel(struct pw_udp_send *s);
+
+/**
+ * pw_udp_send_in_flight - whether the kernel may still read the bytes of
+ * @s's last send (until its final completion, cancelled or not).
+ * Return: the answer; false for NULL. Context: the shard that polls @s.
+ */
+PW_API bool pw_udp_send_in_flight(const struct pw_udp_send *s);
+
+/**
+ * pw_udp_send_gso - whether @s sends segments with UDP_SEGMENT: 1 yes,
+ * 0 refused (or turned off), -1 not tried yet. Context: its shard.
+ */
+PW_API int pw_udp_send_gso(const struct pw_udp_send *s);
+
+/* One datagram of a batch. Set iov, iovcnt and to (NULL when
+ * connected); res is the outcome; the rest is the runtime's. */
+struct pw_udp_out {
+	struct pw_net_op op;
+	const struct iovec *iov;
+	int iovcnt;
+	const struct pw_net_addr *to;
+	int32_t res; /* bytes sent, or -errno */
+	struct pw_udp_batch *batch;
+	struct msghdr msg;
+};
+
+/* A batch of datagrams, all submitted at once (one SQE each, in one
+ * submission), on one socket. */
+struct pw_udp_batch {
+	struct pw_sleep timer;
+	int fd;
+	bool started, timed_out;
+	uint32_t pending; /* requests in flight */
+	struct pw_udp_out *msgs;
+	unsigned n;
+};
+
+/** pw_udp_batch_init - an idle batch on @fd. Context: any thread. */
+PW_API void pw_udp_batch_init(struct pw_udp_batch *b, int fd);
+
+/**
+ * pw_udp_batch_poll - send the @n datagrams of @msgs: the first poll
+ * prepares one sendmsg per datagram, submitted together with the shard's
+ * next submission; PW_READY once all have completed. @msgs and the
+ * buffers and addresses it names must stay valid until then.
+ * Return: PW_READY with *@res the count of datagrams sent (each
+ * @msgs[i].res holds its bytes or -errno), -ETIMEDOUT when @deadline
+ * passed (those still in flight are cancelled first, their res
+ * -ECANCELED), -EINVAL for bad arguments; then @b is idle. PW_PENDING
+ * otherwise.
+ * Context: a task on a shard.
+ */
+PW_API enum pw_poll pw_udp_batch_poll(struct pw_cx *cx, struct pw_udp_batch *b,
+				      struct pw_udp_out *msgs, unsigned n,
+				      pw_time_t deadline, int32_t *res);
+
+/** pw_udp_batch_cancel - cancel what is in flight (from a drop hook). */
+PW_API void pw_udp_batch_cancel(struct pw_udp_batch *b);
+
+/**
+ * pw_udp_batch_in_flight - whether any request of @b is still in the
+ * kernel. Return: the answer; false for NULL. Context: its shard.
+ */
+PW_API bool pw_udp_batch_in_flight(const struct pw_udp_batch *b);
+
 #ifdef __cplusplus
 }
 #endif
