@@ -544,13 +544,20 @@ static bool accept_take(struct pw_accept *a, struct pw__lshard *ls, int *res)
 	return false;
 }
 
+/* Whether @a may be polled from @cx: a listener of the shard's runtime
+ * with a socket for the shard. */
+static bool accept_usable(const struct pw_cx *cx, const struct pw_accept *a)
+{
+	return cx && a && a->l && cx->shard->rt == a->l->rt &&
+	       cx->shard->id < a->l->n;
+}
+
 enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 			    pw_time_t deadline, int *res)
 {
 	if (!res)
 		return PW_READY;
-	if (!cx || !a || !a->l || cx->shard->rt != a->l->rt ||
-	    cx->shard->id >= a->l->n) {
+	if (!accept_usable(cx, a)) {
 		*res = -EINVAL;
 		return PW_READY;
 	}
@@ -625,8 +632,7 @@ enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a, int *res)
 {
 	if (!res)
 		return PW_READY;
-	if (!cx || !a || !a->l || cx->shard->rt != a->l->rt ||
-	    cx->shard->id >= a->l->n) {
+	if (!accept_usable(cx, a)) {
 		*res = -EINVAL;
 		return PW_READY;
 	}
