@@ -131,6 +131,27 @@ bool pw__net_buf_lent(const struct pw__net *n, const struct pw_net_buf *buf);
 /* Put buffer @bid back into the kernel's ring. */
 void pw__net_buf_recycle(struct pw__net *n, uint16_t bid);
 
+/* The provided buffer a receive's CQE carries, if any: counted out of the
+ * ring, then given back at once when the request's task is gone (!@alive),
+ * its owner dropped it, or the CQE is an error or end of stream (return
+ * false); else its id in *@bid, for the caller to queue (return true).
+ * Shard thread only. */
+static inline bool pw__net_cqe_buf(struct pw__net *n,
+				   const struct pw_net_op *op,
+				   const struct io_uring_cqe *cqe, bool alive,
+				   uint16_t *bid)
+{
+	if (!(cqe->flags & IORING_CQE_F_BUFFER))
+		return false;
+	*bid = (uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
+	n->out++;
+	if (!alive || (op->flags & PW__NF_DROPPED) || cqe->res <= 0) {
+		pw__net_buf_recycle(n, *bid);
+		return false;
+	}
+	return true;
+}
+
 /*
  * An SQE for a request of @cx's task; NULL when the kernel takes nothing
  * (the task is then polled again next turn). Prepare it, then call

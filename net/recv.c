@@ -178,18 +178,12 @@ void pw__recv_cqe(struct pw__shard *s, struct pw_net_op *op,
 	struct pw_recv *r = (struct pw_recv *)(void *)op;
 	struct pw__net *n = s->net;
 	int res = cqe->res;
+	uint16_t bid;
 
 	if (final)
 		op->state = PW__NS_IDLE;
-	if (cqe->flags & IORING_CQE_F_BUFFER) {
-		uint16_t bid =
-			(uint16_t)(cqe->flags >> IORING_CQE_BUFFER_SHIFT);
-		n->out++;
-		if (!alive || (op->flags & PW__NF_DROPPED) || res <= 0)
-			pw__net_buf_recycle(n, bid);
-		else
-			recv_take(n, r, bid, (uint32_t)res);
-	}
+	if (pw__net_cqe_buf(n, op, cqe, alive, &bid))
+		recv_take(n, r, bid, (uint32_t)res);
 	if (!alive || (op->flags & PW__NF_DROPPED))
 		return;
 	if ((op->flags & PW__NF_LIMITED) && res > 0)
