@@ -18,10 +18,10 @@
 #include "fs/file_int.h"
 #include "shard/op_int.h"
 
-/* Start an init: false (nothing changed) while a call is in flight. */
+/* Start an init (of a request that is idle, or never used). */
 static bool req_reset(struct pw_file_req *r, uint8_t kind, int fd)
 {
-	if (!r || pw_file_in_flight(r))
+	if (!r)
 		return false;
 	memset(r, 0, sizeof(*r));
 	pw_op_init(&r->op);

@@ -25,9 +25,10 @@
  * the file returns the bytes it read (0 at or past the end).
  *
  * Errors are -errno, as everywhere in pinwheel; a request is always
- * polled by the same task, on the same shard. An init while the
- * request's call is still in flight is ignored: poll it to its end (or
- * cancel it and poll it to its end) first.
+ * polled by the same task, on the same shard. An init starts afresh
+ * (the struct may hold anything before): never init a request whose
+ * call is in flight; poll it to its end (or cancel it and poll it to
+ * its end) first.
  */
 #ifndef PINWHEEL_FILE_H
 #define PINWHEEL_FILE_H
