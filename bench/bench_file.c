@@ -5,7 +5,8 @@
  * pread(2) loop with the same block size, through the page cache (warm:
  * the file was just written) and with O_DIRECT. Each iteration reads
  * one block; the bytes counter is the throughput. A read that reaches
- * the end starts again at offset 0.
+ * the end starts again at offset 0. bm_file_stream_fixed_direct reads
+ * into registered buffers (PW_FILE_STREAM_FIXED).
  *
  * The file (PW_BENCH_FILE_MB MiB, default 1024) is written once per
  * process in PW_BENCH_FILE_DIR (default /var/tmp) and removed at exit;
@@ -140,7 +141,8 @@ static enum pw_poll stream_poll(struct pw_cx *cx, void *state)
 	}
 }
 
-static void stream_loop(struct pw_bench *b, bool direct)
+/* @how: 1 O_DIRECT, 2 registered buffers (bits). */
+static void stream_loop(struct pw_bench *b, int how)
 {
 	const char *p = bench_file(b);
 	if (!p)
@@ -149,7 +151,8 @@ static void stream_loop(struct pw_bench *b, bool direct)
 	if (!rt)
 		return;
 	struct stream_st s = { .b = b, .bs = (uint32_t)pw_bench_arg(b) };
-	s.flags = direct ? PW_FILE_STREAM_DIRECT : 0;
+	s.flags = ((how & 1) ? PW_FILE_STREAM_DIRECT : 0) |
+		  ((how & 2) ? PW_FILE_STREAM_FIXED : 0);
 	s.fd = open(p, O_RDONLY);
 	if (s.fd < 0 || pw_file_stream_init(&s.st, s.fd, 0, PW_FILE_TO_EOF,
 					    s.bs, DEPTH, s.flags)) {
@@ -171,7 +174,7 @@ static void bm_file_pread(struct pw_bench *b)
 
 static void bm_file_stream(struct pw_bench *b)
 {
-	stream_loop(b, false);
+	stream_loop(b, 0);
 }
 
 static void bm_file_pread_direct(struct pw_bench *b)
@@ -181,7 +184,12 @@ static void bm_file_pread_direct(struct pw_bench *b)
 
 static void bm_file_stream_direct(struct pw_bench *b)
 {
-	stream_loop(b, true);
+	stream_loop(b, 1);
+}
+
+static void bm_file_stream_fixed_direct(struct pw_bench *b)
+{
+	stream_loop(b, 3);
 }
 
 static const int64_t block_sizes[] = { 128 << 10, 1 << 20 };
@@ -189,3 +197,4 @@ PW_BENCH_ARGS(bm_file_pread, block_sizes);
 PW_BENCH_ARGS(bm_file_stream, block_sizes);
 PW_BENCH_ARGS(bm_file_pread_direct, block_sizes);
 PW_BENCH_ARGS(bm_file_stream_direct, block_sizes);
+PW_BENCH_ARGS(bm_file_stream_fixed_direct, block_sizes);

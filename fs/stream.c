@@ -11,7 +11,11 @@
  * one reference for the stream, one per read given up by
  * pw_file_stream_cancel() while in flight, whose final completion drops
  * it (slot_release()); the last reference frees it all. So a stream
- * dropped mid-read never leaves the kernel a freed buffer.
+ * dropped mid-read never leaves the kernel a freed buffer. With
+ * PW_FILE_STREAM_FIXED the buffer is registered with the shard's ring at
+ * the first poll (fs/fixed.c) and read with READ_FIXED; the kernel's
+ * requests hold the registered pages themselves, so the slot is freed at
+ * the cancel even with reads in flight.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -31,7 +35,10 @@ struct pw__fs_slot {
 struct pw__fs_stream {
 	uint32_t refs; /* the stream's, plus one per read given up */
 	int fd;
-	char *data; /* depth chunks, PW_FILE_ALIGN-aligned */
+	bool want_fixed;	 /* PW_FILE_STREAM_FIXED, not yet tried */
+	char *data;		 /* depth chunks, PW_FILE_ALIGN-aligned */
+	size_t bytes;		 /* of data */
+	struct pw_file_fixed fx; /* data, registered (index >= 0) or not */
 	struct pw__fs_slot slot[];
 };
 
@@ -52,8 +59,13 @@ static void slot_release(struct pw__op_owned *o)
 static void slot_prep(struct io_uring_sqe *sqe, void *arg)
 {
 	struct pw__fs_slot *sl = arg;
+	struct pw__fs_stream *m = sl->m;
 
-	io_uring_prep_read(sqe, sl->m->fd, sl->buf, sl->want, sl->off);
+	if (m->fx.index >= 0)
+		io_uring_prep_read_fixed(sqe, m->fd, sl->buf, sl->want, sl->off,
+					 m->fx.index);
+	else
+		io_uring_prep_read(sqe, m->fd, sl->buf, sl->want, sl->off);
 }
 
 static bool stream_args_ok(int fd, uint64_t off, uint64_t len, uint32_t chunk,
@@ -61,7 +73,7 @@ static bool stream_args_ok(int fd, uint64_t off, uint64_t len, uint32_t chunk,
 {
 	if (fd < 0 || chunk < PW_FILE_ALIGN || chunk % PW_FILE_ALIGN ||
 	    chunk > (64u << 20) || depth < 1 || depth > PW_FILE_STREAM_MAX ||
-	    (flags & ~PW_FILE_STREAM_DIRECT))
+	    (flags & ~(PW_FILE_STREAM_DIRECT | PW_FILE_STREAM_FIXED)))
 		return false;
 	/* Direct reads: every offset and length aligned (the last read of
 	 * a range to the end of the file is a whole chunk: short at EOF). */
@@ -94,6 +106,9 @@ int pw_file_stream_init(struct pw_file_stream *st, int fd, uint64_t off,
 	m->refs = 1;
 	m->fd = fd;
 	m->data = data;
+	m->bytes = (size_t)chunk * depth;
+	m->want_fixed = flags & PW_FILE_STREAM_FIXED;
+	m->fx.index = -1;
 	for (uint32_t i = 0; i < depth; i++) {
 		pw_op_init(&m->slot[i].o.op);
 		m->slot[i].o.release = slot_release;
@@ -112,9 +127,17 @@ int pw_file_stream_init(struct pw_file_stream *st, int fd, uint64_t off,
 	return 0;
 }
 
-/* Submit reads into the free slots, in file order, up to depth. */
+/* Submit reads into the free slots, in file order, up to depth; the
+ * first registers the buffers when asked (plain reads if it cannot). */
 static void stream_fill(struct pw_cx *cx, struct pw_file_stream *st)
 {
+	struct pw__fs_stream *m = st->m;
+
+	if (m->want_fixed) {
+		m->want_fixed = false;
+		if (pw_file_fixed_register(cx, &m->fx, m->data, m->bytes))
+			m->fx.index = -1;
+	}
 	while (!st->eof && st->busy < st->depth && st->next < st->end) {
 		struct pw__fs_slot *sl =
 			&st->m->slot[(st->head + st->busy) % st->depth];
@@ -193,6 +216,10 @@ void pw_file_stream_cancel(struct pw_file_stream *st)
 	st->busy = 0;
 	st->lent = false;
 	pw_sleep_cancel(&st->timer);
+	/* Reads in flight keep their own hold on the registered pages;
+	 * the memory itself waits for their final completions. */
+	if (m->fx.index >= 0)
+		(void)pw_file_fixed_unregister(&m->fx);
 	for (uint32_t i = 0; i < st->depth; i++)
 		if (pw__op_orphan(&m->slot[i].o))
 			m->refs++;

@@ -621,12 +621,16 @@ Test(file, stream_4mib_from_a_poll_task)
 	 * 1 MiB: the same bytes, in order. */
 	static const uint32_t chunks[] = { 4096, 65536, 131072, 1 << 20 };
 	static const uint32_t depths[] = { 1, 4, 8, PW_FILE_STREAM_MAX };
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 8; i++) {
+		/* The second four with registered buffers. */
+		unsigned fl = i < 4 ? 0 : PW_FILE_STREAM_FIXED;
 		struct tally t = stream_poll_task(rt, p, 0, PW_FILE_TO_EOF,
-						  chunks[i], depths[i], 0);
+						  chunks[i % 4], depths[i % 4],
+						  fl);
 		cr_assert_eq(t.bytes, STREAM_N);
-		cr_assert_eq(t.h, h, "chunk %u depth %u", chunks[i], depths[i]);
-		cr_assert_eq(t.chunks, (int)(STREAM_N / chunks[i]));
+		cr_assert_eq(t.h, h, "chunk %u depth %u flags %u",
+			     chunks[i % 4], depths[i % 4], fl);
+		cr_assert_eq(t.chunks, (int)(STREAM_N / chunks[i % 4]));
 	}
 	/* A range inside the file, its end not on a chunk boundary. */
 	char *want = malloc(STREAM_N);
@@ -673,7 +677,62 @@ Test(file, stream_direct)
 						  PW_FILE_STREAM_DIRECT);
 		cr_assert_eq(t.bytes, STREAM_N + 4000);
 		cr_assert_eq(t.h, h);
+		t = stream_poll_task(rt, p, 0, PW_FILE_TO_EOF, 256 << 10, 8,
+				     PW_FILE_STREAM_DIRECT |
+					     PW_FILE_STREAM_FIXED);
+		cr_assert_eq(t.bytes, STREAM_N + 4000);
+		cr_assert_eq(t.h, h);
 	}
+	dir_clean();
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* Every slot taken: a stream asking for registered buffers reads with
+ * plain reads, the same bytes; a slot freed, it registers again. */
+struct full_stream_st {
+	struct pw_file_fixed fx[PW_FILE_FIXED_MAX];
+	char *mem;
+	int step;
+	struct sum_st s;
+};
+
+static enum pw_poll full_stream_poll(struct pw_cx *cx, void *state)
+{
+	struct full_stream_st *f = state;
+
+	if (f->step == 0) {
+		for (int i = 0; i < PW_FILE_FIXED_MAX; i++)
+			cr_assert_eq(pw_file_fixed_register(cx, &f->fx[i],
+							    f->mem, 4096),
+				     0);
+		f->step = 1;
+	}
+	if (sum_poll(cx, &f->s) == PW_PENDING)
+		return PW_PENDING;
+	for (int i = 0; i < PW_FILE_FIXED_MAX; i++)
+		cr_assert_eq(pw_file_fixed_unregister(&f->fx[i]), 0);
+	return pw_ready(cx, 0);
+}
+
+Test(file, stream_with_every_slot_taken)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	char p[PATH_MAX];
+	static struct full_stream_st f;
+
+	dir_make();
+	uint64_t h = make_file(path_in(p, sizeof(p), "big"), 1 << 20, 38);
+	int fd = open(p, O_RDONLY);
+	f.mem = pw_file_buf_alloc(4096);
+	f.s.t.h = 14695981039346656037ull;
+	cr_assert_eq(pw_file_stream_init(&f.s.st, fd, 0, PW_FILE_TO_EOF, 65536,
+					 4, PW_FILE_STREAM_FIXED),
+		     0);
+	cr_assert_eq(pw_test_block_on(rt, full_stream_poll, &f), 0);
+	cr_assert_eq(f.s.t.bytes, 1 << 20);
+	cr_assert_eq(f.s.t.h, h);
+	close(fd);
+	pw_file_buf_free(f.mem);
 	dir_clean();
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }

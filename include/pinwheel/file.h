@@ -280,6 +280,11 @@ PW_API int pw_file_direct(int fd, bool on);
 #define PW_FILE_TO_EOF UINT64_MAX
 /* pw_file_stream_init() flag: read with O_DIRECT (pw_file_direct()). */
 #define PW_FILE_STREAM_DIRECT 0x1u
+/* pw_file_stream_init() flag: register the stream's buffers with the
+ * shard's ring at the first poll and read with READ_FIXED (the task is
+ * then fixed to that shard in stealing mode); when no slot is free, the
+ * buffers exceed 1 GiB or RLIMIT_MEMLOCK refuses, plain reads. */
+#define PW_FILE_STREAM_FIXED 0x2u
 
 /* A chunk of the stream, lent until the next poll or cancel. */
 struct pw_file_chunk {
