@@ -112,16 +112,18 @@ PW_API void pw_file_readv_init(struct pw_file_req *r, int fd,
 PW_API void pw_file_write_init(struct pw_file_req *r, int fd, const void *buf,
 			       size_t len, uint64_t off);
 
-/** pw_file_writev_init - pw_file_write_init() from iovecs (a pwritev2). */
+/** pw_file_writev_init - pw_file_write_init() from iovecs (a pwritev2),
+ * checked as pw_file_readv_init()'s. Any thread. */
 PW_API void pw_file_writev_init(struct pw_file_req *r, int fd,
 				const struct iovec *iov, int iovcnt,
 				uint64_t off);
 
-/** pw_file_fsync_init - fsync(@fd): data and metadata reach the device. */
+/** pw_file_fsync_init - fsync(@fd): data and metadata reach the device.
+ * Any thread. */
 PW_API void pw_file_fsync_init(struct pw_file_req *r, int fd);
 
 /** pw_file_fdatasync_init - fdatasync(@fd): the data, and the metadata
- * needed to read it back (the size), reach the device. */
+ * needed to read it back (the size), reach the device. Any thread. */
 PW_API void pw_file_fdatasync_init(struct pw_file_req *r, int fd);
 
 /**
@@ -258,7 +260,8 @@ PW_API void pw_file_read_fixed_init(struct pw_file_req *r, int fd,
  */
 PW_API void *pw_file_buf_alloc(size_t size);
 
-/** pw_file_buf_free - free a pw_file_buf_alloc() buffer; NULL is a no-op. */
+/** pw_file_buf_free - free a pw_file_buf_alloc() buffer; NULL is a no-op.
+ * Context: any thread. */
 PW_API void pw_file_buf_free(void *buf);
 
 /**
