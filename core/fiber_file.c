@@ -71,6 +71,19 @@ int pw_fiber_file_open(int dfd, const char *path, int flags, mode_t mode)
 	return (int)file_run(f, &w);
 }
 
+int pw_fiber_file_openat2(int dfd, const char *path, int flags, mode_t mode,
+			  uint64_t resolve)
+{
+	int64_t err;
+	struct pw__fiber *f = fiber_or(&err);
+	struct file_wait w;
+
+	if (!f)
+		return (int)err;
+	pw_file_openat2_init(&w.r, dfd, path, flags, mode, resolve);
+	return (int)file_run(f, &w);
+}
+
 int64_t pw_fiber_file_read(int fd, void *buf, size_t len, uint64_t off)
 {
 	int64_t err;

@@ -13,10 +13,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <string.h>
 
 #include "fs/file_int.h"
 #include "shard/op_int.h"
+
+_Static_assert(sizeof(struct open_how) ==
+		       sizeof(((struct pw_file_req *)0)->how),
+	       "pw_file_req.how holds a struct open_how");
 
 /* Start an init (of a request that is idle, or never used). */
 static bool req_reset(struct pw_file_req *r, uint8_t kind, int fd)
@@ -40,6 +45,18 @@ void pw_file_open_init(struct pw_file_req *r, int dfd, const char *path,
 	r->path = path;
 	r->flags = flags | O_CLOEXEC;
 	r->mode = (uint32_t)mode;
+}
+
+void pw_file_openat2_init(struct pw_file_req *r, int dfd, const char *path,
+			  int flags, mode_t mode, uint64_t resolve)
+{
+	if (!req_reset(r, path ? PW__FK_OPENAT2 : PW__FK_BAD, dfd))
+		return;
+	r->path = path;
+	/* struct open_how's three fields, in its order. */
+	r->how[0] = (uint64_t)(unsigned)(flags | O_CLOEXEC);
+	r->how[1] = (uint64_t)mode;
+	r->how[2] = resolve;
 }
 
 static void rw_init(struct pw_file_req *r, uint8_t kind, int fd, void *buf,
@@ -181,6 +198,10 @@ static void file_prep(struct io_uring_sqe *sqe, void *arg)
 	switch (r->kind) {
 	case PW__FK_OPEN:
 		io_uring_prep_openat(sqe, r->fd, r->path, r->flags, r->mode);
+		break;
+	case PW__FK_OPENAT2:
+		io_uring_prep_openat2(sqe, r->fd, r->path,
+				      (struct open_how *)(void *)r->how);
 		break;
 	case PW__FK_READ:
 		io_uring_prep_read(sqe, r->fd, r->buf, r->len, r->off);

@@ -14,6 +14,7 @@
 enum {
 	PW__FK_NONE = 0,
 	PW__FK_OPEN,
+	PW__FK_OPENAT2,
 	PW__FK_READ,
 	PW__FK_READV,
 	PW__FK_READ_FIXED,

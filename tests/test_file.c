@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,51 @@ Test(file, rename_and_unlink)
 	pw_file_unlink_init(&o.r, dfd, "sub", AT_REMOVEDIR);
 	cr_assert_eq(run(rt, &o), 0);
 	cr_assert_eq(faccessat(dfd, "sub", F_OK, 0), -1);
+	close(dfd);
+	dir_clean();
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+Test(file, openat2_keeps_paths_beneath)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	char p[PATH_MAX];
+	struct one o;
+
+	dir_make();
+	make_file(path_in(p, sizeof(p), "in"), 10, 1);
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY);
+	cr_assert_geq(dfd, 0);
+	cr_assert_eq(symlinkat("in", dfd, "link"), 0);
+	cr_assert_eq(symlinkat("/etc/passwd", dfd, "out"), 0);
+	static const struct {
+		const char *path;
+		uint64_t resolve;
+		int res; /* 1: a descriptor */
+	} cases[] = {
+		{ "in", RESOLVE_BENEATH, 1 },
+		{ "link", RESOLVE_BENEATH, 1 },
+		{ "link", RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS, -ELOOP },
+		{ "out", RESOLVE_BENEATH, -EXDEV },
+		{ "../x", RESOLVE_BENEATH, -EXDEV },
+		{ "/etc/passwd", RESOLVE_BENEATH, -EXDEV },
+		{ "nothing", RESOLVE_BENEATH, -ENOENT },
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		pw_file_openat2_init(&o.r, dfd, cases[i].path, O_RDONLY, 0,
+				     cases[i].resolve);
+		int32_t res = run(rt, &o);
+		if (cases[i].res == 1) {
+			cr_assert_geq(res, 0, "%s: %d", cases[i].path, res);
+			cr_assert(fcntl(res, F_GETFD) & FD_CLOEXEC);
+			close(res);
+		} else {
+			cr_assert_eq(res, cases[i].res, "%s: %d", cases[i].path,
+				     res);
+		}
+	}
+	pw_file_openat2_init(&o.r, dfd, NULL, O_RDONLY, 0, 0);
+	cr_assert_eq(run(rt, &o), -EINVAL);
 	close(dfd);
 	dir_clean();
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
@@ -842,6 +888,9 @@ static int64_t fib_main(void *arg)
 	cr_assert_eq(memcmp(mem + 100, small, sizeof(small)), 0);
 	cr_assert_eq(pw_file_fixed_unregister(&fx), 0);
 	pw_file_buf_free(mem);
+	cr_assert_eq(pw_fiber_file_close(fd), 0);
+	fd = pw_fiber_file_openat2(AT_FDCWD, p, O_RDONLY, 0, RESOLVE_NO_XDEV);
+	cr_assert_geq(fd, 0);
 	cr_assert_eq(pw_fiber_file_close(fd), 0);
 	cr_assert_eq(pw_fiber_file_rename(AT_FDCWD, p, AT_FDCWD, q, 0), 0);
 	cr_assert_eq(pw_fiber_file_statx(AT_FDCWD, p, 0, STATX_SIZE, &sx),

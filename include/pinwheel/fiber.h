@@ -360,6 +360,11 @@ struct pw_file_chunk;
 PW_API int pw_fiber_file_open(int dfd, const char *path, int flags,
 			      mode_t mode);
 
+/** pw_fiber_file_openat2 - openat2() with RESOLVE_* flags
+ * (pw_file_openat2_init()). Return: the new descriptor or -errno. */
+PW_API int pw_fiber_file_openat2(int dfd, const char *path, int flags,
+				 mode_t mode, uint64_t resolve);
+
 /** pw_fiber_file_read - read up to @len bytes at @off (PW_FILE_POS: the
  * file's position). Return: the bytes read, short only at the end of
  * the file (0 at or past it), or -errno. */

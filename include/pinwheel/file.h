@@ -72,6 +72,8 @@ struct pw_file_req {
 	uint32_t len; /* bytes, or iovecs */
 	uint64_t off;
 	const struct pw_file_fixed *fixed; /* read_fixed: the buffer */
+	uint64_t how[3]; /* openat2: its struct open_how (flags, mode,
+			    resolve), read by the kernel at submission */
 };
 
 /**
@@ -81,6 +83,19 @@ struct pw_file_req {
  */
 PW_API void pw_file_open_init(struct pw_file_req *r, int dfd, const char *path,
 			      int flags, mode_t mode);
+
+/**
+ * pw_file_openat2_init - openat2(@dfd, @path, {@flags | O_CLOEXEC, @mode,
+ * @resolve}): pw_file_open_init() with RESOLVE_* flags
+ * (<linux/openat2.h>) that bound the path's resolution: RESOLVE_BENEATH
+ * refuses a path leaving @dfd (absolute, "..", a symlink out) with
+ * -EXDEV, RESOLVE_NO_SYMLINKS any symlink with -ELOOP, RESOLVE_IN_ROOT
+ * resolves as if @dfd were "/". How a server opens files under a root
+ * folder safely. @path must stay valid until PW_READY. Any thread.
+ */
+PW_API void pw_file_openat2_init(struct pw_file_req *r, int dfd,
+				 const char *path, int flags, mode_t mode,
+				 uint64_t resolve);
 
 /**
  * pw_file_read_init - read up to @len bytes of @fd at offset @off
