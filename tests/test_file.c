@@ -453,7 +453,8 @@ Test(file, direct_reads_with_aligned_buffers)
 		return;
 	}
 	cr_assert_geq(fd, 0, "open O_DIRECT: %d", fd);
-	char *buf = pw_file_buf_alloc(N);
+	/* Room for whole blocks: the kernel may pin every page asked for. */
+	char *buf = pw_file_buf_alloc(N + (256 << 10));
 	cr_assert_not_null(buf);
 	cr_assert_eq((uintptr_t)buf % PW_FILE_ALIGN, 0);
 	/* Whole blocks; the last read is short at the end of the file. */
@@ -462,9 +463,9 @@ Test(file, direct_reads_with_aligned_buffers)
 		pw_file_read_init(&o.r, fd, buf + got, 256 << 10, got);
 		int32_t res = run(rt, &o);
 		cr_assert_geq(res, 0, "direct read: %d", res);
-		if (!res)
-			break;
 		got += (size_t)res;
+		if (res < (256 << 10))
+			break;
 	}
 	cr_assert_eq(got, N);
 	cr_assert_eq(memcmp(buf, want, N), 0);
