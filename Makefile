@@ -77,7 +77,7 @@ Q := @
 msg = @printf '  %-6s %s\n' $(1) $(2)
 endif
 
-LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c numa/*.c \
+LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c fs/*.c numa/*.c \
 	core/*.S))
 APP_SRCS := $(sort $(wildcard apps/*.c))
 TEST_SRCS := $(sort $(wildcard tests/*.c))
@@ -300,7 +300,7 @@ install: all
 		scripts/pinwheel.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/pinwheel.pc
 
 FORMAT_SRCS = $(sort $(wildcard include/*.h include/pinwheel/*.h core/*.[ch] \
-	shard/*.[ch] timer/*.[ch] net/*.[ch] numa/*.[ch] apps/*.[ch] \
+	shard/*.[ch] timer/*.[ch] net/*.[ch] fs/*.[ch] numa/*.[ch] apps/*.[ch] \
 	tests/*.[ch] tests/aarch64/*.c bench/*.[ch] docs/*.c))
 
 format:

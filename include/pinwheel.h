@@ -25,6 +25,7 @@
 #include "pinwheel/hist.h"
 #include "pinwheel/hist_hdr.h"
 #include "pinwheel/net.h"
+#include "pinwheel/file.h"
 #include "pinwheel/reader.h"
 #include "pinwheel/serve.h"
 #include "pinwheel/signal.h"

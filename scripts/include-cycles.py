@@ -3,7 +3,7 @@
 """include-cycles.py - find include and call circles between library files.
 
 The graph has one node per file of the library folders (core shard timer
-net numa) and two kinds of edge:
+net fs numa) and two kinds of edge:
 
   - an include: file -> the header its `#include "dir/name.h"` names;
   - a definition: header -> the .c file defining a function the header
@@ -24,7 +24,7 @@ import os
 import re
 import sys
 
-MODULES = ("core", "shard", "timer", "net", "numa")
+MODULES = ("core", "shard", "timer", "net", "fs", "numa")
 RULES_DOC = "docs/architecture.md"
 
 INC = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)

@@ -7,6 +7,11 @@
  * the task's memory outlives the drop of its state until the final CQE
  * (pw__op_complete() unpins). The shard counts every SQE it expects a CQE
  * for in s->inflight, which shutdown waits to see reach zero.
+ *
+ * An owned op (struct pw__op_owned, op_int.h) lives in memory its leaf
+ * allocated; once given up (pw__op_orphan()) its final completion calls
+ * its release function, which frees that memory, instead of storing the
+ * result in it.
  */
 #include <errno.h>
 
@@ -99,14 +104,32 @@ int pw_op_cancel(struct pw_op *op)
 	return 0;
 }
 
+bool pw__op_orphan(struct pw__op_owned *o)
+{
+	uint8_t st = o->op.state;
+
+	if (st != PW_OP_INFLIGHT && st != PW_OP_CANCELLING)
+		return false;
+	if (st == PW_OP_INFLIGHT)
+		(void)pw_op_cancel(&o->op);
+	o->op.state = PW__OP_ORPHANED;
+	return true;
+}
+
 void pw__op_complete(struct pw__shard *s, struct pw_op *op,
 		     const struct io_uring_cqe *cqe)
 {
 	struct pw__task *t = op->task;
 
 	s->inflight--;
-	/* A finished task's state was dropped: only its memory waited. */
-	if (!(t->flags & PW__T_DONE)) {
+	if (__builtin_expect(op->state == PW__OP_ORPHANED, 0)) {
+		/* Given up by its owner: release frees it, op included. */
+		struct pw__op_owned *o =
+			pw_container_of(op, struct pw__op_owned, op);
+		o->release(o);
+	} else if (!(t->flags & PW__T_DONE)) {
+		/* A finished task's state was dropped: only its memory
+		 * waited. */
 		op->res = cqe->res;
 		op->cqe_flags = cqe->flags;
 		op->state = PW_OP_DONE;

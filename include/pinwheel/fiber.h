@@ -44,6 +44,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "export.h"
 #include "task.h"
@@ -406,6 +407,92 @@ PW_API int64_t pw_fiber_udp_send_segs(struct pw_udp_send *s, const void *buf,
  */
 PW_API int64_t pw_fiber_udp_batch(struct pw_udp_batch *b,
 				  struct pw_udp_out *msgs, unsigned n);
+
+/* ---- files (pinwheel/file.h) ------------------------------------------ */
+
+struct iovec;
+struct statx;
+struct pw_file_fixed;
+struct pw_file_stream;
+struct pw_file_chunk;
+
+/*
+ * The file calls of pinwheel/file.h, blocking-style. Each takes the
+ * fiber's deadline: past it the call is cancelled and returns -ETIMEDOUT
+ * (a call that finished anyway returns its result). When any of them
+ * returns, -ECANCELED and -ETIMEDOUT included, the kernel is done with
+ * the caller's buffer, iovecs, path and statx record: they may live on
+ * the fiber's stack. Errors as for the poll forms, plus -ETIMEDOUT,
+ * -ECANCELED and -EPERM (not in a fiber). Context: a fiber.
+ */
+
+/** pw_fiber_file_open - openat(@dfd, @path, @flags | O_CLOEXEC, @mode).
+ * Return: the new descriptor or -errno. */
+PW_API int pw_fiber_file_open(int dfd, const char *path, int flags,
+			      mode_t mode);
+
+/** pw_fiber_file_openat2 - openat2() with RESOLVE_* flags
+ * (pw_file_openat2_init()). Return: the new descriptor or -errno. */
+PW_API int pw_fiber_file_openat2(int dfd, const char *path, int flags,
+				 mode_t mode, uint64_t resolve);
+
+/** pw_fiber_file_read - read up to @len bytes at @off (PW_FILE_POS: the
+ * file's position). Return: the bytes read, short only at the end of
+ * the file (0 at or past it), or -errno. */
+PW_API int64_t pw_fiber_file_read(int fd, void *buf, size_t len, uint64_t off);
+
+/** pw_fiber_file_readv - pw_fiber_file_read() into iovecs, in order. */
+PW_API int64_t pw_fiber_file_readv(int fd, const struct iovec *iov, int iovcnt,
+				   uint64_t off);
+
+/** pw_fiber_file_read_fixed - read up to @len bytes at @off into the
+ * registered buffer @fx at byte @at (on @fx's shard). */
+PW_API int64_t pw_fiber_file_read_fixed(int fd, const struct pw_file_fixed *fx,
+					size_t at, size_t len, uint64_t off);
+
+/** pw_fiber_file_write - write @len bytes at @off. Return: the bytes
+ * written (short only when the device is full) or -errno. */
+PW_API int64_t pw_fiber_file_write(int fd, const void *buf, size_t len,
+				   uint64_t off);
+
+/** pw_fiber_file_writev - pw_fiber_file_write() from iovecs, in order. */
+PW_API int64_t pw_fiber_file_writev(int fd, const struct iovec *iov, int iovcnt,
+				    uint64_t off);
+
+/** pw_fiber_file_fsync - fsync(@fd), or fdatasync(@fd) with @datasync.
+ * Return: 0 or -errno. */
+PW_API int pw_fiber_file_fsync(int fd, bool datasync);
+
+/** pw_fiber_file_statx - statx(@dfd, @path, @flags, @mask, @out).
+ * Return: 0 with @out filled, or -errno. */
+PW_API int pw_fiber_file_statx(int dfd, const char *path, int flags,
+			       unsigned mask, struct statx *out);
+
+/** pw_fiber_file_close - close(@fd) through the ring. Return: 0 or
+ * -errno. */
+PW_API int pw_fiber_file_close(int fd);
+
+/** pw_fiber_file_rename - renameat2(@olddfd, @oldpath, @newdfd,
+ * @newpath, @flags). Return: 0 or -errno. */
+PW_API int pw_fiber_file_rename(int olddfd, const char *oldpath, int newdfd,
+				const char *newpath, unsigned flags);
+
+/** pw_fiber_file_unlink - unlinkat(@dfd, @path, @flags); AT_REMOVEDIR
+ * for an empty directory. Return: 0 or -errno. */
+PW_API int pw_fiber_file_unlink(int dfd, const char *path, int flags);
+
+/**
+ * pw_fiber_file_stream_read - the next chunk of @st
+ * (pw_file_stream_init()), lent in *@out until the next call or
+ * pw_file_stream_cancel(). A cancelled fiber's call cancels the stream
+ * (it frees its buffers itself once the kernel is done); call
+ * pw_file_stream_cancel() at the end all the same.
+ * Return: the chunk's bytes; 0 at the end of the range or file; -errno
+ * of a read; -ETIMEDOUT (the reads stay in flight: call again);
+ * -ECANCELED; -EINVAL; -EPERM.
+ */
+PW_API int64_t pw_fiber_file_stream_read(struct pw_file_stream *st,
+					 struct pw_file_chunk *out);
 
 #ifdef __cplusplus
 }
