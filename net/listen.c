@@ -25,7 +25,11 @@
  * i % n) and hand its own out (pw_net_listener_fds()). pw_accept_stop()
  * ends accepting without losing a connection: the sockets stay open, so
  * what the kernel queued on them waits for whoever else holds them, and
- * every connection already accepted is handed to the caller.
+ * every connection already accepted is handed to the caller. A new
+ * connection wakes only one of the accepts waiting on a socket, so one
+ * whose wake-up reached us just before our cancel would wait for the
+ * next arrival: the stop therefore ends with one-shot accepts that do
+ * not wait (IORING_ACCEPT_DONTWAIT), until the backlog is empty.
  */
 #include <errno.h>
 #include <netinet/tcp.h>
@@ -36,6 +40,10 @@
 
 #include "core/fault.h"
 #include "net/net_int.h"
+
+#ifndef IORING_ACCEPT_DONTWAIT
+#define IORING_ACCEPT_DONTWAIT (1U << 1) /* Linux 6.10 */
+#endif
 
 static int sock_opt(int fd, int level, int name)
 {
@@ -503,6 +511,14 @@ void pw__accept_cqe(struct pw__shard *s, struct pw_net_op *op,
 		}
 		return;
 	}
+	if (a->sweep == PW__SWEEP_ON) {
+		/* -EAGAIN: the backlog is empty; -EINVAL: a kernel without
+		 * DONTWAIT; a resource error leaves the rest to others. */
+		if (resource_error(res))
+			PW__LSTAT_ADD(ls, errors, 1);
+		a->sweep = PW__SWEEP_DONE;
+		return;
+	}
 	if (resource_error(res)) {
 		PW__LSTAT_ADD(ls, errors, 1);
 		if (final)
@@ -522,6 +538,28 @@ static int accept_arm(struct pw_cx *cx, struct pw_accept *a, int fd)
 		return -EAGAIN;
 	io_uring_prep_multishot_accept(sqe, fd, NULL, NULL, SOCK_CLOEXEC);
 	pw__nop_arm(cx, &a->op, sqe, PW__NK_ACCEPT);
+	a->sweep = PW__SWEEP_NONE; /* a later stop sweeps afresh */
+	a->swept = 0;
+	return 0;
+}
+
+/*
+ * One step of pw_accept_stop()'s sweep: a one-shot accept on @fd that
+ * does not wait, its socket queued in @a as any accepted one; its
+ * completion ends the sweep when the backlog is empty. Return: 0 armed,
+ * -EAGAIN when no SQE was free (the task is polled again next turn).
+ */
+static int sweep_arm(struct pw_cx *cx, struct pw_accept *a, int fd)
+{
+	struct io_uring_sqe *sqe = pw__nop_sqe(cx);
+
+	if (!sqe)
+		return -EAGAIN;
+	io_uring_prep_accept(sqe, fd, NULL, NULL, SOCK_CLOEXEC);
+	sqe->ioprio |= IORING_ACCEPT_DONTWAIT;
+	pw__nop_arm(cx, &a->op, sqe, PW__NK_ACCEPT);
+	a->sweep = PW__SWEEP_ON;
+	a->swept++;
 	return 0;
 }
 
@@ -639,8 +677,9 @@ enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a, int *res)
 	struct pw__shard *s = cx->shard;
 	struct pw_net_op *op = &a->op;
 
-	/* Our own cancel: its -ECANCELED is not an error to report. */
-	if (op->state == PW__NS_ARMED) {
+	/* Our own cancel: its -ECANCELED is not an error to report. A
+	 * sweep's accept ends at once: never cancelled. */
+	if (op->state == PW__NS_ARMED && a->sweep == PW__SWEEP_NONE) {
 		op->flags |= PW__NF_PAUSED;
 		pw__nop_cancel(s, op);
 	}
@@ -650,6 +689,10 @@ enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a, int *res)
 		return PW_READY;
 	if (op->state != PW__NS_IDLE)
 		return PW_PENDING; /* the final completion wakes us */
+	if (a->sweep != PW__SWEEP_DONE && a->swept < PW__SWEEP_MAX) {
+		(void)sweep_arm(cx, a, a->l->per[s->id].fd);
+		return PW_PENDING; /* its completion, or the next turn */
+	}
 	a->err = 0;
 	pw_sleep_cancel(&a->timer);
 	*res = -ECANCELED;

@@ -49,6 +49,16 @@ enum {
 #define PW__NF_DROPPED	0x20u /* the owner cancelled: discard results */
 #define PW__NF_LIMITED	0x40u /* recv: armed with a byte limit */
 
+/*
+ * Where pw_accept_stop()'s sweep of the backlog is (pw_accept.sweep):
+ * not begun, a one-shot accept that does not wait in flight, or over
+ * (the backlog was empty, the kernel refused, or PW__SWEEP_MAX taken).
+ */
+enum { PW__SWEEP_NONE = 0, PW__SWEEP_ON, PW__SWEEP_DONE };
+/* The most a sweep takes: the kernel's largest default backlog, more
+ * than the connections whose wake-up one cancel can have taken. */
+#define PW__SWEEP_MAX 4096u
+
 /* Where a provided buffer is (pw__net.where[bid]). */
 enum {
 	PW__BUF_RING = 0, /* in the kernel's ring */

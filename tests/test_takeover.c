@@ -131,6 +131,75 @@ Test(takeover, adopt_one_socket_for_all_shards)
 	cr_assert(!is_open(fd));
 }
 
+/* The task of accept_stop_takes_what_its_cancel_swallowed. */
+struct stop_race {
+	struct pw_accept acc;
+	struct pw_sleep nap;
+	struct pw_net_addr a;
+	int step, client, served;
+};
+
+static enum pw_poll stop_race_poll(struct pw_cx *cx, void *state)
+{
+	struct stop_race *t = state;
+	int fd;
+
+	if (t->step == 0) {
+		/* Arm the multishot accept; the nap makes the shard submit
+		 * it, so that it waits on the socket. */
+		if (pw_accept_poll(cx, &t->acc, PW_TIME_NEVER, &fd) == PW_READY)
+			return pw_ready(cx, -EPROTO);
+		pw_sleep_reset(&t->nap, pw_time_now() + PW_NSEC_PER_MSEC);
+		t->step = 1;
+	}
+	if (t->step == 1) {
+		if (pw_sleep_poll(cx, &t->nap) == PW_PENDING)
+			return PW_PENDING;
+		/* The connection wakes our accept, whose work waits for the
+		 * shard's next entry into the kernel: the cancel gets there
+		 * first. */
+		t->client = pw_test_dial(&t->a);
+		t->step = 2;
+	}
+	for (;;) {
+		if (pw_accept_stop(cx, &t->acc, &fd) == PW_PENDING)
+			return PW_PENDING;
+		if (fd < 0)
+			return pw_ready(cx, fd);
+		t->served++;
+		close(fd);
+	}
+}
+
+/*
+ * A connection arrives just before the accept waiting on the socket is
+ * cancelled (the old process's, at a hand-over): the kernel woke that
+ * accept alone, so no other accept on the socket (the new process's)
+ * hears of it. pw_accept_stop() takes it from the backlog: nothing is
+ * left there for a wake-up that will not come.
+ */
+Test(takeover, accept_stop_takes_what_its_cancel_swallowed)
+{
+	int fds0 = pw_test_open_fds();
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_net_listener *l;
+	static struct stop_race t;
+
+	memset(&t, 0, sizeof(t));
+	cr_assert_eq(pw_net_addr_parse(&t.a, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_net_listener_create(&l, rt, &t.a, NULL), 0);
+	cr_assert_eq(pw_net_listener_addr(l, &t.a), 0);
+	pw_accept_init(&t.acc, l, 0);
+	pw_sleep_init_at(&t.nap, PW_TIME_NEVER);
+	cr_assert_eq(pw_test_block_on(rt, stop_race_poll, &t), -ECANCELED);
+	cr_assert_geq(t.client, 0);
+	cr_assert_eq(t.served, 1, "%d served", t.served);
+	close(t.client);
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_net_listener_destroy(l), 0);
+	cr_assert_eq(pw_test_open_fds(), fds0, "fds leaked");
+}
+
 /* ---- clients that count every request -------------------------------- */
 
 enum { ANS_OK, ANS_EOF, ANS_RESET, ANS_SHORT, ANS_BAD, ANS_HUNG };

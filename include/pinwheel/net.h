@@ -268,6 +268,8 @@ struct pw_accept {
 	uint64_t backoff_ns;
 	int32_t err; /* an error to report, 0 if none */
 	uint16_t head, count;
+	uint16_t swept;		  /* pw_accept_stop(): backlog accepts so far */
+	uint8_t sweep;		  /* pw_accept_stop(): where its sweep is */
 	int fds[PW_ACCEPT_QUEUE]; /* accepted, not yet taken */
 };
 
@@ -317,12 +319,17 @@ PW_API void pw_accept_pause(struct pw_accept *a);
  * has not handed out waits in their backlogs, for this or another
  * process to accept), then hand out, one per call, every connection
  * already accepted: queued in @a, kept in the shard's spill, or posted
- * by the kernel before the cancel landed. Poll it until it says
- * -ECANCELED; pw_accept_cancel() instead closes them unanswered.
+ * by the kernel before the cancel landed. Then it takes, without
+ * waiting, what the socket's backlog still holds: the kernel wakes one
+ * waiting accept per new connection, and a wake-up that reached this
+ * accept just before its cancel is lost to every other accept on the
+ * socket (another process's after a hand-over), which would leave those
+ * connections unaccepted until the next one arrives. Poll it until it
+ * says -ECANCELED; pw_accept_cancel() instead closes them unanswered.
  * Return: PW_READY with *@res a new socket the caller owns and must
  * serve, or -ECANCELED once nothing is left and the accept is idle, or
- * -EINVAL for bad arguments; PW_PENDING while the cancel is in flight
- * (its completion wakes the task).
+ * -EINVAL for bad arguments; PW_PENDING while the cancel or a backlog
+ * accept is in flight (its completion wakes the task).
  * Context: a task on the shard that polled @a.
  */
 PW_API enum pw_poll pw_accept_stop(struct pw_cx *cx, struct pw_accept *a,
