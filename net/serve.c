@@ -28,6 +28,7 @@
 
 #include "pinwheel/fiber.h"
 #include "pinwheel/serve.h"
+#include "net/serve_int.h"
 
 /* ---- the accept loop ------------------------------------------------- */
 
@@ -75,10 +76,11 @@ struct pw_server {
 	struct pw_drain *d; /* &own, or the caller's */
 	struct pw_serve_opts o;
 	struct pw_net_addr addr;	 /* bound, port chosen */
-	pthread_mutex_t lock;		 /* guards l, st and acceptors */
+	pthread_mutex_t lock;		 /* guards l, st, acceptors, ended */
 	struct pw_net_listener *l;	 /* NULL once the last acceptor ended */
 	struct pw_net_listener_stats st; /* its counters when it closed */
 	unsigned acceptors;		 /* acceptor tasks not yet ended */
+	struct pw_waker ended;		 /* woken when the last one ends */
 };
 
 /* A connection task's state: this header, then the user's. */
@@ -251,16 +253,36 @@ static void acceptor_end(struct pw_server *srv)
 {
 	struct pw_net_listener *l = NULL;
 
+	struct pw_waker w = { 0 };
+
 	pthread_mutex_lock(&srv->lock);
 	if (!--srv->acceptors) {
 		l = srv->l;
 		srv->l = NULL;
 		if (l)
 			pw_net_listener_stats(l, &srv->st);
+		w = srv->ended;
+		memset(&srv->ended, 0, sizeof(srv->ended));
 	}
 	pthread_mutex_unlock(&srv->lock);
 	if (l)
 		pw_net_listener_destroy(l);
+	pw_waker_wake(&w); /* after the close: the waiter sees it closed */
+}
+
+bool pw__server_acceptors_ended(struct pw_server *srv, struct pw_cx *cx)
+{
+	struct pw_waker w = pw_cx_waker(cx);
+	bool ended;
+
+	pthread_mutex_lock(&srv->lock);
+	ended = !srv->acceptors;
+	if (!ended) {
+		pw_waker_drop(&srv->ended);
+		(void)pw_waker_clone(&srv->ended, &w);
+	}
+	pthread_mutex_unlock(&srv->lock);
+	return ended;
 }
 
 static void acceptor_drop(void *state)
@@ -368,6 +390,7 @@ int pw_server_destroy(struct pw_server *srv)
 		return -EINVAL;
 	if (srv->l)
 		pw_net_listener_destroy(srv->l);
+	pw_waker_drop(&srv->ended);
 	pw_drain_destroy(&srv->own);
 	pthread_mutex_destroy(&srv->lock);
 	free(srv);

@@ -14,8 +14,10 @@
 
 #include "pinwheel/serve.h"
 #include "pinwheel/signal.h"
+#include "net/serve_int.h"
 
 struct run {
+	struct pw_server *srv;
 	struct pw_drain *d;
 	uint64_t grace;
 	struct pw_signal sig;
@@ -75,6 +77,12 @@ static enum pw_poll run_poll(struct pw_cx *cx, void *state)
 	if (pw_drain_wait_poll(cx, r->d, &r->w, r->deadline, &r->aborted) ==
 	    PW_PENDING)
 		return PW_PENDING;
+	/* An acceptor may still be taking back its cancelled accept (and
+	 * serving what it took): the listener is closed when the last one
+	 * ends, and the run returns only then, so that a client coming
+	 * after it is refused. */
+	if (!pw__server_acceptors_ended(r->srv, cx))
+		return PW_PENDING;
 	pw_signal_close(&r->sig);
 	return pw_ready(cx, r->aborted);
 }
@@ -82,7 +90,9 @@ static enum pw_poll run_poll(struct pw_cx *cx, void *state)
 int64_t pw_server_run(struct pw_runtime *rt, struct pw_server *srv,
 		      uint64_t grace)
 {
-	struct run r = { .d = pw_server_drain(srv), .grace = grace };
+	struct run r = { .srv = srv,
+			 .d = pw_server_drain(srv),
+			 .grace = grace };
 	sigset_t set;
 	int64_t res;
 	int err;
