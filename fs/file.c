@@ -239,23 +239,6 @@ static void file_prep(struct io_uring_sqe *sqe, void *arg)
 	}
 }
 
-bool pw__fs_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		     pw_time_t deadline)
-{
-	if (deadline == PW_TIME_NEVER) {
-		pw_sleep_cancel(timer);
-		return false;
-	}
-	if (deadline <= pw__now(cx->shard)) {
-		pw_sleep_cancel(timer);
-		return true;
-	}
-	if (pw_sleep_deadline(timer) != deadline || pw_sleep_is_elapsed(timer))
-		pw_sleep_reset(timer, deadline);
-	(void)pw_sleep_poll(cx, timer); /* arms it: the deadline is ahead */
-	return false;
-}
-
 /* The first poll of a call: checks, the deadline, the submission. */
 static enum pw_poll file_start(struct pw_cx *cx, struct pw_file_req *r,
 			       pw_time_t deadline, int32_t *res)
@@ -271,7 +254,7 @@ static enum pw_poll file_start(struct pw_cx *cx, struct pw_file_req *r,
 		/* Stealing mode: the buffer is this shard's ring's. */
 		pw__task_fix(cx->task, cx->shard);
 	}
-	if (pw__fs_deadline(cx, &r->timer, deadline)) {
+	if (pw__deadline_passed(cx, &r->timer, deadline)) {
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}
@@ -295,7 +278,7 @@ enum pw_poll pw_file_poll(struct pw_cx *cx, struct pw_file_req *r,
 	case PW_OP_IDLE:
 		return file_start(cx, r, deadline, res);
 	case PW_OP_INFLIGHT:
-		if (pw__fs_deadline(cx, &r->timer, deadline)) {
+		if (pw__deadline_passed(cx, &r->timer, deadline)) {
 			r->timed_out = true;
 			(void)pw_op_cancel(&r->op);
 		}

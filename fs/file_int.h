@@ -29,14 +29,6 @@ enum {
 };
 
 /*
- * Deadline of a poll: true when @deadline has passed; otherwise @timer
- * is armed for it (PW_TIME_NEVER disarms it). Never counts against the
- * budget. Shard thread, polling task.
- */
-bool pw__fs_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		     pw_time_t deadline);
-
-/*
  * The shard's slot of registered buffer @fx, checked against @s: its
  * index, or -EXDEV (another shard's), -EINVAL (not registered).
  * Shard thread.

@@ -179,7 +179,7 @@ enum pw_poll pw_file_stream_poll(struct pw_cx *cx, struct pw_file_stream *st,
 	struct pw__fs_slot *sl = &st->m->slot[st->head];
 	int32_t v;
 	if (sl->o.op.state != PW_OP_DONE) {
-		if (!pw__fs_deadline(cx, &st->timer, deadline))
+		if (!pw__deadline_passed(cx, &st->timer, deadline))
 			return PW_PENDING;
 		*res = -ETIMEDOUT; /* the reads stay in flight */
 		return PW_READY;

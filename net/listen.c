@@ -629,7 +629,7 @@ enum pw_poll pw_accept_poll(struct pw_cx *cx, struct pw_accept *a,
 	}
 	if (op->state == PW__NS_IDLE && !(op->flags & PW__NF_WAITING))
 		(void)accept_arm(cx, a, a->l->per[s->id].fd);
-	if (pw__net_deadline(cx, &a->timer, deadline)) {
+	if (pw__deadline_passed(cx, &a->timer, deadline)) {
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}

@@ -308,20 +308,3 @@ void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,
 	/* The op may live in the task's memory: not touched from here. */
 	pw__task_unpin_wake(s, t);
 }
-
-bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		      pw_time_t deadline)
-{
-	if (deadline == PW_TIME_NEVER) {
-		pw_sleep_cancel(timer);
-		return false;
-	}
-	if (deadline <= pw__now(cx->shard)) {
-		pw_sleep_cancel(timer);
-		return true;
-	}
-	if (pw_sleep_deadline(timer) != deadline || pw_sleep_is_elapsed(timer))
-		pw_sleep_reset(timer, deadline);
-	(void)pw_sleep_poll(cx, timer); /* arms it: the deadline is ahead */
-	return false;
-}

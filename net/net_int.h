@@ -195,14 +195,6 @@ void pw__udp_send_cqe(struct pw__shard *s, struct pw_net_op *op,
 void pw__udp_batch_cqe(struct pw__shard *s, struct pw_net_op *op,
 		       const struct io_uring_cqe *cqe, bool final, bool alive);
 
-/*
- * Deadline of a poll: true when @deadline has passed; otherwise @timer is
- * armed for it (PW_TIME_NEVER disarms it). Never counts against the
- * budget.
- */
-bool pw__net_deadline(struct pw_cx *cx, struct pw_sleep *timer,
-		      pw_time_t deadline);
-
 /* A CQE for net request @op arrived; free @s's networking at teardown
  * (net/net.c). Shard thread only. */
 void pw__net_complete(struct pw__shard *s, struct pw_net_op *op,

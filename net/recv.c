@@ -314,7 +314,7 @@ enum pw_poll pw_recv_poll(struct pw_cx *cx, struct pw_recv *r,
 	}
 	if (op->state == PW__NS_IDLE)
 		recv_arm(cx, r, n);
-	if (pw__net_deadline(cx, &r->timer, deadline)) {
+	if (pw__deadline_passed(cx, &r->timer, deadline)) {
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}

@@ -149,7 +149,7 @@ static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
 	}
 	if (op->state != PW__NS_IDLE) {
 		if (op->state == PW__NS_ARMED &&
-		    pw__net_deadline(cx, &s->timer, deadline)) {
+		    pw__deadline_passed(cx, &s->timer, deadline)) {
 			op->flags |= PW__NF_TIMEDOUT;
 			pw__nop_cancel(cx->shard, op);
 		}
@@ -158,7 +158,7 @@ static enum pw_poll send_poll(struct pw_cx *cx, struct pw_send *s,
 	if ((op->flags & PW__NF_TIMEDOUT) || s->err || s->done >= s->len ||
 	    (s->once && s->tried))
 		return send_end(cx, s, res);
-	if (pw__net_deadline(cx, &s->timer, deadline)) {
+	if (pw__deadline_passed(cx, &s->timer, deadline)) {
 		s->started = false;
 		*res = -ETIMEDOUT;
 		return PW_READY;
@@ -328,7 +328,7 @@ enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
 	struct pw_net_op *op = &c->op;
 	switch (op->state) {
 	case PW__NS_ARMED:
-		if (pw__net_deadline(cx, &c->timer, deadline)) {
+		if (pw__deadline_passed(cx, &c->timer, deadline)) {
 			c->timed_out = true;
 			pw__nop_cancel(cx->shard, op);
 		}
@@ -350,7 +350,7 @@ enum pw_poll pw_connect_poll(struct pw_cx *cx, struct pw_connect *c,
 	default:
 		break;
 	}
-	if (pw__net_deadline(cx, &c->timer, deadline)) {
+	if (pw__deadline_passed(cx, &c->timer, deadline)) {
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}

@@ -303,7 +303,7 @@ enum pw_poll pw_udp_recv_poll(struct pw_cx *cx, struct pw_udp_recv *r,
 	}
 	if (op->state == PW__NS_IDLE)
 		udp_arm(cx, r, n);
-	if (pw__net_deadline(cx, &r->rx.timer, deadline)) {
+	if (pw__deadline_passed(cx, &r->rx.timer, deadline)) {
 		*res = -ETIMEDOUT;
 		return PW_READY;
 	}

@@ -191,7 +191,7 @@ static enum pw_poll send_step(struct pw_cx *cx, struct pw_udp_send *s,
 
 	if (op->state != PW__NS_IDLE) {
 		if (op->state == PW__NS_ARMED &&
-		    pw__net_deadline(cx, &s->timer, deadline)) {
+		    pw__deadline_passed(cx, &s->timer, deadline)) {
 			s->timed_out = true;
 			pw__nop_cancel(cx->shard, op);
 		}
@@ -199,7 +199,7 @@ static enum pw_poll send_step(struct pw_cx *cx, struct pw_udp_send *s,
 	}
 	if (s->timed_out || s->err || (s->sent_one && s->done >= s->len))
 		return send_end(cx, s, res);
-	if (pw__net_deadline(cx, &s->timer, deadline)) {
+	if (pw__deadline_passed(cx, &s->timer, deadline)) {
 		s->started = false;
 		*res = -ETIMEDOUT;
 		return PW_READY;
@@ -414,7 +414,7 @@ enum pw_poll pw_udp_batch_poll(struct pw_cx *cx, struct pw_udp_batch *b,
 	}
 	if (b->pending) {
 		if (!b->timed_out &&
-		    pw__net_deadline(cx, &b->timer, deadline)) {
+		    pw__deadline_passed(cx, &b->timer, deadline)) {
 			b->timed_out = true;
 			pw_udp_batch_cancel(b);
 			b->started = true; /* still ours: ends as usual */

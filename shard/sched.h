@@ -18,6 +18,7 @@
 
 #include <errno.h>
 
+#include "pinwheel/time.h"
 #include "core/task_int.h"
 #include "shard/shard_int.h"
 #include "shard/steal_task.h"
@@ -258,6 +259,29 @@ static inline void pw__task_unpin_wake(struct pw__shard *s, struct pw__task *t)
 		pw__task_maybe_free(s, t);
 	else
 		pw__task_schedule(s, t);
+}
+
+/*
+ * pw__deadline_passed - the deadline of a leaf's poll (net/, fs/): true
+ * when @deadline has passed; otherwise @timer is armed for it
+ * (PW_TIME_NEVER disarms it). Never counts against the budget.
+ * Context: the shard thread, from the polling task.
+ */
+static inline bool pw__deadline_passed(struct pw_cx *cx, struct pw_sleep *timer,
+				       pw_time_t deadline)
+{
+	if (deadline == PW_TIME_NEVER) {
+		pw_sleep_cancel(timer);
+		return false;
+	}
+	if (deadline <= pw__now(cx->shard)) {
+		pw_sleep_cancel(timer);
+		return true;
+	}
+	if (pw_sleep_deadline(timer) != deadline || pw_sleep_is_elapsed(timer))
+		pw_sleep_reset(timer, deadline);
+	(void)pw_sleep_poll(cx, timer); /* arms it: the deadline is ahead */
+	return false;
 }
 
 #endif /* PW_SHARD_SCHED_H */
