@@ -141,6 +141,22 @@ bool pw__net_buf_lent(const struct pw__net *n, const struct pw_net_buf *buf);
 /* Put buffer @bid back into the kernel's ring. */
 void pw__net_buf_recycle(struct pw__net *n, uint16_t bid);
 
+/* Append filled buffer @bid (@len bytes) to receive @q's queue, in
+ * order, through the ring's next[] links. Shard thread only. */
+static inline void pw__net_buf_enqueue(struct pw__net *n, struct pw_recv *q,
+				       uint16_t bid, uint32_t len)
+{
+	n->where[bid] = PW__BUF_QUEUED;
+	n->len[bid] = len;
+	n->next[bid] = 0;
+	if (q->count)
+		n->next[q->tail] = bid;
+	else
+		q->head = bid;
+	q->tail = bid;
+	q->count++;
+}
+
 /* The provided buffer a receive's CQE carries, if any: counted out of the
  * ring, then given back at once when the request's task is gone (!@alive),
  * its owner dropped it, or the CQE is an error or end of stream (return

@@ -143,15 +143,7 @@ static void recv_take(struct pw__net *n, struct pw_recv *r, uint16_t bid,
 		pw__net_buf_recycle(n, bid);
 		return;
 	}
-	n->where[bid] = PW__BUF_QUEUED;
-	n->len[bid] = len;
-	n->next[bid] = 0;
-	if (r->count)
-		n->next[r->tail] = bid;
-	else
-		r->head = bid;
-	r->tail = bid;
-	r->count++;
+	pw__net_buf_enqueue(n, r, bid, len);
 }
 
 /* Whether @r holds its share: its queue, or its parked bytes. */

@@ -77,20 +77,6 @@ static uint32_t share(const struct pw__net *n, const struct pw_udp_recv *r)
 
 /* ---- completions ------------------------------------------------------- */
 
-static void udp_queue(struct pw__net *n, struct pw_recv *q, uint16_t bid,
-		      uint32_t used)
-{
-	n->where[bid] = PW__BUF_QUEUED;
-	n->len[bid] = used;
-	n->next[bid] = 0;
-	if (q->count)
-		n->next[q->tail] = bid;
-	else
-		q->head = bid;
-	q->tail = bid;
-	q->count++;
-}
-
 void pw__udp_recv_cqe(struct pw__shard *s, struct pw_net_op *op,
 		      const struct io_uring_cqe *cqe, bool final, bool alive)
 {
@@ -102,7 +88,7 @@ void pw__udp_recv_cqe(struct pw__shard *s, struct pw_net_op *op,
 	if (final)
 		op->state = PW__NS_IDLE;
 	if (pw__net_cqe_buf(n, op, cqe, alive, &bid))
-		udp_queue(n, &r->rx, bid, (uint32_t)res);
+		pw__net_buf_enqueue(n, &r->rx, bid, (uint32_t)res);
 	if (!alive || (op->flags & PW__NF_DROPPED))
 		return;
 	if (res == -ENOBUFS) {
