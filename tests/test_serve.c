@@ -7,7 +7,8 @@
  * aborting the rest at the exact virtual time, the listener closed), a
  * connection started by a callback and counted in the caller's drain,
  * a fiber per connection (lines upper-cased, then aborted by the drain
- * at its suspension point), pw_server_run() stopping on signals, and bad
+ * at its suspension point; nothing run on its stack below the returned
+ * conn_fiber's frame), pw_server_run() stopping on signals, and bad
  * input.
  */
 #include <errno.h>
