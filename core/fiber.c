@@ -18,11 +18,16 @@
  * nothing pins the task (no kernel operation, timer or blocking job
  * points into it or its stack); otherwise the task keeps it
  * (PW__T_FIBER) and its free path returns it (pw__fiber_task_free()).
+ * A wrapper that owns a descriptor (a server's connection fiber) has
+ * the task close it once the function returned, on the scheduler's
+ * stack (pw__fiber_close_at_exit()): nothing runs on the fiber's stack
+ * below the frame of a function that returned.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "core/fiber_int.h"
 #include "core/task_int.h"
@@ -136,6 +141,26 @@ void pw__fiber_task_free(struct pw__task *t)
 	f->connect = NULL;
 }
 
+/* The function returned: close what pw__fiber_close_at_exit() named.
+ * On the scheduler's stack, so its frames never touch the fiber's. */
+static void fiber_exit_close(struct pw__fiber *f)
+{
+	if (f->exit_fd >= 0) {
+		close(f->exit_fd);
+		f->exit_fd = -1;
+	}
+}
+
+int pw__fiber_close_at_exit(int fd)
+{
+	struct pw__fiber *f = pw__fiber_cur();
+
+	if (!f)
+		return -EPERM;
+	f->exit_fd = fd;
+	return 0;
+}
+
 static int fiber_start(struct pw__fiber *f, struct pw_cx *cx)
 {
 	int err = pw__fstack_get(f->stack_size, &f->stack);
@@ -161,6 +186,7 @@ static enum pw_poll fiber_poll(struct pw_cx *cx, void *state)
 	fiber_resume(f, cx);
 	if (!(f->flags & PW__F_DONE))
 		return PW_PENDING;
+	fiber_exit_close(f);
 	fiber_release(f);
 	/* Nothing left for the drop hook to do: without it the task ends
 	 * on the scheduler's fast path. Both fields belong to the thread
@@ -188,6 +214,7 @@ static void fiber_drop(void *state)
 			f->name);
 		abort();
 	}
+	fiber_exit_close(f);
 	fiber_release(f);
 }
 
@@ -204,6 +231,7 @@ static void fiber_init(struct pw__fiber *f, pw_fiber_fn fn, void *arg,
 	f->timer.state = PW_SLEEP_IDLE; /* armed only after an init */
 	f->blk.state = PW_BLOCKING_IDLE;
 	f->connect = NULL;
+	f->exit_fd = -1;
 	f->flags = 0;
 }
 

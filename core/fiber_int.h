@@ -51,6 +51,7 @@ struct pw__fiber {
 	 * freed with the stack, once nothing pins the task. */
 	struct pw_close close;
 	struct pw_connect *connect;
+	int exit_fd;	/* closed once the function returned, or -1 */
 	uint32_t flags; /* PW__F_* */
 };
 
@@ -70,5 +71,19 @@ struct pw__fiber *pw__fiber_cur(void);
  */
 int pw__fiber_wait(struct pw__fiber *f, pw_poll_fn fn, void *st,
 		   pw_drop_fn cancel, bool timed);
+
+/**
+ * pw__fiber_close_at_exit - have @fd closed once the running fiber's
+ * function has returned (or unwound), by its task on the scheduler's
+ * stack, before the task completes. For a wrapper that calls the
+ * user's function and owns the descriptor it was given: nothing may run
+ * on the fiber's stack after that function returned, since its dead
+ * frame may still hold a cancelled leaf that its final completion
+ * writes (the stack is kept until then, see fiber.c). A later call
+ * replaces @fd (the earlier one is then not closed).
+ * Return: 0; -EPERM off a fiber.
+ * Context: a running fiber.
+ */
+int pw__fiber_close_at_exit(int fd);
 
 #endif /* PW_CORE_FIBER_INT_H */

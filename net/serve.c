@@ -15,9 +15,9 @@
  * join handle on the fiber it spawns at its first poll: the task awaits
  * the fiber, and when the drain's grace ends it aborts it, so the call
  * the fiber is blocked in returns -ECANCELED and its cleanup runs; the
- * connection is uncounted once the fiber is gone. The fiber closes the
- * socket after conn_fiber returns; the task closes it if the fiber never
- * started.
+ * connection is uncounted once the fiber is gone. The fiber's task closes
+ * the socket after conn_fiber returns (core/fiber.c, off the fiber's
+ * stack); the connection task closes it if the fiber never started.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -26,6 +26,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/fiber_int.h"
 #include "pinwheel/fiber.h"
 #include "pinwheel/serve.h"
 #include "net/serve_int.h"
@@ -116,8 +117,15 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 	return c->srv->o.conn_poll(cx, c->user);
 }
 
-/* The fiber of a connection: @arg is its task's state, alive as long
- * as the task awaits the fiber. */
+/*
+ * The fiber of a connection: @arg is its task's state, alive as long
+ * as the task awaits the fiber. conn_fiber is its last call: the frame
+ * it returns from may still hold a leaf whose cancel is in flight (the
+ * drain aborted it), which the final completion writes, so nothing may
+ * run below this frame afterwards (a close here did, and a lazy symbol
+ * binding alone saves kilobytes of registers there). The fiber's task
+ * closes fd once it returned, on the scheduler's stack.
+ */
 static int64_t fiber_main(void *arg)
 {
 	struct serve_conn *c = arg;
@@ -125,10 +133,9 @@ static int64_t fiber_main(void *arg)
 	const struct pw_serve_opts *o = &c->srv->o;
 	int fd = fc->fd;
 
+	(void)pw__fiber_close_at_exit(fd);
 	atomic_store_explicit(&fc->started, true, memory_order_release);
-	int64_t res = o->conn_fiber(fd, o->arg);
-	pw_fiber_close(fd);
-	return res;
+	return o->conn_fiber(fd, o->arg);
 }
 
 static enum pw_poll fiber_conn_poll(struct pw_cx *cx, void *state)

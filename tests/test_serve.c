@@ -7,11 +7,13 @@
  * aborting the rest at the exact virtual time, the listener closed), a
  * connection started by a callback and counted in the caller's drain,
  * a fiber per connection (lines upper-cased, then aborted by the drain
- * at its suspension point), pw_server_run() stopping on signals, and bad
+ * at its suspension point; nothing run on its stack below the returned
+ * conn_fiber's frame), pw_server_run() stopping on signals, and bad
  * input.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -19,6 +21,7 @@
 
 #include "tests/common.h"
 #include "tests/net_fixtures.h"
+#include "pinwheel/blocking.h"
 #include "pinwheel/fiber.h"
 #include "pinwheel/reader.h"
 #include "pinwheel/serve.h"
@@ -383,6 +386,87 @@ Test(serve, a_fiber_per_connection_and_the_drain_aborts_it)
 		cr_assert_eq(read(fds[i], &ch, 1), 0, "closed by the server");
 		close(fds[i]);
 	}
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+	cr_assert_eq(pw_server_destroy(srv), 0);
+}
+
+/* ---- the stack below a fiber connection that returned ------------------ */
+
+/* The conn_fiber's frame, filled with a pattern, is read back by a
+ * blocking job once the client saw its socket closed. The job pins the
+ * fiber's task, so the stack stays the fiber's until the job is done. */
+#define FRAME_LEN  512
+#define FRAME_BYTE 0xa5
+static volatile unsigned char *frame_at;
+static _Atomic bool frame_eof;	 /* the client read the end */
+static _Atomic int frame_intact; /* 0: not checked, 1: intact, -1: not */
+static struct pw_blocking frame_job;
+
+static int64_t frame_check(void *arg)
+{
+	uint64_t until = pw_test_now_ns() + PW_TEST_WAIT_SECS * PW_NSEC_PER_SEC;
+	int ok = 1;
+
+	(void)arg;
+	while (!atomic_load(&frame_eof) && pw_test_now_ns() < until)
+		sched_yield();
+	for (int i = 0; i < FRAME_LEN; i++)
+		if (frame_at[i] != FRAME_BYTE)
+			ok = -1;
+	atomic_store(&frame_intact, ok);
+	return 0;
+}
+
+/* Fills its frame, leaves a job reading it, and returns: like a leaf in
+ * flight, what its frame holds must stay as it is until the job ends. */
+static int64_t frame_leave(int fd, void *arg)
+{
+	volatile unsigned char frame[FRAME_LEN];
+
+	(void)fd;
+	(void)arg;
+	for (int i = 0; i < FRAME_LEN; i++)
+		frame[i] = FRAME_BYTE;
+	frame_at = frame;
+	if (pw_spawn_blocking(&frame_job, frame_check, NULL))
+		atomic_store(&frame_intact, -2);
+	return 0;
+}
+
+/* Nothing runs on a connection fiber's stack below the frame of the
+ * conn_fiber that returned, where a leaf may wait for its final
+ * completion (a receive the drain cancelled): the socket's close ran
+ * there (its frames, a lazy binding of close() saving the vector
+ * registers), and the receive's completion read a task pointer out of
+ * whatever it wrote. */
+Test(serve, nothing_runs_below_a_returned_conn_fiber)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	struct pw_serve_opts o = { .conn_fiber = frame_leave };
+	struct pw_server *srv = NULL;
+	struct pw_net_addr a;
+	char ch;
+
+	cr_assert_eq(pw_net_addr_parse(&o.addr, "127.0.0.1:0"), 0);
+	cr_assert_eq(pw_serve(&srv, rt, &o), 0);
+	cr_assert_eq(pw_server_addr(srv, &a), 0);
+	struct pw_drain *d = pw_server_drain(srv);
+	int fd = pw_test_dial(&a);
+	cr_assert_geq(fd, 0);
+	cr_assert(pw_test_readable(fd, PW_TEST_WAIT_SECS * 1000));
+	cr_assert_eq(read(fd, &ch, 1), 0, "closed by the server");
+	close(fd);
+	atomic_store(&frame_eof, true);
+	PW_TEST_WAIT_UNTIL(atomic_load(&frame_intact) != 0, PW_TEST_WAIT_SECS,
+			   "the job did not check");
+	cr_assert_eq(atomic_load(&frame_intact), 1,
+		     "the returned frame was written (%d)",
+		     atomic_load(&frame_intact));
+	PW_TEST_WAIT_UNTIL(pw_drain_live(d) == 0, PW_TEST_WAIT_SECS,
+			   "the connection is still counted");
+	cr_assert_eq(pw_drain_total(d), 1);
+	struct waiter w = { .d = d, .ns = PW_NSEC_PER_SEC };
+	cr_assert_eq(pw_test_block_on(rt, waiter_poll, &w), 0, "none aborted");
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 	cr_assert_eq(pw_server_destroy(srv), 0);
 }
