@@ -629,12 +629,42 @@ Test(access_log, blocked_writer_drops_counts_and_forwarding_goes_on)
 
 /* ---- the log alone ------------------------------------------------------ */
 
+/* Add a record to the log from the shard running it. */
+struct adder {
+	struct pw_access_log *log;
+	const struct pw_access_rec *r;
+};
+
+static enum pw_poll add_poll(struct pw_cx *cx, void *state)
+{
+	struct adder *a = state;
+
+	pw_access_log_add(a->log, a->r);
+	return pw_ready(cx, pw_shard_id());
+}
+
+/* Add @r on shard @shard of @rt; the shard that ran it must be @shard. */
+static void add_on(struct pw_runtime *rt, unsigned shard,
+		   struct pw_access_log *log, const struct pw_access_rec *r)
+{
+	struct adder a = { log, r };
+	struct pw_rjoin *h;
+	int64_t res = -1;
+
+	cr_assert_eq(pw_runtime_spawn_join(rt, shard, add_poll, &a, sizeof(a),
+					   NULL, 0, &h),
+		     0);
+	cr_assert_eq(pw_rjoin_wait(h, &res, NULL, 0), 0);
+	cr_assert_eq(res, (int64_t)shard);
+}
+
 Test(access_log, format_and_flush)
 {
 	struct pw_net_addr c, l;
 	char line[PW_ACCESS_LOG_LINE], dir[64], path[96];
 	struct pw_access_log *log;
 	struct pw_access_log_stats st;
+	struct pw_runtime *rt;
 
 	cr_assert_eq(pw_net_addr_parse(&c, "[::1]:5"), 0);
 	cr_assert_eq(pw_net_addr_parse(&l, "127.0.0.1:80"), 0);
@@ -655,21 +685,37 @@ Test(access_log, format_and_flush)
 	snprintf(dir, sizeof(dir), "/tmp/pw-alog-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/a.log", dir);
-	cr_assert_eq(pw_access_log_open(&log, path, 2, 0), 0);
-	pw_access_log_add(log, 0, &r);
-	pw_access_log_add(log, 1, &r);
-	pw_access_log_add(log, 7, &r);
+	rt = pw_test_runtime(2);
+	cr_assert_eq(pw_access_log_open(&log, rt, path, 0), 0);
+	add_on(rt, 0, log, &r);
+	add_on(rt, 1, log, &r);
+	add_on(rt, 1, log, &r);
 	cr_assert_eq(pw_access_log_flush(log, 5 * PW_NSEC_PER_SEC), 0);
 	size_t len = 0;
 	char *text = pw_test_slurp(path, &len);
 	cr_assert_not_null(text);
 	cr_assert_eq(len, 3 * strlen(line));
 	free(text);
-	pw_access_log_close(log, &st);
+	pw_access_log_stats(log, &st);
 	cr_assert_eq(st.records, 3);
 	cr_assert_eq(st.dropped, 0);
-	cr_assert_eq(pw_access_log_open(&log, "/nonexistent/dir/a.log", 1, 0),
+	/* One more, from a thread that is not a shard: counted as lost. */
+	pw_access_log_add(log, &r);
+	pw_access_log_stop(log);
+	cr_assert_eq(pw_access_log_flush(log, PW_NSEC_PER_SEC), -ESHUTDOWN);
+	struct pw_access_log *bad = NULL;
+	cr_assert_eq(pw_access_log_open(&bad, rt, "/nonexistent/dir/a.log", 0),
 		     -ENOENT);
+	cr_assert_null(bad);
+	pw_runtime_destroy(rt);
+	pw_access_log_close(log, &st);
+	cr_assert_eq(st.records, 3);
+	cr_assert_eq(st.dropped, 1);
+	cr_assert_eq(st.write_errors, 0);
+	text = pw_test_slurp(path, &len);
+	cr_assert_not_null(text);
+	cr_assert_eq(len, 3 * strlen(line));
+	free(text);
 	unlink(path);
 	rmdir(dir);
 }
