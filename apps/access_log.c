@@ -165,19 +165,21 @@ int pw_access_log_format(char *buf, size_t size, const struct pw_access_rec *r)
 
 /* ---- the shards' side ---------------------------------------------------- */
 
-uint64_t al_lines(const char *p, size_t n)
+uint64_t al_lost(const struct al_slot *s, size_t n)
 {
+	const char *p = s->buf[s->cur ^ 1u] + s->out_len - n;
 	uint64_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
 		k += p[i] == '\n';
-	return k;
+	return k && s->out_say ? k - 1 : k;
 }
 
 void al_hand_out(struct al_slot *s)
 {
 	unsigned o = s->cur;
 
+	s->out_say = s->unsaid > 0;
 	if (s->unsaid) {
 		struct timespec ts;
 		char *p = s->buf[o] + s->len[o], *e;
@@ -243,17 +245,17 @@ void al_say_error(struct pw_access_log *l, int err)
 
 /* ---- the close's last writes --------------------------------------------- */
 
-/* Write @n bytes at @p to @f with write(2) (pieces of whole lines to a
- * pipe), waiting for room until @dl (pw_cli_mono_ns()); what is not
- * written counts as dropped in @s. */
+/* Write the rest of @s's handed-out buffer to @f with write(2) (pieces
+ * of whole lines to a pipe), waiting for room until @dl
+ * (pw_cli_mono_ns()); what is not written counts as dropped. */
 static void tail_write(struct pw_access_log *l, struct al_slot *s,
-		       const struct al_file *f, const char *p, size_t n,
-		       uint64_t dl)
+		       const struct al_file *f, uint64_t dl)
 {
-	while (n) {
+	while (s->out_off < s->out_len) {
+		const char *p = s->buf[s->cur ^ 1u] + s->out_off;
 		struct pollfd pf = { f->fd, POLLOUT, 0 };
 		uint64_t now = pw_cli_mono_ns();
-		size_t k = n;
+		size_t k = s->out_len - s->out_off;
 
 		if (now >= dl ||
 		    poll(&pf, 1, (int)((dl - now) / 1000000) + 1) < 0)
@@ -266,8 +268,7 @@ static void tail_write(struct pw_access_log *l, struct al_slot *s,
 		}
 		ssize_t w = write(f->fd, p, k);
 		if (w > 0) {
-			p += w;
-			n -= (size_t)w;
+			s->out_off += (size_t)w;
 			continue;
 		}
 		if (w < 0 && (errno == EINTR || errno == EAGAIN))
@@ -276,7 +277,9 @@ static void tail_write(struct pw_access_log *l, struct al_slot *s,
 		al_say_error(l, w < 0 ? errno : EIO);
 		break;
 	}
-	al_count(&s->wdropped, al_lines(p, n));
+	al_count(&s->wdropped, al_lost(s, s->out_len - s->out_off));
+	s->out_off = s->out_len;
+	s->out_busy = false;
 }
 
 /* Write what every slot still holds: its handed-out buffer's rest, then
@@ -287,8 +290,8 @@ static void write_tail(struct pw_access_log *l)
 	uint64_t dl = pw_cli_mono_ns() + AL_STOP_WAIT_NS;
 
 	if (f->fd < 0)
-		return;
-	if (l->path) { /* our own descriptor: a write never hangs */
+		dl = 0;	    /* nothing to write to: all counted as dropped */
+	else if (l->path) { /* our own descriptor: a write never hangs */
 		int fl = fcntl(f->fd, F_GETFL);
 		if (fl >= 0)
 			(void)fcntl(f->fd, F_SETFL, fl | O_NONBLOCK);
@@ -297,14 +300,11 @@ static void write_tail(struct pw_access_log *l)
 		struct al_slot *s = &l->slot[i];
 
 		if (s->out_busy)
-			tail_write(l, s, f, s->buf[s->cur ^ 1u] + s->out_off,
-				   s->out_len - s->out_off, dl);
-		s->out_busy = false;
+			tail_write(l, s, f, dl);
 		if (!s->len[s->cur] && !s->unsaid)
 			continue;
 		al_hand_out(s);
-		tail_write(l, s, f, s->buf[s->cur ^ 1u], s->out_len, dl);
-		s->out_busy = false;
+		tail_write(l, s, f, dl);
 	}
 }
 

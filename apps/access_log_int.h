@@ -59,6 +59,7 @@ struct al_slot {
 	bool out_busy; /* buf[!cur] is the flusher's: out_off..
 				 out_len still to write */
 	size_t out_off, out_len;
+	bool out_say;		 /* it ends with a "records dropped" line */
 	uint64_t unsaid;	 /* drops not yet written as a line */
 	uint64_t added, done;	 /* bytes appended, bytes written or dropped:
 				 a flush waits for done >= added */
@@ -137,10 +138,11 @@ void al_say_error(struct pw_access_log *l, int err);
 void al_hand_out(struct al_slot *s);
 
 /**
- * al_lines - the records in @n bytes at @p (the newlines).
- * Context: any thread.
+ * al_lost - the records in the last @n bytes of @s's handed-out buffer
+ * (its newlines, less the one of a "records dropped" line).
+ * Context: @s's shard, or the close.
  */
-uint64_t al_lines(const char *p, size_t n);
+uint64_t al_lost(const struct al_slot *s, size_t n);
 
 /**
  * al_tasks_start - spawn the flusher of each shard and, with @sighup,

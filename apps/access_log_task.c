@@ -143,8 +143,7 @@ static void out_lost(struct al_slot *s)
 {
 	size_t rest = s->out_len - s->out_off;
 
-	al_count(&s->wdropped,
-		 al_lines(s->buf[s->cur ^ 1u] + s->out_off, rest));
+	al_count(&s->wdropped, al_lost(s, rest));
 	s->done += rest;
 	s->out_off = s->out_len;
 }
@@ -168,6 +167,14 @@ static void fl_wrote(struct al_flusher *f, int32_t res)
 		return; /* the stop's deadline */
 	al_count(&s->werrors, 1);
 	al_say_error(f->l, res ? -res : EIO);
+}
+
+/* Step 2: close the opening it let go of last. */
+static void fl_close(struct al_flusher *f)
+{
+	pw_file_close_init(&f->req, f->close_fd);
+	f->close_fd = -1;
+	f->busy = f->closing = true;
 }
 
 /* Step 3: the next piece of the handed-out buffer. */
@@ -216,9 +223,7 @@ static bool fl_step(struct al_flusher *f)
 	struct al_slot *s = f->s;
 
 	if (f->close_fd >= 0) {
-		pw_file_close_init(&f->req, f->close_fd);
-		f->close_fd = -1;
-		f->busy = f->closing = true;
+		fl_close(f);
 		return true;
 	}
 	if (s->out_busy) {
@@ -244,26 +249,22 @@ static bool fl_step(struct al_flusher *f)
 	return false;
 }
 
-/* Step 6. Return: PW_READY once ended; PW_PENDING after starting the
- * close of the opening it let go of last. */
-static enum pw_poll fl_end(struct pw_cx *cx, struct al_flusher *f)
+/* Step 6: let go of the opening (its close, if this was the last
+ * hold, is left to the loop) and of the waker; from now on the shard's
+ * records stay in its buffer for the close. */
+static void fl_end(struct al_flusher *f)
 {
 	struct al_slot *s = f->s;
 
-	if (s->file) {
-		if (al_file_put(s->file)) {
-			f->close_fd = s->file->fd;
-			s->file->fd = -1;
-		}
-		s->file = NULL;
-		if (f->close_fd >= 0)
-			return PW_PENDING; /* the loop closes it first */
-	}
-	pw_sleep_cancel(&f->tick);
 	s->ended = true;
+	if (al_file_put(s->file)) {
+		f->close_fd = s->file->fd;
+		s->file->fd = -1;
+	}
+	s->file = NULL;
+	pw_sleep_cancel(&f->tick);
 	pw_waker_drop(&s->flusher);
 	wake_waiters(s);
-	return pw_ready(cx, 0);
 }
 
 static void fl_start(struct pw_cx *cx, struct al_flusher *f)
@@ -286,21 +287,28 @@ static enum pw_poll fl_poll(struct pw_cx *cx, void *state)
 	if (s->stopping && f->deadline == PW_TIME_NEVER)
 		f->deadline = pw_time_now() + AL_STOP_WAIT_NS;
 	for (;;) {
-		if (f->busy) { /* step 1 */
-			if (pw_file_poll(cx, &f->req, f->deadline, &res) ==
-			    PW_PENDING)
+		if (f->busy) { /* step 1; a close is never given up */
+			if (pw_file_poll(cx, &f->req,
+					 f->closing ? PW_TIME_NEVER :
+						      f->deadline,
+					 &res) == PW_PENDING)
 				return PW_PENDING;
 			f->busy = false;
 			if (!f->closing)
 				fl_wrote(f, res);
 			continue;
 		}
+		if (s->ended) { /* only a close may be left */
+			if (f->close_fd < 0)
+				return pw_ready(cx, 0);
+			fl_close(f);
+			continue;
+		}
 		if (fl_step(f))
 			continue;
 		if (s->stopping && !s->out_busy && !s->len[s->cur] &&
 		    !s->unsaid) {
-			if (fl_end(cx, f) == PW_READY)
-				return PW_READY;
+			fl_end(f);
 			continue;
 		}
 		if (pw_sleep_poll(cx, &f->tick) == PW_PENDING)
