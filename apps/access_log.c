@@ -334,6 +334,7 @@ static void log_free(struct pw_access_log *l)
 /* The slots, their buffers and the first opening of the file. */
 static int log_build(struct pw_access_log *l)
 {
+	bool pipe = true;
 	int fd;
 
 	l->slot = aligned_alloc(64, l->nslots * sizeof(*l->slot));
@@ -349,10 +350,10 @@ static int log_build(struct pw_access_log *l)
 		if (!s->buf[0] || !s->buf[1])
 			return -ENOMEM;
 	}
-	fd = al_open_sync(l->rt, l->path);
+	fd = al_open_sync(l->rt, l->path, &pipe);
 	if (fd < 0)
 		return fd;
-	l->last = al_file_new(fd, l->nslots + 1, l->path != NULL);
+	l->last = al_file_new(fd, l->nslots + 1, l->path != NULL, pipe);
 	if (!l->last) {
 		close(fd);
 		return -ENOMEM;

@@ -108,13 +108,13 @@ static inline void al_count(_Atomic uint64_t *c, uint64_t v)
 
 /**
  * al_file_new - an opening of @fd held @refs times (the shards' and the
- * log's): learns whether it is a regular file and clears O_NONBLOCK on
- * a descriptor of our own (@own), so that a write to a pipe nobody reads
+ * log's), @pipe when it is not a regular file; clears O_NONBLOCK on a
+ * descriptor of our own (@own), so that a write to a pipe nobody reads
  * waits in the kernel instead of failing.
  * Return: the node; NULL without memory (@fd is left open).
  * Context: any thread.
  */
-struct al_file *al_file_new(int fd, unsigned refs, bool own);
+struct al_file *al_file_new(int fd, unsigned refs, bool own, bool pipe);
 
 /**
  * al_file_put - let go of one hold of @f.
@@ -176,10 +176,11 @@ int al_tasks_flush(struct pw_access_log *l, uint64_t timeout_ns);
 
 /**
  * al_open_sync - open @path (NULL: a copy of standard output) through
- * the file API on a shard of @rt, and wait for it.
+ * the file API on a shard of @rt, and wait for it; *@pipe tells whether
+ * it is not a regular file.
  * Return: the descriptor; -errno.
  * Context: any thread that is not a shard of @rt.
  */
-int al_open_sync(struct pw_runtime *rt, const char *path);
+int al_open_sync(struct pw_runtime *rt, const char *path, bool *pipe);
 
 #endif /* PW_APPS_ACCESS_LOG_INT_H */

@@ -36,15 +36,14 @@
 
 /* ---- openings of the file ------------------------------------------------ */
 
-struct al_file *al_file_new(int fd, unsigned refs, bool own)
+struct al_file *al_file_new(int fd, unsigned refs, bool own, bool pipe)
 {
 	struct al_file *f = calloc(1, sizeof(*f));
-	struct stat st;
 
 	if (!f)
 		return NULL;
 	f->fd = fd;
-	f->pipe = fstat(fd, &st) || !S_ISREG(st.st_mode);
+	f->pipe = pipe;
 	atomic_init(&f->refs, refs);
 	atomic_init(&f->next, NULL);
 	if (own) {
@@ -63,41 +62,92 @@ bool al_file_put(struct al_file *f)
 	       1;
 }
 
-/* ---- opening the file from outside the runtime ------------------------- */
+/* ---- opening the file ------------------------------------------------ */
+
+/* Opening the file through the file API: the open, then a statx of the
+ * descriptor for its type. O_NONBLOCK: a FIFO nobody reads fails
+ * (-ENXIO) instead of waiting for a reader. */
+struct al_opening {
+	struct pw_file_req req;
+	struct statx stx;
+	int fd;	   /* the open's result, once the statx runs */
+	bool stat; /* the statx is in flight */
+};
+
+static void opening_init(struct al_opening *o, const char *path)
+{
+	pw_file_open_init(&o->req, AT_FDCWD, path,
+			  O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK, 0644);
+	o->fd = -1;
+	o->stat = false;
+}
+
+/* Return: PW_READY with *@res the descriptor (o->stx.stx_mode 0 when
+ * the statx failed) or the open's -errno; PW_PENDING before. */
+static enum pw_poll opening_poll(struct pw_cx *cx, struct al_opening *o,
+				 int32_t *res)
+{
+	int32_t v;
+
+	for (;;) {
+		if (pw_file_poll(cx, &o->req, PW_TIME_NEVER, &v) == PW_PENDING)
+			return PW_PENDING;
+		if (o->stat || v < 0) {
+			if (o->stat && v < 0)
+				o->stx.stx_mode = 0;
+			*res = o->stat ? o->fd : v;
+			return PW_READY;
+		}
+		o->fd = v;
+		o->stat = true;
+		memset(&o->stx, 0, sizeof(o->stx));
+		pw_file_statx_init(&o->req, v, "", AT_EMPTY_PATH, STATX_TYPE,
+				   &o->stx);
+	}
+}
+
+/* Whether the opening is not a regular file (unknown: not). */
+static bool opening_pipe(const struct al_opening *o)
+{
+	return !S_ISREG(o->stx.stx_mode);
+}
 
 struct al_opener {
 	const char *path;
-	struct pw_file_req req;
+	struct al_opening o;
 	bool started;
 };
 
 static enum pw_poll opener_poll(struct pw_cx *cx, void *state)
 {
-	struct al_opener *o = state;
+	struct al_opener *op = state;
 	int32_t res;
 
-	if (!o->started) {
-		o->started = true;
-		pw_file_open_init(&o->req, AT_FDCWD, o->path,
-				  O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK,
-				  0644);
+	if (!op->started) {
+		op->started = true;
+		opening_init(&op->o, op->path);
 	}
-	if (pw_file_poll(cx, &o->req, PW_TIME_NEVER, &res) == PW_PENDING)
+	if (opening_poll(cx, &op->o, &res) == PW_PENDING)
 		return PW_PENDING;
 	return pw_ready(cx, res);
 }
 
-int al_open_sync(struct pw_runtime *rt, const char *path)
+int al_open_sync(struct pw_runtime *rt, const char *path, bool *pipe)
 {
-	struct al_opener o = { .path = path };
+	struct al_opener op = { .path = path };
 	int64_t res = -EIO;
+	struct stat st;
 	int err, fd;
 
 	if (!path) {
 		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-		return fd < 0 ? -errno : fd;
+		if (fd < 0)
+			return -errno;
+		*pipe = fstat(fd, &st) || !S_ISREG(st.st_mode);
+		return fd;
 	}
-	err = pw_block_on(rt, opener_poll, &o, &res);
+	err = pw_block_on(rt, opener_poll, &op, &res);
+	*pipe = opening_pipe(&op.o);
 	return err ? err : (int)res;
 }
 
@@ -402,8 +452,8 @@ enum { R_WAIT, R_OPEN, R_CLOSE };
 struct al_rotator {
 	struct pw_access_log *l;
 	struct pw_signal sig;
-	struct pw_file_req req;
-	int phase; /* R_* */
+	struct al_opening o; /* its request also closes an old opening */
+	int phase;	     /* R_* */
 	bool started, sig_ok;
 };
 
@@ -414,12 +464,14 @@ static void rot_opened(struct al_rotator *r, int32_t res)
 	struct al_file *f, *old = l->last;
 
 	r->phase = R_WAIT;
-	f = res >= 0 ? al_file_new(res, l->nslots + 1, true) : NULL;
+	f = res >= 0 ?
+		    al_file_new(res, l->nslots + 1, true, opening_pipe(&r->o)) :
+		    NULL;
 	if (!f) {
 		al_count(&l->rerrors, 1);
 		al_say_error(l, res < 0 ? -res : ENOMEM);
 		if (res >= 0) {
-			pw_file_close_init(&r->req, res);
+			pw_file_close_init(&r->o.req, res);
 			r->phase = R_CLOSE;
 		}
 		return;
@@ -433,7 +485,7 @@ static void rot_opened(struct al_rotator *r, int32_t res)
 	 * whole before a flusher can see it. */
 	atomic_store_explicit(&old->next, f, memory_order_release);
 	if (al_file_put(old)) {
-		pw_file_close_init(&r->req, old->fd);
+		pw_file_close_init(&r->o.req, old->fd);
 		old->fd = -1;
 		r->phase = R_CLOSE;
 	}
@@ -464,14 +516,17 @@ static enum pw_poll rot_poll(struct pw_cx *cx, void *state)
 	if (!r->started)
 		r->sig_ok = rot_start(cx, r);
 	for (;;) {
-		if (r->phase != R_WAIT) {
-			if (pw_file_poll(cx, &r->req, PW_TIME_NEVER, &res) ==
+		if (r->phase == R_OPEN) {
+			if (opening_poll(cx, &r->o, &res) == PW_PENDING)
+				return PW_PENDING;
+			rot_opened(r, res);
+			continue;
+		}
+		if (r->phase == R_CLOSE) {
+			if (pw_file_poll(cx, &r->o.req, PW_TIME_NEVER, &res) ==
 			    PW_PENDING)
 				return PW_PENDING;
-			if (r->phase == R_OPEN)
-				rot_opened(r, res);
-			else
-				r->phase = R_WAIT;
+			r->phase = R_WAIT;
 			continue;
 		}
 		if (r->l->rot_stop || !r->sig_ok)
@@ -483,9 +538,7 @@ static enum pw_poll rot_poll(struct pw_cx *cx, void *state)
 			r->sig_ok = false;
 			continue;
 		}
-		pw_file_open_init(&r->req, AT_FDCWD, r->l->path,
-				  O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK,
-				  0644);
+		opening_init(&r->o, r->l->path);
 		r->phase = R_OPEN;
 	}
 	pw_signal_close(&r->sig);
@@ -497,7 +550,7 @@ static void rot_drop(void *state)
 {
 	struct al_rotator *r = state;
 
-	pw_file_cancel(&r->req);
+	pw_file_cancel(&r->o.req);
 	pw_signal_close(&r->sig);
 	if (r->started)
 		pw_waker_drop(&r->l->rot_waker);
