@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * access_log.c - the access log of access_log.h: per-shard buffers of
- * formatted lines, swapped out and written by one writer thread.
+ * access_log.c - the access log of access_log.h: the line's format, the
+ * shards' side (a record appended to the calling shard's buffer, no
+ * lock), the API, and the close's last writes. The tasks that write the
+ * buffers through the file API are apps/access_log_task.c.
  *
  * A slot holds two buffers: the one its shard appends to (cur) and the
- * one the writer writes (out). The slot's mutex guards cur, its length
- * and its drop count; the writer takes it only to swap the two, so a
- * shard never waits for a write. The writer wakes every 100 ms, when a
- * flush is asked for, or when the log closes. SIGHUP (when
- * pw_access_log_sighup_init() was called) bumps a process-wide count
- * that each writer compares with the last it saw and reopens its file.
+ * one handed out to the flusher (out_busy), written from out_off to
+ * out_len. A record that does not fit in cur hands cur out when out is
+ * free, and is dropped and counted otherwise. Every slot field but the
+ * counters is touched only by the slot's shard thread (see
+ * access_log_int.h), so appending takes no lock.
  */
 #include <errno.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -25,61 +27,24 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "apps/access_log.h"
+#include "apps/access_log_int.h"
 #include "apps/cli.h"
 
-#define AL_PERIOD_NS	 (100 * 1000000ull)
-#define AL_CLOSE_WAIT_NS (2000 * 1000000ull)
-
-struct al_slot {
-	pthread_mutex_t mu;
-	char *cur, *out; /* cur: under mu; out: the writer's */
-	size_t len;	 /* bytes in cur, under mu */
-	uint64_t unsaid; /* drops not yet written as a line, under mu */
-	/* Written under mu, read by any thread (stats); relaxed: counts. */
-	_Atomic uint64_t records, dropped;
-} __attribute__((aligned(64)));
-
-struct pw_access_log {
-	char *path; /* NULL: standard output */
-	int fd;
-	size_t cap;
-	unsigned nslots;
-	struct al_slot *slot;
-	pthread_t thread;
-	pthread_mutex_t mu; /* guards the fields below it */
-	pthread_cond_t wake, done;
-	bool stop;
-	uint64_t asked, flushed; /* flush generations */
-	uint64_t stop_deadline;	 /* CLOCK_MONOTONIC ns, once stopping */
-	unsigned hup_seen;	 /* the writer's copy of al_hups */
-	bool err_said;		 /* the writer's: an error was reported */
-	/* Written by the writer, read by any thread; relaxed: counts. */
-	_Atomic uint64_t wdropped, werrors, reopens;
-};
-
-/* SIGHUPs seen. Relaxed: stored by the handler, loaded by each writer at
- * its wake; the count itself is the only data. */
-static _Atomic unsigned al_hups;
-
-static void al_on_hup(int sig)
-{
-	(void)sig;
-	atomic_fetch_add_explicit(&al_hups, 1, memory_order_relaxed);
-}
+/* Whether pw_access_log_sighup_init() ran. Relaxed: written by the main
+ * thread before any other starts, read by pw_access_log_open(). */
+static _Atomic bool al_sighup;
 
 int pw_access_log_sighup_init(void)
 {
-	struct sigaction sa = { .sa_handler = al_on_hup };
 	sigset_t s;
 
-	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_RESTART;
-	if (sigaction(SIGHUP, &sa, NULL))
-		return -errno;
 	sigemptyset(&s);
 	sigaddset(&s, SIGHUP);
-	return -pthread_sigmask(SIG_BLOCK, &s, NULL);
+	int err = pthread_sigmask(SIG_BLOCK, &s, NULL);
+	if (err)
+		return -err;
+	atomic_store_explicit(&al_sighup, true, memory_order_relaxed);
+	return 0;
 }
 
 /* ---- formatting ---------------------------------------------------------- */
@@ -168,14 +133,6 @@ static char *put_time(char *p, uint64_t ns)
 	return p;
 }
 
-static void fmt_time(char *buf, size_t size, uint64_t ns)
-{
-	char t[32];
-
-	*put_time(t, ns) = '\0';
-	snprintf(buf, size, "%s", t);
-}
-
 int pw_access_log_format(char *buf, size_t size, const struct pw_access_rec *r)
 {
 	char line[PW_ACCESS_LOG_LINE], *p = line;
@@ -208,215 +165,146 @@ int pw_access_log_format(char *buf, size_t size, const struct pw_access_rec *r)
 
 /* ---- the shards' side ---------------------------------------------------- */
 
-static void slot_count(_Atomic uint64_t *c)
+uint64_t al_lost(const struct al_slot *s, size_t n)
 {
-	/* Relaxed: under the slot's mutex, a count (see struct al_slot). */
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + 1,
-			      memory_order_relaxed);
-}
-
-void pw_access_log_add(struct pw_access_log *l, unsigned slot,
-		       const struct pw_access_rec *r)
-{
-	char line[PW_ACCESS_LOG_LINE];
-	struct al_slot *s;
-	int n;
-
-	if (!l || !r)
-		return;
-	s = &l->slot[slot % l->nslots];
-	n = pw_access_log_format(line, sizeof(line), r);
-	if (n <= 0 || (size_t)n >= sizeof(line))
-		n = 0;
-	pthread_mutex_lock(&s->mu);
-	if (n && l->cap - s->len >= (size_t)n) {
-		memcpy(s->cur + s->len, line, (size_t)n);
-		s->len += (size_t)n;
-		slot_count(&s->records);
-	} else {
-		s->unsaid++;
-		slot_count(&s->dropped);
-	}
-	pthread_mutex_unlock(&s->mu);
-}
-
-/* ---- the writer ---------------------------------------------------------- */
-
-static uint64_t lines_in(const char *p, size_t n)
-{
+	const char *p = s->buf[s->cur ^ 1u] + s->out_len - n;
 	uint64_t k = 0;
 
 	for (size_t i = 0; i < n; i++)
 		k += p[i] == '\n';
-	return k;
+	return k && s->out_say ? k - 1 : k;
 }
 
-/* Relaxed: a count only the writer writes. */
-static void wcount(_Atomic uint64_t *c, uint64_t v)
+void al_hand_out(struct al_slot *s)
 {
-	atomic_store_explicit(c,
-			      atomic_load_explicit(c, memory_order_relaxed) + v,
-			      memory_order_relaxed);
+	unsigned o = s->cur;
+
+	s->out_say = s->unsaid > 0;
+	if (s->unsaid) {
+		struct timespec ts;
+		char *p = s->buf[o] + s->len[o], *e;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		e = put_time(p, (uint64_t)ts.tv_sec * 1000000000ull +
+					(uint64_t)ts.tv_nsec);
+		e = put(e, " ", 1);
+		e = put_u64(e, s->unsaid);
+		e = put(e, " records dropped\n", 17);
+		s->len[o] += (size_t)(e - p);
+		s->added += (uint64_t)(e - p);
+		s->unsaid = 0;
+	}
+	s->out_off = 0;
+	s->out_len = s->len[o];
+	s->out_busy = true;
+	s->cur = o ^ 1u;
+	s->len[s->cur] = 0;
 }
 
-static void say_error(struct pw_access_log *l, int err)
+void pw_access_log_add(struct pw_access_log *l, const struct pw_access_rec *r)
 {
-	wcount(&l->werrors, 1);
-	if (l->err_said)
+	char line[PW_ACCESS_LOG_LINE];
+	struct al_slot *s;
+	int id = pw_shard_id(), n;
+
+	if (!l || !r)
 		return;
-	l->err_said = true;
+	if (id < 0 || (unsigned)id >= l->nslots) {
+		/* Relaxed: a count, from any thread. */
+		atomic_fetch_add_explicit(&l->lost, 1, memory_order_relaxed);
+		return;
+	}
+	s = &l->slot[id];
+	n = pw_access_log_format(line, sizeof(line), r);
+	if (n <= 0 || (size_t)n >= sizeof(line))
+		n = 0;
+	if (n && s->len[s->cur] + (size_t)n > l->cap && !s->out_busy &&
+	    !s->ended) {
+		al_hand_out(s);
+		pw_waker_wake_by_ref(&s->flusher);
+	}
+	if (!n || s->len[s->cur] + (size_t)n > l->cap) {
+		s->unsaid++;
+		al_count(&s->dropped, 1);
+		return;
+	}
+	memcpy(s->buf[s->cur] + s->len[s->cur], line, (size_t)n);
+	s->len[s->cur] += (size_t)n;
+	s->added += (uint64_t)n;
+	al_count(&s->records, 1);
+}
+
+void al_say_error(struct pw_access_log *l, int err)
+{
+	/* Relaxed: the flag alone (see struct pw_access_log). */
+	if (atomic_exchange_explicit(&l->err_said, true, memory_order_relaxed))
+		return;
 	fprintf(stderr, "pinwheel: access log %s: %s (records are dropped)\n",
 		l->path ? l->path : "-", strerror(err));
 }
 
-/* Whether the close's deadline passed (the writer gives up then). */
-static bool past_deadline(struct pw_access_log *l)
+/* ---- the close's last writes --------------------------------------------- */
+
+/* Write the rest of @s's handed-out buffer to @f with write(2) (pieces
+ * of whole lines to a pipe), waiting for room until @dl
+ * (pw_cli_mono_ns()); what is not written counts as dropped. */
+static void tail_write(struct pw_access_log *l, struct al_slot *s,
+		       const struct al_file *f, uint64_t dl)
 {
-	bool stop;
-	uint64_t dl;
+	while (s->out_off < s->out_len) {
+		const char *p = s->buf[s->cur ^ 1u] + s->out_off;
+		struct pollfd pf = { f->fd, POLLOUT, 0 };
+		uint64_t now = pw_cli_mono_ns();
+		size_t k = s->out_len - s->out_off;
 
-	pthread_mutex_lock(&l->mu);
-	stop = l->stop;
-	dl = l->stop_deadline;
-	pthread_mutex_unlock(&l->mu);
-	return stop && pw_cli_mono_ns() >= dl;
-}
-
-/* Write @n bytes at @p, waiting for room while the log is open (and up to
- * the close's deadline after). What is not written counts as dropped. */
-static void write_all(struct pw_access_log *l, const char *p, size_t n)
-{
-	size_t off = 0;
-
-	while (off < n && l->fd >= 0) {
-		ssize_t w = write(l->fd, p + off, n - off);
-
+		if (now >= dl ||
+		    poll(&pf, 1, (int)((dl - now) / 1000000) + 1) < 0)
+			break;
+		if (!pf.revents)
+			continue;
+		if (f->pipe && k > PIPE_BUF) {
+			const char *e = memrchr(p, '\n', PIPE_BUF);
+			k = e ? (size_t)(e - p) + 1 : PIPE_BUF;
+		}
+		ssize_t w = write(f->fd, p, k);
 		if (w > 0) {
-			off += (size_t)w;
+			s->out_off += (size_t)w;
 			continue;
 		}
-		if (w < 0 && errno == EINTR)
+		if (w < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
-		if (w < 0 && errno == EAGAIN && !past_deadline(l)) {
-			struct pollfd pf = { l->fd, POLLOUT, 0 };
-			(void)poll(&pf, 1, 100);
-			continue;
-		}
-		if (w < 0 && errno != EAGAIN)
-			say_error(l, errno);
+		al_count(&s->werrors, 1);
+		al_say_error(l, w < 0 ? errno : EIO);
 		break;
 	}
-	if (off < n)
-		wcount(&l->wdropped, lines_in(p + off, n - off));
+	al_count(&s->wdropped, al_lost(s, s->out_len - s->out_off));
+	s->out_off = s->out_len;
+	s->out_busy = false;
 }
 
-/* Swap each slot's buffer out and write it, then its drop line. */
-static void flush_slots(struct pw_access_log *l)
+/* Write what every slot still holds: its handed-out buffer's rest, then
+ * its current buffer and its drops not said yet. */
+static void write_tail(struct pw_access_log *l)
 {
+	const struct al_file *f = l->last;
+	uint64_t dl = pw_cli_mono_ns() + AL_STOP_WAIT_NS;
+
+	if (f->fd < 0)
+		dl = 0;	    /* nothing to write to: all counted as dropped */
+	else if (l->path) { /* our own descriptor: a write never hangs */
+		int fl = fcntl(f->fd, F_GETFL);
+		if (fl >= 0)
+			(void)fcntl(f->fd, F_SETFL, fl | O_NONBLOCK);
+	}
 	for (unsigned i = 0; i < l->nslots; i++) {
 		struct al_slot *s = &l->slot[i];
-		size_t len;
-		uint64_t unsaid;
-		char *b;
 
-		pthread_mutex_lock(&s->mu);
-		b = s->cur;
-		s->cur = s->out;
-		s->out = b;
-		len = s->len;
-		s->len = 0;
-		unsaid = s->unsaid;
-		s->unsaid = 0;
-		pthread_mutex_unlock(&s->mu);
-		if (len)
-			write_all(l, b, len);
-		if (unsaid) {
-			char line[128], t[64];
-			struct timespec ts;
-			int n;
-
-			clock_gettime(CLOCK_REALTIME, &ts);
-			fmt_time(t, sizeof(t),
-				 (uint64_t)ts.tv_sec * 1000000000ull +
-					 (uint64_t)ts.tv_nsec);
-			n = snprintf(line, sizeof(line),
-				     "%s %llu records dropped\n", t,
-				     (unsigned long long)unsaid);
-			write_all(l, line, (size_t)n);
-		}
-	}
-}
-
-static int open_file(const char *path)
-{
-	int fd;
-
-	if (!path) {
-		fd = fcntl(STDOUT_FILENO, F_DUPFD_CLOEXEC, 3);
-		return fd < 0 ? -errno : fd;
-	}
-	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NONBLOCK | O_CLOEXEC,
-		  0644);
-	return fd < 0 ? -errno : fd;
-}
-
-/* SIGHUP came since the last look: open the file again (the rotated one
- * keeps what was written to it). */
-static void maybe_reopen(struct pw_access_log *l)
-{
-	/* Relaxed: see al_hups. */
-	unsigned h = atomic_load_explicit(&al_hups, memory_order_relaxed);
-	int fd;
-
-	if (h == l->hup_seen || !l->path)
-		return;
-	l->hup_seen = h;
-	fd = open_file(l->path);
-	if (fd < 0) {
-		say_error(l, -fd);
-		return;
-	}
-	close(l->fd);
-	l->fd = fd;
-	l->err_said = false;
-	wcount(&l->reopens, 1);
-}
-
-static void *writer_main(void *arg)
-{
-	struct pw_access_log *l = arg;
-	sigset_t s;
-
-	sigemptyset(&s);
-	sigaddset(&s, SIGHUP);
-	pthread_sigmask(SIG_UNBLOCK, &s, NULL);
-	for (;;) {
-		uint64_t asked;
-		bool stop;
-		struct timespec dl;
-
-		clock_gettime(CLOCK_MONOTONIC, &dl);
-		dl.tv_nsec += (long)AL_PERIOD_NS;
-		if (dl.tv_nsec >= 1000000000L) {
-			dl.tv_sec++;
-			dl.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&l->mu);
-		while (!l->stop && l->asked == l->flushed &&
-		       pthread_cond_timedwait(&l->wake, &l->mu, &dl) == 0)
-			;
-		stop = l->stop;
-		asked = l->asked;
-		pthread_mutex_unlock(&l->mu);
-		maybe_reopen(l);
-		flush_slots(l);
-		pthread_mutex_lock(&l->mu);
-		l->flushed = asked;
-		pthread_cond_broadcast(&l->done);
-		pthread_mutex_unlock(&l->mu);
-		if (stop)
-			return NULL;
+		if (s->out_busy)
+			tail_write(l, s, f, dl);
+		if (!s->len[s->cur] && !s->unsaid)
+			continue;
+		al_hand_out(s);
+		tail_write(l, s, f, dl);
 	}
 }
 
@@ -424,64 +312,84 @@ static void *writer_main(void *arg)
 
 static void log_free(struct pw_access_log *l)
 {
+	struct al_file *f = l->last;
+
+	while (f) {
+		struct al_file *older = f->older;
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f);
+		f = older;
+	}
 	for (unsigned i = 0; l->slot && i < l->nslots; i++) {
-		free(l->slot[i].cur);
-		free(l->slot[i].out);
-		pthread_mutex_destroy(&l->slot[i].mu);
+		free(l->slot[i].buf[0]);
+		free(l->slot[i].buf[1]);
 	}
 	free(l->slot);
-	if (l->fd >= 0)
-		close(l->fd);
-	pthread_cond_destroy(&l->wake);
-	pthread_cond_destroy(&l->done);
-	pthread_mutex_destroy(&l->mu);
+	free(l->flushers);
 	free(l->path);
 	free(l);
 }
 
-int pw_access_log_open(struct pw_access_log **lp, const char *path,
-		       unsigned nslots, size_t buf_size)
+/* The slots, their buffers and the first opening of the file. */
+static int log_build(struct pw_access_log *l)
+{
+	bool pipe = true;
+	int fd;
+
+	l->slot = aligned_alloc(64, l->nslots * sizeof(*l->slot));
+	if (!l->slot)
+		return -ENOMEM;
+	memset(l->slot, 0, l->nslots * sizeof(*l->slot));
+	for (unsigned i = 0; i < l->nslots; i++) {
+		struct al_slot *s = &l->slot[i];
+
+		pw_list_init(&s->waiters);
+		s->buf[0] = malloc(l->cap + AL_SAY);
+		s->buf[1] = malloc(l->cap + AL_SAY);
+		if (!s->buf[0] || !s->buf[1])
+			return -ENOMEM;
+	}
+	fd = al_open_sync(l->rt, l->path, &pipe);
+	if (fd < 0)
+		return fd;
+	l->last = al_file_new(fd, l->nslots + 1, l->path != NULL, pipe);
+	if (!l->last) {
+		close(fd);
+		return -ENOMEM;
+	}
+	for (unsigned i = 0; i < l->nslots; i++)
+		l->slot[i].file = l->last;
+	return 0;
+}
+
+int pw_access_log_open(struct pw_access_log **lp, struct pw_runtime *rt,
+		       const char *path, size_t buf_size)
 {
 	struct pw_access_log *l;
-	pthread_condattr_t ca;
+	int n = rt ? pw_runtime_shards(rt) : -EINVAL;
 	int err;
 
-	if (!lp || !path || !nslots)
+	if (!lp || !path || n <= 0)
 		return -EINVAL;
 	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
-	l->fd = -1;
+	l->rt = rt;
+	l->nslots = (unsigned)n;
 	l->cap = buf_size ? buf_size : PW_ACCESS_LOG_BUF;
-	l->nslots = nslots;
-	pthread_mutex_init(&l->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->wake, &ca);
-	pthread_cond_init(&l->done, &ca);
-	pthread_condattr_destroy(&ca);
-	/* Relaxed: see al_hups. */
-	l->hup_seen = atomic_load_explicit(&al_hups, memory_order_relaxed);
+	if (l->cap < PW_ACCESS_LOG_LINE)
+		l->cap = PW_ACCESS_LOG_LINE;
 	err = -ENOMEM;
 	if (strcmp(path, "-") && !(l->path = strdup(path)))
 		goto fail;
-	l->slot = aligned_alloc(64, nslots * sizeof(*l->slot));
-	if (!l->slot)
+	err = log_build(l);
+	if (err)
 		goto fail;
-	memset(l->slot, 0, nslots * sizeof(*l->slot));
-	for (unsigned i = 0; i < nslots; i++) {
-		pthread_mutex_init(&l->slot[i].mu, NULL);
-		l->slot[i].cur = malloc(l->cap);
-		l->slot[i].out = malloc(l->cap);
-		if (!l->slot[i].cur || !l->slot[i].out) {
-			l->nslots = i + 1;
-			goto fail;
-		}
-	}
-	err = l->fd = open_file(l->path);
-	if (err < 0)
-		goto fail;
-	err = -pthread_create(&l->thread, NULL, writer_main, l);
+	/* Relaxed: see al_sighup. */
+	err = al_tasks_start(
+		l, l->path && atomic_load_explicit(&al_sighup,
+						   memory_order_relaxed));
 	if (err)
 		goto fail;
 	*lp = l;
@@ -498,40 +406,40 @@ void pw_access_log_stats(const struct pw_access_log *l,
 	if (!l)
 		return;
 	for (unsigned i = 0; i < l->nslots; i++) {
+		const struct al_slot *s = &l->slot[i];
+
 		/* Relaxed: counts (see struct al_slot). */
-		out->records += atomic_load_explicit(&l->slot[i].records,
+		out->records +=
+			atomic_load_explicit(&s->records, memory_order_relaxed);
+		out->dropped += atomic_load_explicit(&s->dropped,
+						     memory_order_relaxed) +
+				atomic_load_explicit(&s->wdropped,
 						     memory_order_relaxed);
-		out->dropped += atomic_load_explicit(&l->slot[i].dropped,
-						     memory_order_relaxed);
+		out->write_errors +=
+			atomic_load_explicit(&s->werrors, memory_order_relaxed);
 	}
-	/* Relaxed: counts only the writer writes. */
-	out->dropped +=
-		atomic_load_explicit(&l->wdropped, memory_order_relaxed);
-	out->write_errors =
-		atomic_load_explicit(&l->werrors, memory_order_relaxed);
+	/* Relaxed: counts (see struct pw_access_log). */
+	out->dropped += atomic_load_explicit(&l->lost, memory_order_relaxed);
+	out->write_errors +=
+		atomic_load_explicit(&l->rerrors, memory_order_relaxed);
 	out->reopens = atomic_load_explicit(&l->reopens, memory_order_relaxed);
 }
 
 int pw_access_log_flush(struct pw_access_log *l, uint64_t timeout_ns)
 {
-	struct timespec dl;
-	uint64_t want, t;
-	int err = 0;
-
 	if (!l)
-		return 0;
-	t = pw_cli_mono_ns() + timeout_ns;
-	dl.tv_sec = (time_t)(t / 1000000000ull);
-	dl.tv_nsec = (long)(t % 1000000000ull);
-	pthread_mutex_lock(&l->mu);
-	want = ++l->asked;
-	pthread_cond_signal(&l->wake);
-	while (l->flushed < want && !err)
-		err = pthread_cond_timedwait(&l->done, &l->mu, &dl);
-	if (l->flushed >= want)
-		err = 0;
-	pthread_mutex_unlock(&l->mu);
-	return err ? -ETIMEDOUT : 0;
+		return -EINVAL;
+	if (l->stopped)
+		return -ESHUTDOWN;
+	return al_tasks_flush(l, timeout_ns);
+}
+
+void pw_access_log_stop(struct pw_access_log *l)
+{
+	if (!l || l->stopped)
+		return;
+	al_tasks_stop(l);
+	l->stopped = true;
 }
 
 void pw_access_log_close(struct pw_access_log *l,
@@ -539,12 +447,9 @@ void pw_access_log_close(struct pw_access_log *l,
 {
 	if (!l)
 		return;
-	pthread_mutex_lock(&l->mu);
-	l->stop = true;
-	l->stop_deadline = pw_cli_mono_ns() + AL_CLOSE_WAIT_NS;
-	pthread_cond_signal(&l->wake);
-	pthread_mutex_unlock(&l->mu);
-	pthread_join(l->thread, NULL);
+	if (!l->stopped)
+		al_tasks_reap(l);
+	write_tail(l);
 	if (final)
 		pw_access_log_stats(l, final);
 	log_free(l);

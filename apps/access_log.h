@@ -1,18 +1,28 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * access_log.h - one line per closed connection, written off the data
- * path: the access log of `pinwheel proxy --access-log FILE`.
+ * path through the file API (pinwheel/file.h): the access log of
+ * `pinwheel proxy --access-log FILE`.
  *
- * Each shard formats its records into its own bounded buffer, under a
- * lock of that buffer alone (taken by the shard for the copy of one
- * line and by the writer for a pointer swap: no lock is shared between
- * shards). A writer thread swaps each buffer for an empty one at least
- * every 100 ms and writes the full one with write(2). When the writer
- * falls behind (a slow disk, a pipe nobody reads) a full buffer drops its
- * records and counts them; the writer then writes "N records dropped" in
- * the file once it catches up. A write error is reported on stderr once
- * and counted. Closing the log writes every record added before it.
- * docs/proxy.md documents the line, field by field.
+ * Each shard formats its records into its own buffer, with no lock: the
+ * buffer is touched by that shard's thread alone. A flusher task on each
+ * shard writes the buffer with one io_uring write (O_APPEND: whole
+ * buffers of whole lines, so the lines of two shards never mix) at
+ * least every 100 ms and whenever it fills; while that write is in
+ * flight the shard fills its second buffer, and when both are full the
+ * records are dropped and counted, and "N records dropped" is written
+ * once the flusher catches up. A short write goes on from where it
+ * stopped; a write error is reported on stderr once and counted, its
+ * lines counted as dropped. SIGHUP reopens the file (a task on shard 0
+ * reads it from a signalfd), each flusher moves to the new file at its
+ * next write, and the old one is closed once no write on it is in
+ * flight. docs/proxy.md documents the line, field by field.
+ *
+ * The life of a log follows its runtime's: open on a running runtime,
+ * add records from its shards, pw_access_log_stop() before the runtime
+ * stops (every record written, the flushers ended), then
+ * pw_access_log_close() once it has stopped (the records the stop
+ * itself gave, a connection cut at the drain deadline, are written then).
  */
 #ifndef PW_APPS_ACCESS_LOG_H
 #define PW_APPS_ACCESS_LOG_H
@@ -21,8 +31,9 @@
 #include <stdint.h>
 
 #include "pinwheel/net.h"
+#include "pinwheel/runtime.h"
 
-/* Default bytes of each shard's buffer (records beyond it are dropped). */
+/* Default bytes of each of a shard's two buffers. */
 #define PW_ACCESS_LOG_BUF (256 * 1024)
 /* Longest line pw_access_log_format() writes, with its newline. */
 #define PW_ACCESS_LOG_LINE 512
@@ -43,34 +54,37 @@ struct pw_access_rec {
 /* The log's counters. */
 struct pw_access_log_stats {
 	uint64_t records;      /* lines added to the buffers */
-	uint64_t dropped;      /* records lost: a full buffer, a write
-				  error, or the close's deadline */
-	uint64_t write_errors; /* write(2) or reopen failures */
+	uint64_t dropped;      /* records lost: both buffers full, a write
+				  error, the stop's deadline, or added
+				  off the runtime's shards */
+	uint64_t write_errors; /* failed writes and reopens */
 	uint64_t reopens;      /* files reopened (SIGHUP) */
 };
 
 struct pw_access_log;
 
 /**
- * pw_access_log_open - open @path for appending (created 0644; "-" is
- * standard output) with @nslots buffers of @buf_size bytes (0: the
- * default), and start the writer thread.
- * Return: 0 with *@lp set; -EINVAL for NULL or @nslots 0; the -errno of
- * open(2), malloc or pthread_create (nothing is left open).
- * Context: any thread that is not a shard.
+ * pw_access_log_open - open @path for appending (created 0644, through
+ * the file API on @rt; "-" is standard output) with two buffers of
+ * @buf_size bytes (0: the default; at least PW_ACCESS_LOG_LINE) per
+ * shard of @rt, and start a flusher task on each shard, plus the SIGHUP
+ * reader on shard 0 when pw_access_log_sighup_init() was called and
+ * @path is a file.
+ * Return: 0 with *@lp set; -EINVAL for NULL arguments; the -errno of the
+ * open (-ENXIO: a FIFO nobody reads), of an allocation or of a spawn
+ * (nothing is left open).
+ * Context: any thread that is not a shard of @rt, while @rt runs.
  */
-int pw_access_log_open(struct pw_access_log **lp, const char *path,
-		       unsigned nslots, size_t buf_size);
+int pw_access_log_open(struct pw_access_log **lp, struct pw_runtime *rt,
+		       const char *path, size_t buf_size);
 
 /**
- * pw_access_log_add - format @r and append it to buffer @slot (taken
- * modulo the slot count); dropped and counted when the buffer is full.
- * Never blocks on I/O.
- * Context: any thread; a shard passes its own id, so that shards never
- * share a buffer.
+ * pw_access_log_add - format @r and append it to the buffer of the
+ * calling shard; dropped and counted when both its buffers are full (or
+ * off the runtime's shards). Never blocks, takes no lock.
+ * Context: a shard of the log's runtime (a task, or a drop hook).
  */
-void pw_access_log_add(struct pw_access_log *l, unsigned slot,
-		       const struct pw_access_rec *r);
+void pw_access_log_add(struct pw_access_log *l, const struct pw_access_rec *r);
 
 /**
  * pw_access_log_format - write @r as one log line, newline included.
@@ -88,30 +102,44 @@ void pw_access_log_stats(const struct pw_access_log *l,
 			 struct pw_access_log_stats *out);
 
 /**
- * pw_access_log_flush - wake the writer and wait up to @timeout_ns until
- * every record added before the call is written (or dropped).
- * Return: 0; -ETIMEDOUT.
- * Context: any thread that is not a shard.
+ * pw_access_log_flush - have every shard write what it added before the
+ * call, and wait up to @timeout_ns until it is written (or dropped).
+ * Return: 0; -ETIMEDOUT; -ESHUTDOWN after pw_access_log_stop() or when
+ * the runtime stops; -EINVAL for NULL.
+ * Context: any thread that is not a shard, while the runtime runs.
  */
 int pw_access_log_flush(struct pw_access_log *l, uint64_t timeout_ns);
 
 /**
- * pw_access_log_close - write what the buffers hold (waiting up to 2 s
- * for a writer that cannot write: the rest is counted as dropped), stop
- * the writer, close the file and free @l, after copying its final
- * counters to @final when not NULL. NULL @l is a no-op.
- * Context: any thread that is not a shard, once no thread adds records.
+ * pw_access_log_stop - write every record added so far (a write that
+ * cannot finish gets 2 s, then its lines count as dropped), wait for
+ * the final completions and end the log's tasks. Records added later
+ * stay in the buffers for pw_access_log_close(). Harmless twice; NULL
+ * is a no-op.
+ * Context: any thread that is not a shard, before the runtime stops.
+ */
+void pw_access_log_stop(struct pw_access_log *l);
+
+/**
+ * pw_access_log_close - write what the buffers still hold (records of
+ * connections the runtime's stop cut; with write(2), a writer that
+ * cannot write gets 2 s), close the file and free @l, after copying its
+ * final counters to @final when not NULL. Without a
+ * pw_access_log_stop() before, a write the runtime's stop cancelled
+ * counts its lines as dropped. NULL @l is a no-op.
+ * Context: any thread that is not a shard, once the log's runtime is
+ * destroyed.
  */
 void pw_access_log_close(struct pw_access_log *l,
 			 struct pw_access_log_stats *final);
 
 /**
- * pw_access_log_sighup_init - make SIGHUP reopen every access log's file
- * (log rotation): installs a handler that only notes the signal, and
- * blocks SIGHUP in the calling thread, so that the threads started
- * later inherit the block and only the writer threads, which unblock it,
- * take it.
- * Return: 0; the -errno of sigaction or pthread_sigmask.
+ * pw_access_log_sighup_init - make SIGHUP reopen the access log's file
+ * (log rotation): blocks SIGHUP in the calling thread, so that the
+ * threads started later (the shards) inherit the block, and each log
+ * opened afterwards reads it from a signalfd on shard 0 of its runtime
+ * (one log at a time: a signal goes to one reader).
+ * Return: 0; the -errno of pthread_sigmask.
  * Context: the main thread, before any other thread starts.
  */
 int pw_access_log_sighup_init(void);

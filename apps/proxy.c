@@ -454,7 +454,7 @@ static int dir_step(struct pw_cx *cx, struct px_conn *c, struct px_dir *d,
 	return 0;
 }
 
-static void meta_end(struct px_conn *c, struct px_slot *s);
+static void meta_end(struct px_conn *c);
 
 static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 {
@@ -465,7 +465,7 @@ static void conn_end(struct px_conn *c, struct px_slot *s, bool wake)
 		return;
 	c->ended = true;
 	if (c->m)
-		meta_end(c, s);
+		meta_end(c);
 	ctr_add(s, X_ENDED, 1);
 	if (c->srv >= 0)
 		pxu_release(c->pv, c->srv);
@@ -729,9 +729,8 @@ static enum pw_poll header_send(struct pw_cx *cx, struct px_conn *c,
 }
 
 /* The access log record of a connection of @m ending now with @code. */
-static void meta_record(struct pw_proxy *p, struct px_slot *s,
-			const struct px_meta *m, const char *code, uint64_t up,
-			uint64_t down)
+static void meta_record(struct pw_proxy *p, const struct px_meta *m,
+			const char *code, uint64_t up, uint64_t down)
 {
 	struct timespec ts;
 
@@ -748,12 +747,12 @@ static void meta_record(struct pw_proxy *p, struct px_slot *s,
 		.bytes_down = down,
 		.code = code,
 	};
-	pw_access_log_add(p->log, (unsigned)(s - p->slot), &r);
+	pw_access_log_add(p->log, &r);
 }
 
 /* The client @fd closed at its accept, no server up: its record (the
  * socket's addresses, a PROXY header not read). */
-static void meta_refused(struct pw_proxy *p, struct px_slot *s, int fd)
+static void meta_refused(struct pw_proxy *p, int fd)
 {
 	struct px_meta m;
 
@@ -766,11 +765,11 @@ static void meta_refused(struct pw_proxy *p, struct px_slot *s, int fd)
 		sock_addr(fd, false, &m.listener);
 	else
 		m.listener = p->addr;
-	meta_record(p, s, &m, "SC", 0, 0);
+	meta_record(p, &m, "SC", 0, 0);
 }
 
 /* @c ends: its access log record, then its meta is freed. */
-static void meta_end(struct px_conn *c, struct px_slot *s)
+static void meta_end(struct px_conn *c)
 {
 	struct px_meta *m = c->m;
 	struct pw_proxy *p = c->p;
@@ -785,7 +784,7 @@ static void meta_end(struct px_conn *c, struct px_slot *s)
 		code[0] = m->first_eof;
 	}
 	if (p->log)
-		meta_record(p, s, m, code, c->ufd >= 0 ? c->d[0].rcvd : 0,
+		meta_record(p, m, code, c->ufd >= 0 ? c->d[0].rcvd : 0,
 			    c->ufd >= 0 ? c->d[1].rcvd : 0);
 	meta_free(m);
 	c->m = NULL;
@@ -1145,7 +1144,7 @@ static int acceptor_take(void *arg, int fd)
 		ctr_add(s, X_TOTAL, 1);
 		ctr_add(s, X_ENDED, 1);
 		ctr_add(s, X_NONE_UP, 1);
-		meta_refused(p, s, fd);
+		meta_refused(p, fd);
 		close(fd);
 		return 0;
 	}
@@ -1323,7 +1322,7 @@ int pw_proxy_start(struct pw_proxy **pp, const struct pw_proxy_config *cfg)
 		p->slot[i].uv = pxu_view(p->up, (int)i);
 	}
 	if (cfg->access_log) {
-		err = pw_access_log_open(&p->log, cfg->access_log, p->nshards,
+		err = pw_access_log_open(&p->log, p->rt, cfg->access_log,
 					 (size_t)cfg->access_log_buf);
 		if (err)
 			goto fail;
@@ -1560,6 +1559,8 @@ int pw_proxy_destroy(struct pw_proxy *p, struct pw_proxy_stats *final)
 		return -EINVAL;
 	if (!p->drained)
 		pw_proxy_drain(p, 0);
+	/* The log's writes run on the shards: before they stop. */
+	pw_access_log_stop(p->log);
 	pw_runtime_destroy(p->rt);
 	pw_access_log_close(p->log, &p->logst);
 	p->log = NULL;

@@ -210,6 +210,15 @@ struct rec {
 	unsigned long long up, down;
 };
 
+static int spaces(const char *line)
+{
+	int n = 0;
+
+	while ((line = strchr(line, ' ')))
+		n++, line++;
+	return n;
+}
+
 /* Read @path; parse its record lines into @r (up to @max), count the
  * records the "N records dropped" lines report into *@dropped. Return:
  * the number of records. */
@@ -221,6 +230,9 @@ static int read_log(const char *path, struct rec *r, int max,
 	int n = 0;
 
 	cr_assert_not_null(text, "%s", path);
+	/* Whole lines only: the file ends with a newline, none is empty. */
+	cr_assert(!len || text[len - 1] == '\n', "a torn last line");
+	cr_assert_null(strstr(text, "\n\n"), "an empty line");
 	*dropped = 0;
 	for (char *line = strtok(text, "\n"); line; line = strtok(NULL, "\n")) {
 		unsigned long long k;
@@ -228,9 +240,11 @@ static int read_log(const char *path, struct rec *r, int max,
 
 		if (strstr(line, " records dropped") &&
 		    sscanf(line, "%39s %llu records dropped", t, &k) == 2) {
+			cr_assert_eq(spaces(line), 3, "line: %s", line);
 			*dropped += k;
 			continue;
 		}
+		cr_assert_eq(spaces(line), 8, "line: %s", line);
 		cr_assert_lt(n, max);
 		struct rec *x = &r[n++];
 		cr_assert_eq(sscanf(line,
@@ -627,7 +641,339 @@ Test(access_log, blocked_writer_drops_counts_and_forwarding_goes_on)
 	fix_end(&f);
 }
 
+/* ---- many connections on two shards ----------------------------------- */
+
+/* A client thread: @n connections one after another, each sending one
+ * byte and reading the answer to its end; counts those answered "ok".
+ * No assertion here (not the test's thread): the test checks ok. */
+struct dialer {
+	const struct pw_net_addr *pa;
+	int n, ok;
+	pthread_t thr;
+};
+
+static bool dial_once(const struct pw_net_addr *pa)
+{
+	char ans[16];
+	size_t got = 0;
+	int fd = pw_test_dial(pa);
+
+	if (fd < 0)
+		return false;
+	if (write(fd, "x", 1) != 1) {
+		close(fd);
+		return false;
+	}
+	shutdown(fd, SHUT_WR);
+	for (;;) {
+		ssize_t r;
+
+		if (!pw_test_readable(fd, 10000) ||
+		    (r = read(fd, ans + got, sizeof(ans) - 1 - got)) < 0)
+			break;
+		if (r == 0) {
+			close(fd);
+			return got == 2 && !memcmp(ans, "ok", 2);
+		}
+		got += (size_t)r;
+	}
+	close(fd);
+	return false;
+}
+
+static void *dialer_main(void *arg)
+{
+	struct dialer *d = arg;
+
+	for (int i = 0; i < d->n; i++)
+		d->ok += dial_once(d->pa);
+	return NULL;
+}
+
+#define NDIAL 4
+
+/* @each connections from each of NDIAL threads at once; all answered. */
+static void dial_many(const struct pw_net_addr *pa, int each)
+{
+	struct dialer d[NDIAL];
+
+	for (int i = 0; i < NDIAL; i++) {
+		d[i] = (struct dialer){ .pa = pa, .n = each };
+		cr_assert_eq(
+			pthread_create(&d[i].thr, NULL, dialer_main, &d[i]), 0);
+	}
+	for (int i = 0; i < NDIAL; i++) {
+		pthread_join(d[i].thr, NULL);
+		cr_assert_eq(d[i].ok, each, "dialer %d: %d of %d answered", i,
+			     d[i].ok, each);
+	}
+}
+
+/* NDIAL * @each connections through a proxy of two shards whose log
+ * buffers hold @buf bytes; then the file is parsed line by line. */
+static void two_shards(uint64_t buf, int each, bool exact)
+{
+	const unsigned long long n = (unsigned long long)NDIAL * each;
+	struct upstream u;
+	struct fix f;
+
+	up_start(&u);
+	fix_begin(&f, &u.addr);
+	f.cfg.access_log_buf = buf;
+	fix_up(&f);
+	dial_many(&f.pa, each);
+	up_wait(&u, (unsigned)n);
+	fix_stop(&f);
+	up_stop(&u);
+	cr_assert_eq(f.st.conns_total, n);
+	cr_assert_eq(f.st.access_log_errors, 0);
+	cr_assert_eq(f.st.access_log_records + f.st.access_log_dropped, n);
+	if (exact) {
+		cr_assert_eq(f.st.access_log_records, n);
+		cr_assert_eq(f.st.access_log_dropped, 0);
+	}
+	/* Every line whole and parsed (read_log()), one per record kept,
+	 * the drops said in the file as counted. */
+	struct rec *r = calloc(n, sizeof(*r));
+	unsigned long long said;
+	cr_assert_not_null(r);
+	int lines = read_log(f.log, r, (int)n, &said);
+	cr_assert_eq((unsigned long long)lines, f.st.access_log_records);
+	cr_assert_eq(said, f.st.access_log_dropped);
+	for (int i = 0; i < lines; i++) {
+		cr_assert_eq(r[i].up, 1, "line %d", i);
+		cr_assert_eq(r[i].down, 2, "line %d", i);
+		cr_assert_str_eq(r[i].code, "C-", "line %d", i);
+	}
+	free(r);
+	fix_end(&f);
+}
+
+/* Small buffers: many writes from both shards at once, each appending
+ * whole lines; none is ever cut by the other shard's. */
+Test(access_log, two_shards_never_mix_lines)
+{
+	two_shards(4096, 300, false);
+}
+
+/* Buffers that cannot fill: exactly one line per connection. */
+Test(access_log, records_equal_connections_exactly)
+{
+	two_shards(0, 250, true);
+}
+
+/* ---- a write error -------------------------------------------------------- */
+
+#define NFULL 40
+
+/* Every write fails (ENOSPC): counted, each line counted as dropped, and
+ * the proxy forwards every connection. */
+Test(access_log, write_error_counted_and_forwarding_goes_on)
+{
+	struct upstream u;
+	struct fix f;
+	char ans[16];
+
+	up_start(&u);
+	fix_begin(&f, &u.addr);
+	f.cfg.access_log = "/dev/full";
+	fix_up(&f);
+	for (int i = 0; i < NFULL; i++) {
+		int fd = pw_test_dial(&f.pa);
+		cr_assert_geq(fd, 0);
+		cr_assert_eq(exchange(fd, "x", 1, ans, sizeof(ans)), 2);
+		close(fd);
+		if (i == NFULL / 2)	    /* two failed writes at least */
+			usleep(150 * 1000); /* over a flush period */
+	}
+	fix_stop(&f);
+	up_stop(&u);
+	cr_assert_eq(f.st.conns_total, NFULL);
+	cr_assert_eq(f.st.resets + f.st.connect_errors, 0);
+	cr_assert_eq(f.st.access_log_records, NFULL);
+	cr_assert_eq(f.st.access_log_dropped, NFULL);
+	cr_assert_geq(f.st.access_log_errors, 1);
+	fix_end(&f);
+}
+
+/* ---- the command: SIGHUP, standard output ---------------------------- */
+
+/* Read what the child writes to @fd until its end. */
+static void read_rest(int fd, char *text, size_t size, size_t *len)
+{
+	ssize_t n;
+
+	while (*len + 1 < size &&
+	       (n = read(fd, text + *len, size - 1 - *len)) > 0)
+		*len += (size_t)n;
+	text[*len] = '\0';
+	close(fd);
+}
+
+/* Start `pinwheel proxy` on @up logging to @log with @shards; its
+ * address into *@pa, its output's pipe into *@out. */
+static pid_t px_cmd(const struct pw_net_addr *up, const char *log,
+		    const char *shards, struct pw_net_addr *pa, int *out,
+		    char *text, size_t size, size_t *len)
+{
+	char upaddr[PW_NET_ADDR_STRLEN + 1];
+	char *argv[] = {
+		"pinwheel",   "proxy",	      "--listen",	  "127.0.0.1:0",
+		"--upstream", upaddr,	      "--access-log",	  (char *)log,
+		"--shards",   (char *)shards, "--check-interval", "0",
+		NULL
+	};
+	pid_t pid;
+
+	static const char key[] = "listening on ";
+	char addr[PW_NET_ADDR_STRLEN + 1];
+	const char *at;
+	size_t n;
+
+	pw_net_addr_format(up, upaddr, sizeof(upaddr));
+	pid = pw_test_cmd_start(argv, out);
+	/* "listening on ADDR, 1 upstream ..." */
+	at = pw_test_read_until(*out, text, size, len, key) + sizeof(key) - 1;
+	n = strcspn(at, ", \n");
+	cr_assert_lt(n, sizeof(addr), "%s", text);
+	memcpy(addr, at, n);
+	addr[n] = '\0';
+	cr_assert_eq(pw_net_addr_parse(pa, addr), 0, "banner: %s", text);
+	return pid;
+}
+
+static void dial_n(const struct pw_net_addr *pa, int n)
+{
+	for (int i = 0; i < n; i++)
+		cr_assert(dial_once(pa), "connection %d not answered", i);
+}
+
+#define NROT 100
+
+/* The newlines in @path (0 when it cannot be read). */
+static int count_lines(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	if (!f)
+		return 0;
+	while ((c = getc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
+}
+
+/* Rotation: the file renamed, SIGHUP, more connections: the lines of the
+ * old and the new file together are one per connection. */
+Test(access_log, command_sighup_rotation_loses_no_line)
+{
+	struct upstream u;
+	struct pw_net_addr pa;
+	char dir[64], log[96], old[100], text[16384];
+	size_t len = 0;
+	int out, st;
+
+	if (access(PW_BUILDDIR "/pinwheel", X_OK))
+		cr_skip_test("the pinwheel command is not built");
+	pw_test_time_limit(20);
+	up_start(&u);
+	snprintf(dir, sizeof(dir), "/tmp/pw-alog-XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+	snprintf(log, sizeof(log), "%s/access.log", dir);
+	snprintf(old, sizeof(old), "%s.1", log);
+	pid_t pid =
+		px_cmd(&u.addr, log, "2", &pa, &out, text, sizeof(text), &len);
+	dial_n(&pa, NROT);
+	/* Written within a flush period. */
+	PW_TEST_WAIT_UNTIL(count_lines(log) == NROT, PW_TEST_WAIT_SECS,
+			   "%d lines of %d in %s", count_lines(log), NROT, log);
+	cr_assert_eq(rename(log, old), 0);
+	cr_assert_eq(kill(pid, SIGHUP), 0);
+	/* The reopen creates the file again. */
+	PW_TEST_WAIT_UNTIL(!access(log, F_OK), PW_TEST_WAIT_SECS,
+			   "%s not reopened", log);
+	dial_n(&pa, NROT);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	read_rest(out, text, sizeof(text), &len);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "status %d: %s", st, text);
+	up_stop(&u);
+	cr_assert_not_null(strstr(text, "log=(records=200 dropped=0 errors=0)"),
+			   "%s", text);
+	struct rec *r = calloc(2 * NROT, sizeof(*r));
+	unsigned long long d1, d2;
+	cr_assert_not_null(r);
+	int n1 = read_log(old, r, 2 * NROT, &d1);
+	int n2 = read_log(log, r + n1, 2 * NROT - n1, &d2);
+	cr_assert_eq(n1 + n2, 2 * NROT, "%d + %d lines", n1, n2);
+	cr_assert_eq(d1 + d2, 0);
+	cr_assert_geq(n1, NROT);
+	free(r);
+	unlink(log);
+	unlink(old);
+	rmdir(dir);
+}
+
+/* "-": the lines go to standard output, between the banner and the
+ * summary. */
+Test(access_log, command_log_to_stdout)
+{
+	struct upstream u;
+	struct pw_net_addr pa;
+	char text[16384];
+	size_t len = 0;
+	int out, st, lines = 0;
+
+	if (access(PW_BUILDDIR "/pinwheel", X_OK))
+		cr_skip_test("the pinwheel command is not built");
+	pw_test_time_limit(20);
+	up_start(&u);
+	pid_t pid =
+		px_cmd(&u.addr, "-", "1", &pa, &out, text, sizeof(text), &len);
+	dial_n(&pa, 3);
+	cr_assert_eq(kill(pid, SIGINT), 0);
+	read_rest(out, text, sizeof(text), &len);
+	cr_assert_eq(waitpid(pid, &st, 0), pid);
+	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "status %d: %s", st, text);
+	up_stop(&u);
+	for (const char *p = text; (p = strstr(p, " 1 2 C-\n")); p++)
+		lines++;
+	cr_assert_eq(lines, 3, "%s", text);
+	cr_assert_not_null(strstr(text, "log=(records=3 dropped=0 errors=0)"),
+			   "%s", text);
+}
+
 /* ---- the log alone ------------------------------------------------------ */
+
+/* Add a record to the log from the shard running it. */
+struct adder {
+	struct pw_access_log *log;
+	const struct pw_access_rec *r;
+};
+
+static enum pw_poll add_poll(struct pw_cx *cx, void *state)
+{
+	struct adder *a = state;
+
+	pw_access_log_add(a->log, a->r);
+	return pw_ready(cx, pw_shard_id());
+}
+
+/* Add @r on shard @shard of @rt; the shard that ran it must be @shard. */
+static void add_on(struct pw_runtime *rt, unsigned shard,
+		   struct pw_access_log *log, const struct pw_access_rec *r)
+{
+	struct adder a = { log, r };
+	struct pw_rjoin *h;
+	int64_t res = -1;
+
+	cr_assert_eq(pw_runtime_spawn_join(rt, shard, add_poll, &a, sizeof(a),
+					   NULL, 0, &h),
+		     0);
+	cr_assert_eq(pw_rjoin_wait(h, &res, NULL, 0), 0);
+	cr_assert_eq(res, (int64_t)shard);
+}
 
 Test(access_log, format_and_flush)
 {
@@ -635,6 +981,7 @@ Test(access_log, format_and_flush)
 	char line[PW_ACCESS_LOG_LINE], dir[64], path[96];
 	struct pw_access_log *log;
 	struct pw_access_log_stats st;
+	struct pw_runtime *rt;
 
 	cr_assert_eq(pw_net_addr_parse(&c, "[::1]:5"), 0);
 	cr_assert_eq(pw_net_addr_parse(&l, "127.0.0.1:80"), 0);
@@ -655,21 +1002,37 @@ Test(access_log, format_and_flush)
 	snprintf(dir, sizeof(dir), "/tmp/pw-alog-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/a.log", dir);
-	cr_assert_eq(pw_access_log_open(&log, path, 2, 0), 0);
-	pw_access_log_add(log, 0, &r);
-	pw_access_log_add(log, 1, &r);
-	pw_access_log_add(log, 7, &r);
+	rt = pw_test_runtime(2);
+	cr_assert_eq(pw_access_log_open(&log, rt, path, 0), 0);
+	add_on(rt, 0, log, &r);
+	add_on(rt, 1, log, &r);
+	add_on(rt, 1, log, &r);
 	cr_assert_eq(pw_access_log_flush(log, 5 * PW_NSEC_PER_SEC), 0);
 	size_t len = 0;
 	char *text = pw_test_slurp(path, &len);
 	cr_assert_not_null(text);
 	cr_assert_eq(len, 3 * strlen(line));
 	free(text);
-	pw_access_log_close(log, &st);
+	pw_access_log_stats(log, &st);
 	cr_assert_eq(st.records, 3);
 	cr_assert_eq(st.dropped, 0);
-	cr_assert_eq(pw_access_log_open(&log, "/nonexistent/dir/a.log", 1, 0),
+	/* One more, from a thread that is not a shard: counted as lost. */
+	pw_access_log_add(log, &r);
+	pw_access_log_stop(log);
+	cr_assert_eq(pw_access_log_flush(log, PW_NSEC_PER_SEC), -ESHUTDOWN);
+	struct pw_access_log *bad = NULL;
+	cr_assert_eq(pw_access_log_open(&bad, rt, "/nonexistent/dir/a.log", 0),
 		     -ENOENT);
+	cr_assert_null(bad);
+	pw_runtime_destroy(rt);
+	pw_access_log_close(log, &st);
+	cr_assert_eq(st.records, 3);
+	cr_assert_eq(st.dropped, 1);
+	cr_assert_eq(st.write_errors, 0);
+	text = pw_test_slurp(path, &len);
+	cr_assert_not_null(text);
+	cr_assert_eq(len, 3 * strlen(line));
+	free(text);
 	unlink(path);
 	rmdir(dir);
 }
