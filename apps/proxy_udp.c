@@ -106,6 +106,9 @@ struct pw_proxy_udp {
 	/* Set by pw_proxy_udp_drain() (release), read by the listeners and
 	 * flows (acquire): pairs so that a flow sees the drain once woken. */
 	_Atomic int draining;
+	/* Listeners still reading: set before they are spawned, release
+	 * sub by each as it ends, acquire load by pw_proxy_udp_drain(). */
+	_Atomic unsigned live;
 	struct pxd_shard *sh;
 };
 
@@ -146,7 +149,7 @@ struct pxd_task {
 struct pxd_listener {
 	struct pw_proxy_udp *u;
 	unsigned idx;
-	bool started, stopped, cancelled;
+	bool started, stopped, cancelled, ended;
 	pw_time_t tick;
 	struct pw_udp_recv rx;
 	struct pw_udp_dgram d;
@@ -562,6 +565,13 @@ static bool drain_asked(const struct pw_proxy_udp *u)
 	return atomic_load_explicit(&u->draining, memory_order_acquire);
 }
 
+static void listener_end(struct pxd_listener *l)
+{
+	l->ended = true;
+	/* Release: pairs with the acquire load in pw_proxy_udp_drain(). */
+	atomic_fetch_sub_explicit(&l->u->live, 1, memory_order_release);
+}
+
 static enum pw_poll listener_poll(struct pw_cx *cx, void *state)
 {
 	struct pxd_listener *l = state;
@@ -595,6 +605,7 @@ static enum pw_poll listener_poll(struct pw_cx *cx, void *state)
 	}
 	if (pw_udp_recv_in_flight(&l->rx))
 		return PW_PENDING;
+	listener_end(l);
 	return pw_ready(cx, 0);
 }
 
@@ -604,6 +615,8 @@ static void listener_drop(void *state)
 
 	if (l->started)
 		pw_udp_recv_cancel(&l->rx);
+	if (!l->ended)
+		listener_end(l);
 }
 
 /* ---- the API -------------------------------------------------------- */
@@ -690,6 +703,8 @@ static int udp_run(struct pw_proxy_udp *u, const struct pw_config *rt)
 	if (err)
 		return err;
 	pw_udp_socket_addr(u->sock, &u->addr);
+	/* Relaxed: the spawns publish it to the shards. */
+	atomic_store_explicit(&u->live, u->nshards, memory_order_relaxed);
 	for (unsigned i = 0; i < u->nshards; i++) {
 		struct pxd_listener l;
 
@@ -698,8 +713,12 @@ static int udp_run(struct pw_proxy_udp *u, const struct pw_config *rt)
 		l.idx = i;
 		err = pw_runtime_spawn(u->rt, i, listener_poll, &l, sizeof(l),
 				       listener_drop);
-		if (err)
+		if (err) {
+			/* Relaxed: as above; those not spawned never end. */
+			atomic_fetch_sub_explicit(&u->live, u->nshards - i,
+						  memory_order_relaxed);
 			return err;
+		}
 	}
 	return 0;
 }
@@ -787,7 +806,8 @@ int pw_proxy_udp_stats(const struct pw_proxy_udp *u,
 	out->flows_answered = sum(u, D_ANSWERED);
 	out->flows_drained = sum(u, D_DRAINED);
 	out->flows_refused = sum(u, D_REFUSED);
-	out->flow_errors = sum(u, D_FLOW_ERR) + sum(u, D_FAILED);
+	out->flows_failed = sum(u, D_FAILED);
+	out->flow_errors = sum(u, D_FLOW_ERR);
 	out->dgrams_in = sum(u, D_IN);
 	out->dgrams_up = sum(u, D_UP);
 	out->bytes_up = sum(u, D_BYTES_UP);
@@ -807,12 +827,21 @@ int pw_proxy_udp_stats(const struct pw_proxy_udp *u,
 
 int pw_proxy_udp_drain(struct pw_proxy_udp *u)
 {
+	struct timespec ms = { 0, PW_NSEC_PER_MSEC };
+
 	if (!u)
 		return -EINVAL;
 	/* Release: pairs with the acquire loads in drain_asked() and
 	 * flow_answered(). */
 	atomic_store_explicit(&u->draining, 1, memory_order_release);
-	return 0;
+	/* Each listener looks at the flag at its next datagram or tick. */
+	for (int i = 0; i < 5000; i++) {
+		/* Acquire: pairs with the release sub in listener_end(). */
+		if (!atomic_load_explicit(&u->live, memory_order_acquire))
+			return 0;
+		nanosleep(&ms, NULL);
+	}
+	return -ETIMEDOUT;
 }
 
 int pw_proxy_udp_destroy(struct pw_proxy_udp *u,
@@ -822,7 +851,6 @@ int pw_proxy_udp_destroy(struct pw_proxy_udp *u,
 
 	if (!u)
 		return -EINVAL;
-	pw_proxy_udp_drain(u);
 	pw_runtime_destroy(u->rt);
 	pw_proxy_udp_stats(u, &st);
 	if (final)
@@ -889,17 +917,18 @@ static void flow_counters(struct pw_expo *e, const struct pw_proxy_udp_stats *s)
 	labelled(e, "udp_flows_closed",
 		 "UDP flows closed, by cause: idle (--udp-idle), answered "
 		 "(--udp-responses or the drain), drain (cut at the drain "
-		 "deadline).",
-		 "cause", (const char *[]){ "idle", "answered", "drain" },
+		 "deadline), error (of the flow's socket).",
+		 "cause",
+		 (const char *[]){ "idle", "answered", "drain", "error" },
 		 (const uint64_t[]){ s->flows_expired, s->flows_answered,
-				     s->flows_drained },
-		 3);
+				     s->flows_drained, s->flows_failed },
+		 4);
 	one(e, "udp_flows_refused",
 	    "Datagrams of new clients dropped at --udp-max-flows.",
 	    PW_EXPO_COUNTER, s->flows_refused);
 	one(e, "udp_flow_errors",
 	    "Datagrams of new clients dropped: no socket or task for the "
-	    "flow; and flows ended by a socket error.",
+	    "flow.",
 	    PW_EXPO_COUNTER, s->flow_errors);
 }
 

@@ -51,6 +51,7 @@ struct pw_proxy_udp_stats {
 	uint64_t flows_drained;	 /* closed at the drain deadline */
 	uint64_t flows_refused;	 /* datagrams of new clients dropped at
 				    max_flows */
+	uint64_t flows_failed;	 /* closed by an error of their socket */
 	uint64_t flow_errors;	 /* datagrams of new clients dropped: the
 				    flow's socket or task could not be made */
 	uint64_t dgrams_in;	 /* datagrams received from clients */
@@ -119,8 +120,11 @@ int pw_proxy_udp_stats(const struct pw_proxy_udp *u,
  * afterwards wait in the sockets, unread); flows go on receiving
  * replies, and each closes once answered (every client datagram has
  * its replies: responses each, else one), when idle, or when the
- * proxy is destroyed. Calling it again does nothing.
- * Return: 0; -EINVAL for NULL. Context: any thread but a shard.
+ * proxy is destroyed. Returns once every listener has stopped reading
+ * (each looks at the drain at its next datagram, or within 50 ms).
+ * Calling it again only waits.
+ * Return: 0; -ETIMEDOUT when a listener still reads after 5 s; -EINVAL
+ * for NULL. Context: any thread but a shard.
  */
 int pw_proxy_udp_drain(struct pw_proxy_udp *u);
 
