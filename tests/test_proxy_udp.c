@@ -47,7 +47,7 @@ struct up_srv {
 static void up_answer(struct up_srv *s, const char *b, ssize_t n,
 		      const struct sockaddr_storage *from, socklen_t flen)
 {
-	static char out[MAXDG + 8192];
+	static _Thread_local char out[MAXDG + 8192];
 
 	if (s->delay_ms)
 		poll(NULL, 0, s->delay_ms);
@@ -256,7 +256,7 @@ Test(proxy_udp, byte_exact_boundaries_from_the_listen_address)
 	send_to(c, &x.pa, out, MAXDG + 1);
 	send_to(c, &x.pa, "BIG", 3);
 	cr_assert_eq(ask(c, &x.pa, "after"), 'A');
-	UX_WAIT(&x, st, st.trunc_down == 1);
+	UX_WAIT(&x, st, st.trunc_down == 1 && st.dgrams_down == 8);
 	cr_assert_eq(st.trunc_up, 1);
 	cr_assert_eq(st.trunc_down, 1);
 	cr_assert(nothing_waiting(c));
@@ -328,12 +328,14 @@ Test(proxy_udp, idle_timeout_closes_the_flow)
 	struct ux x;
 
 	ux_config(&x, 1);
-	x.o.idle_ns = 300 * PW_NSEC_PER_MSEC;
+	/* Long enough for the answer to come back before it on a loaded
+	 * machine; the test waits for it to pass, never sleeps. */
+	x.o.idle_ns = PW_NSEC_PER_SEC;
 	ux_up(&x);
 	int c = client();
 	cr_assert_eq(ask(c, &x.pa, "q1"), 'A');
 	st = ux_stats(&x);
-	cr_assert_eq(st.flows_active, 1);
+	cr_assert_eq(st.flows_created, 1);
 	UX_WAIT(&x, st, st.flows_active == 0);
 	cr_assert_eq(st.flows_active, 0);
 	cr_assert_eq(st.flows_expired, 1);
@@ -341,7 +343,7 @@ Test(proxy_udp, idle_timeout_closes_the_flow)
 	cr_assert_eq(ask(c, &x.pa, "q2"), 'B');
 	st = ux_stats(&x);
 	cr_assert_eq(st.flows_created, 2);
-	cr_assert_eq(st.flows_active, 1);
+	cr_assert_eq(st.flows_expired + st.flows_active, 2);
 	close(c);
 	ux_finish(&x);
 }
@@ -423,7 +425,7 @@ Test(proxy_udp, flood_loss_is_counted)
 {
 	size_t n = (size_t)(20000 * pw_test_scale());
 	struct pw_proxy_udp_stats st;
-	uint64_t kd = 0, fw;
+	uint64_t kd = 0, fw, out;
 	char m[64];
 	struct ux x;
 
@@ -442,18 +444,18 @@ Test(proxy_udp, flood_loss_is_counted)
 		st = ux_stats(&x);
 		cr_assert_eq(pw_udp_drops(x.a.fd, &kd), 0);
 		fw = atomic_load(&x.a.got) + kd;
+		out = st.dgrams_up + st.trunc_up + st.send_err_up +
+		      st.backlog_dropped + st.closed_dropped +
+		      st.flows_refused + st.flow_errors;
 		if ((st.dgrams_in + st.kernel_drops == n &&
-		     fw == st.dgrams_up) ||
+		     st.dgrams_in == out && fw == st.dgrams_up) ||
 		    !pw_test_wait_step(dl))
 			break;
 	}
 	cr_assert_eq(st.dgrams_in + st.kernel_drops, n, "in %llu kernel %llu",
 		     (unsigned long long)st.dgrams_in,
 		     (unsigned long long)st.kernel_drops);
-	cr_assert_eq(st.dgrams_in, st.dgrams_up + st.trunc_up + st.send_err_up +
-					   st.backlog_dropped +
-					   st.closed_dropped +
-					   st.flows_refused + st.flow_errors);
+	cr_assert_eq(st.dgrams_in, out);
 	cr_assert_eq(fw, st.dgrams_up);
 	cr_assert_eq(atomic_load(&x.a.got) + kd + st.kernel_drops +
 			     st.dgrams_in - st.dgrams_up,
