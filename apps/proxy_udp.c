@@ -48,8 +48,10 @@
 #define NSRV PW_PROXY_MAX_UPSTREAMS
 /* How often a listener looks at the drain flag when no datagram comes. */
 #define PXD_TICK_NS (50 * PW_NSEC_PER_MSEC)
-/* Client datagrams one flow may hold waiting for its upstream send. */
-#define PXD_QUEUE 8
+/* Client datagrams one flow may hold waiting for its upstream send, and
+ * the most it sends in one batch (one submission). */
+#define PXD_QUEUE 16
+#define PXD_BATCH 8
 
 /* Per-shard counters (indices into struct pxd_shard.c). */
 enum {
@@ -140,9 +142,13 @@ struct pxd_flow {
 struct pxd_task {
 	struct pxd_flow *f;
 	bool started, closing, cancelled, down_busy;
-	int cause; /* D_EXPIRED, D_ANSWERED, D_FAILED */
+	int cause;   /* D_EXPIRED, D_ANSWERED, D_FAILED */
+	unsigned nb; /* datagrams in the batch in flight, 0: none */
 	struct pw_udp_recv rx;
-	struct pw_udp_send up, down;
+	struct pw_udp_batch up;
+	struct pw_udp_out out[PXD_BATCH];
+	struct iovec iov[PXD_BATCH];
+	struct pw_udp_send down;
 	struct pw_udp_dgram dd; /* the reply being sent to the client */
 };
 
@@ -283,31 +289,52 @@ static void flow_free(struct pxd_flow *f)
 
 /* ---- a flow's task -------------------------------------------------- */
 
-/* Send the queued client datagrams up, one at a time. */
+/* The head of @f's queue, up to PXD_BATCH datagrams, as @t's batch. */
+static void batch_fill(struct pxd_task *t, struct pxd_flow *f)
+{
+	t->nb = f->qn < PXD_BATCH ? f->qn : PXD_BATCH;
+	for (unsigned i = 0; i < t->nb; i++) {
+		struct pxd_held *h = &f->q[(f->qh + i) % PXD_QUEUE];
+
+		t->iov[i] = (struct iovec){ h->data, h->len };
+		t->out[i] =
+			(struct pw_udp_out){ .iov = &t->iov[i], .iovcnt = 1 };
+	}
+}
+
+/* Send the queued client datagrams up, a batch at a time. */
 static void flow_up(struct pw_cx *cx, struct pxd_task *t)
 {
 	struct pxd_flow *f = t->f;
 	int32_t res;
 
 	while (f->qn) {
-		struct pxd_held *h = &f->q[f->qh];
-		struct pw_udp_dgram d = { .data = h->data, .bid = h->bid };
-
-		if (pw_udp_send_to_poll(cx, &t->up, h->data, h->len, NULL,
-					PW_TIME_NEVER, &res) == PW_PENDING)
+		if (!t->nb)
+			batch_fill(t, f);
+		if (pw_udp_batch_poll(cx, &t->up, t->out, t->nb, PW_TIME_NEVER,
+				      &res) == PW_PENDING)
 			return;
-		if (res >= 0) {
-			ctr(f->sh, D_UP, 1);
-			ctr(f->sh, D_BYTES_UP, (uint64_t)res);
-			dg_add(f->sh, f->slot, 0);
-			pxu_bytes(f->sh->uv, f->slot, false, (uint64_t)res);
-		} else {
-			ctr(f->sh, D_ERR_UP, 1);
+		for (unsigned i = 0; i < t->nb; i++) {
+			struct pxd_held *h = &f->q[f->qh];
+			struct pw_udp_dgram d = { .data = h->data,
+						  .bid = h->bid };
+			int32_t r = res < 0 ? res : t->out[i].res;
+
+			if (r >= 0) {
+				ctr(f->sh, D_UP, 1);
+				ctr(f->sh, D_BYTES_UP, (uint64_t)r);
+				dg_add(f->sh, f->slot, 0);
+				pxu_bytes(f->sh->uv, f->slot, false,
+					  (uint64_t)r);
+			} else {
+				ctr(f->sh, D_ERR_UP, 1);
+			}
+			(void)pw_udp_dgram_release(&d);
+			f->qh = (uint8_t)((f->qh + 1) % PXD_QUEUE);
+			f->qn--;
+			f->sh->queued--;
 		}
-		(void)pw_udp_dgram_release(&d);
-		f->qh = (uint8_t)((f->qh + 1) % PXD_QUEUE);
-		f->qn--;
-		f->sh->queued--;
+		t->nb = 0;
 	}
 }
 
@@ -390,29 +417,31 @@ static bool flow_answered(const struct pxd_task *t)
 	/* Acquire: pairs with the release store in pw_proxy_udp_drain(). */
 	if (!per && atomic_load_explicit(&f->u->draining, memory_order_acquire))
 		per = 1;
-	return per && !f->qn && !t->down_busy &&
+	return per && !f->qn && !t->nb && !t->down_busy &&
 	       f->replies >= f->requests * per;
 }
 
-/* Cancel the leaves, wait for their final completions, then free. */
+/* Cancel the leaves, wait for their final completions, then give back
+ * what the flow holds and free it. */
 static enum pw_poll flow_end(struct pw_cx *cx, struct pxd_task *t)
 {
 	struct pxd_flow *f = t->f;
 
 	if (!t->cancelled) {
 		t->cancelled = true;
-		flow_unqueue(f, D_CLOSED_DROP);
-		if (t->down_busy)
-			(void)pw_udp_dgram_release(&t->dd);
-		t->down_busy = false;
 		pw_udp_recv_cancel(&t->rx);
-		pw_udp_send_cancel(&t->up);
+		pw_udp_batch_cancel(&t->up);
 		pw_udp_send_cancel(&t->down);
 		ctr(f->sh, t->cause, 1);
 	}
-	if (pw_udp_recv_in_flight(&t->rx) || pw_udp_send_in_flight(&t->up) ||
+	if (pw_udp_recv_in_flight(&t->rx) || pw_udp_batch_in_flight(&t->up) ||
 	    pw_udp_send_in_flight(&t->down))
 		return PW_PENDING;
+	flow_unqueue(f, D_CLOSED_DROP);
+	t->nb = 0;
+	if (t->down_busy)
+		(void)pw_udp_dgram_release(&t->dd);
+	t->down_busy = false;
 	flow_free(f);
 	t->f = NULL;
 	return pw_ready(cx, 0);
@@ -427,7 +456,7 @@ static enum pw_poll flow_poll(struct pw_cx *cx, void *state)
 		t->started = true;
 		f->waker = pw_cx_waker(cx);
 		pw_udp_recv_init(&t->rx, f->fd, 0);
-		pw_udp_send_init(&t->up, f->fd, 0);
+		pw_udp_batch_init(&t->up, f->fd);
 		pw_udp_send_init(&t->down, f->lfd, 0);
 	}
 	if (!t->closing) {
@@ -455,7 +484,7 @@ static void flow_drop(void *state)
 		if (t->down_busy)
 			(void)pw_udp_dgram_release(&t->dd);
 		pw_udp_recv_cancel(&t->rx);
-		pw_udp_send_cancel(&t->up);
+		pw_udp_batch_cancel(&t->up);
 		pw_udp_send_cancel(&t->down);
 	}
 	if (!t->cancelled)
