@@ -297,6 +297,24 @@ Test(proxy_udp, round_robin_over_new_flows_and_sticky_clients)
 	ux_finish(&x);
 }
 
+Test(proxy_udp, weights_of_the_upstream_table)
+{
+	static const char want[] = "ABAABA";
+	struct ux x;
+	int c[6];
+
+	ux_config(&x, 1);
+	x.cfg.upstream_weight[0] = 2; /* --upstream A@2,B */
+	ux_up(&x);
+	for (int i = 0; i < 6; i++) {
+		c[i] = client();
+		cr_assert_eq(ask(c[i], &x.pa, "w"), want[i], "client %d", i);
+	}
+	for (int i = 0; i < 6; i++)
+		close(c[i]);
+	ux_finish(&x);
+}
+
 Test(proxy_udp, many_clients_on_two_shards)
 {
 	struct pw_proxy_udp_stats st;
