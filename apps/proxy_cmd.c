@@ -20,6 +20,7 @@
 #include "apps/cli.h"
 #include "apps/driver.h"
 #include "apps/proxy.h"
+#include "apps/proxy_udp.h"
 
 /* ---- the command ---------------------------------------------------- */
 
@@ -34,6 +35,12 @@ static struct px_cmd {
 	const char *access_log;
 	struct pw_proxy_config cfg;
 	struct pw_proxy *p;
+	/* --udp: the forwarder of proxy_udp.h instead. */
+	bool udp;
+	uint64_t udp_idle, udp_max_flows, udp_responses;
+	struct pw_proxy_udp *u;
+	int argc;
+	char **argv;
 } P;
 
 static const struct px_cmd px_defaults = {
@@ -52,6 +59,8 @@ static const struct px_cmd px_defaults = {
 	.fail_tmo = 10 * PW_NSEC_PER_SEC,
 	.res_int = 60 * PW_NSEC_PER_SEC,
 	.pp_timeout = 5 * PW_NSEC_PER_SEC,
+	.udp_idle = 30 * PW_NSEC_PER_SEC,
+	.udp_max_flows = 65536,
 };
 
 static const struct pw_cli_opt px_opts[] = {
@@ -128,11 +137,22 @@ static const struct pw_cli_opt px_opts[] = {
 	  "SIZE",
 	  "each shard's access log buffer; records beyond it are dropped "
 	  "(256k)" },
+	{ "--udp", PW_CLI_BOOL, &P.udp, 0, 0, NULL,
+	  "forward UDP datagrams instead, by flow (client address)" },
+	{ "--udp-idle", PW_CLI_DURATION, &P.udp_idle, PW_NSEC_PER_MSEC,
+	  24 * 3600 * PW_NSEC_PER_SEC, "DURATION",
+	  "--udp: close a flow with no datagram either way this long (30s)" },
+	{ "--udp-max-flows", PW_CLI_UINT, &P.udp_max_flows, 1, 1u << 24, "N",
+	  "--udp: flows per shard; new clients beyond are dropped (65536)" },
+	{ "--udp-responses", PW_CLI_UINT, &P.udp_responses, 0, 1000000, "N",
+	  "--udp: close a flow once each of its datagrams has N replies "
+	  "(DNS: 1); 0: only when idle (0)" },
 };
 
 static const struct pw_cli_cmd px_cmd = {
 	.name = "pinwheel proxy",
-	.about = "Forward TCP connections from --listen to the --upstream "
+	.about = "Forward TCP connections (with --udp: UDP datagrams) from "
+		 "--listen to the --upstream "
 		 "servers until SIGINT or SIGTERM.",
 	.opts = px_opts,
 	.nopts = sizeof(px_opts) / sizeof(px_opts[0]),
@@ -186,8 +206,94 @@ static int px_setup_pp(struct pw_drv *d)
 	return 0;
 }
 
+/* ---- --udp ------------------------------------------------------------- */
+
+/* Flags of TCP mode only, and of --udp only. */
+static const char *const px_tcp_only[] = {
+	"--check-interval",
+	"--check-timeout",
+	"--rise",
+	"--fall",
+	"--max-fails",
+	"--fail-timeout",
+	"--resolve-interval",
+	"--high-water",
+	"--idle-timeout",
+	"--send-timeout",
+	"--connect-timeout",
+	"--max-conns",
+	"--takeover",
+	"--send-proxy",
+	"--send-proxy-v2",
+	"--accept-proxy",
+	"--accept-proxy-timeout",
+	"--access-log",
+	"--access-log-buffer",
+};
+static const char *const px_udp_only[] = { "--udp-idle", "--udp-max-flows",
+					   "--udp-responses" };
+
+/* Whether @name (with its dashes) was on the command line, as --name or
+ * --name=VALUE (the values of the command's own flags skipped). */
+static bool px_given(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (int i = 1; i < P.argc; i++) {
+		const char *a = P.argv[i];
+
+		if (!strncmp(a, name, n) && (a[n] == '\0' || a[n] == '='))
+			return true;
+		for (size_t k = 0; k < sizeof(px_opts) / sizeof(px_opts[0]);
+		     k++)
+			if (!strcmp(a, px_opts[k].name) &&
+			    px_opts[k].type != PW_CLI_BOOL)
+				i++;
+	}
+	return false;
+}
+
+/* A flag of the other mode is refused, naming it. */
+static int px_udp_flags(struct pw_drv *d)
+{
+	const char *const *l = P.udp ? px_tcp_only : px_udp_only;
+	size_t n = P.udp ? sizeof(px_tcp_only) / sizeof(px_tcp_only[0]) :
+			   sizeof(px_udp_only) / sizeof(px_udp_only[0]);
+
+	for (size_t i = 0; i < n; i++)
+		if (px_given(l[i]))
+			return pw_cli_fail(&d->cli, 2,
+					   P.udp ? "%s is for TCP, not --udp" :
+						   "%s needs --udp",
+					   l[i]);
+	return 0;
+}
+
+/* --udp's own checks: IP addresses only; the drain and stats. */
+static int px_udp_setup(struct pw_drv *d)
+{
+	sa_family_t f = P.cfg.listen.u.sa.sa_family;
+
+	if (f != AF_INET && f != AF_INET6)
+		return pw_cli_fail(&d->cli, 2,
+				   "--listen: --udp needs an IPv4 or IPv6 "
+				   "address");
+	for (unsigned i = 0; i < P.cfg.nupstreams; i++) {
+		f = P.cfg.upstream[i].u.sa.sa_family;
+		if (f != AF_INET && f != AF_INET6)
+			return pw_cli_fail(&d->cli, 2,
+					   "--upstream: --udp needs IPv4 or "
+					   "IPv6 servers");
+	}
+	d->drain_ns = P.drain;
+	d->tick_ns = P.stats ? PW_NSEC_PER_SEC : 0;
+	return 0;
+}
+
 static int px_setup(struct pw_drv *d)
 {
+	if (px_udp_flags(d))
+		return 2;
 	if (pw_cli_addr(&d->cli, "--listen", P.listen, PW_CLI_ADDR_LISTEN,
 			&P.cfg.listen))
 		return 2;
@@ -222,6 +328,8 @@ static int px_setup(struct pw_drv *d)
 	P.cfg.listen_flags = P.reuse_port ? PW_NET_LISTEN_SHARE_PORT : 0;
 	P.cfg.net.buf_count = (uint32_t)P.nbufs;
 	P.cfg.net.buf_size = (uint32_t)P.bufsz;
+	if (P.udp)
+		return px_udp_setup(d);
 	if (px_setup_pp(d))
 		return 2;
 	d->drain_ns = P.drain;
@@ -231,12 +339,37 @@ static int px_setup(struct pw_drv *d)
 	return 0;
 }
 
+/* The UDP forwarder, with the runtime it creates. */
+static int px_udp_start(struct pw_drv *d)
+{
+	struct pw_proxy_udp_opts o = {
+		.idle_ns = P.udp_idle,
+		.max_flows = P.udp_max_flows,
+		.responses = P.udp_responses,
+	};
+	int err = pw_proxy_udp_start(&P.u, &P.cfg, &o);
+
+	if (err) {
+		P.u = NULL;
+		return pw_cli_fail(&d->cli, 1, "cannot start: %s",
+				   err == -EADDRINUSE || err == -EACCES ||
+						   err == -EADDRNOTAVAIL ?
+					   strerror(-err) :
+					   pw_strerror_setup(err));
+	}
+	d->rt = pw_proxy_udp_runtime(P.u);
+	pw_proxy_udp_addr(P.u, &d->addr);
+	return 0;
+}
+
 /* The proxy, with the runtime it creates. */
 static int px_start(struct pw_drv *d)
 {
 	int err;
 
 	P.cfg.rt = d->cfg;
+	if (P.udp)
+		return px_udp_start(d);
 	P.cfg.adopt = d->adopt;
 	P.cfg.nadopt = d->nadopt;
 	err = pw_proxy_start(&P.p, &P.cfg);
@@ -258,8 +391,8 @@ static void px_banner(struct pw_drv *d, FILE *f)
 {
 	int n = pw_runtime_shards(d->rt);
 
-	fprintf(f, ", %u upstream%s (%s), %d shard%s", P.cfg.nupstreams,
-		P.cfg.nupstreams == 1 ? "" : "s",
+	fprintf(f, "%s, %u upstream%s (%s), %d shard%s", P.udp ? " (udp)" : "",
+		P.cfg.nupstreams, P.cfg.nupstreams == 1 ? "" : "s",
 		P.cfg.balance == PW_PROXY_LEASTCONN ? "leastconn" :
 						      "roundrobin",
 		n, n == 1 ? "" : "s");
@@ -288,9 +421,17 @@ static void px_line_pp(const struct pw_proxy_stats *s, char *buf, size_t size)
 /* The counters as one line, "pinwheel proxy: open=...". */
 static void px_line(void)
 {
+	struct pw_proxy_udp_stats us;
 	struct pw_proxy_stats st;
 	char line[512];
 
+	if (P.udp) {
+		pw_proxy_udp_stats(P.u, &us);
+		pw_proxy_udp_stats_line(&us, line, sizeof(line));
+		printf("pinwheel proxy: %s\n", line);
+		fflush(stdout);
+		return;
+	}
 	pw_proxy_stats(P.p, &st);
 	pw_proxy_stats_line(&st, line, sizeof(line));
 	px_line_pp(&st, line, sizeof(line));
@@ -462,6 +603,10 @@ static void px_counters(struct pw_drv *d, struct pw_expo *e)
 	};
 
 	(void)d;
+	if (P.udp) {
+		pw_proxy_udp_counters(P.u, e);
+		return;
+	}
 	if (!P.p || pw_proxy_stats(P.p, &st))
 		return;
 	px_one(e, "connections_accepted", "Client connections accepted.",
@@ -530,16 +675,41 @@ static void px_counters(struct pw_drv *d, struct pw_expo *e)
 static void px_drain(struct pw_drv *d)
 {
 	(void)d;
-	pw_proxy_drain(P.p, 0);
+	if (P.udp)
+		pw_proxy_udp_drain(P.u);
+	else
+		pw_proxy_drain(P.p, 0);
 }
 
 static int px_open(struct pw_drv *d)
 {
+	struct pw_proxy_udp_stats us;
 	struct pw_proxy_stats st;
 
 	(void)d;
+	if (P.udp) {
+		pw_proxy_udp_stats(P.u, &us);
+		return (int)us.flows_active;
+	}
 	pw_proxy_stats(P.p, &st);
 	return (int)st.conns_open;
+}
+
+/* Destroy the UDP forwarder and its runtime; the final counters. */
+static int px_udp_stop(struct pw_drv *d, int status)
+{
+	struct pw_proxy_udp_stats us;
+	char line[512];
+
+	if (!P.u)
+		return status;
+	pw_proxy_udp_destroy(P.u, &us);
+	pw_proxy_udp_stats_line(&us, line, sizeof(line));
+	printf("pinwheel proxy: stopped (%d flow%s closed at the drain "
+	       "deadline); %s\n",
+	       d->left, d->left == 1 ? "" : "s", line);
+	fflush(stdout);
+	return status;
 }
 
 /* Destroy the proxy and its runtime; the final counters. */
@@ -548,6 +718,8 @@ static int px_stop(struct pw_drv *d, int status)
 	struct pw_proxy_stats st;
 	char line[512];
 
+	if (P.udp)
+		return px_udp_stop(d, status);
 	if (!P.p)
 		return status;
 	pw_proxy_destroy(P.p, &st);
@@ -576,6 +748,8 @@ static const struct pw_drv_ops px_ops = {
 int pw_app_proxy(int argc, char **argv)
 {
 	P = px_defaults;
+	P.argc = argc;
+	P.argv = argv;
 	pw_proxy_config_init(&P.cfg);
 	return pw_drv_main(&px_cmd, &px_ops, argc, argv);
 }
