@@ -135,7 +135,8 @@ static const struct pw_cli_opt px_opts[] = {
 	  "one line per closed connection, appended to FILE; '-': stdout" },
 	{ "--access-log-buffer", PW_CLI_SIZE, &P.log_buf, 4096, 1ull << 30,
 	  "SIZE",
-	  "each shard's access log buffer; records beyond it are dropped "
+	  "the size of each of a shard's two access log buffers (one "
+	  "filling, one being written); records beyond both are dropped "
 	  "(256k)" },
 	{ "--udp", PW_CLI_BOOL, &P.udp, 0, 0, NULL,
 	  "forward UDP datagrams instead, by flow (client address)" },
