@@ -17,6 +17,7 @@ static const struct pw_app_cmd {
 	const char *what;
 } cmds[] = {
 	{ "echo", pw_app_echo, "run an echo server (TCP or Unix socket)" },
+	{ "udp-echo", pw_app_udp_echo, "run a UDP echo server (datagrams)" },
 	{ "http", pw_app_http, "run a fixed-body HTTP/1.1 server (for wrk)" },
 	{ "load", pw_app_load,
 	  "generate HTTP or echo load; latency percentiles, throughput" },
