@@ -59,6 +59,8 @@
 enum pw_load_proto {
 	PW_LOAD_HTTP, /* METHOD path HTTP/1.1, Host, headers, keep-alive */
 	PW_LOAD_ECHO, /* size bytes out, the same bytes back */
+	PW_LOAD_UDP,  /* a datagram of size bytes out, the same back, on a
+			 connected UDP socket (apps/load_udp.h) */
 };
 
 /* Significant digits of the run's histograms. */
@@ -153,26 +155,47 @@ struct pw_load_errors {
 	uint64_t other;	  /* any other socket error */
 };
 
+/*
+ * Datagrams of a UDP run (PW_LOAD_UDP), measured requests only. Every
+ * request sent ends once: sent == received + lost + in_flight.
+ */
+struct pw_load_udp_stats {
+	uint64_t sent;	      /* requests sent */
+	uint64_t received;    /* answered within the timeout (= requests) */
+	uint64_t lost;	      /* not answered within the timeout, or the
+			       socket failed (err.timeout, part of err.other) */
+	uint64_t in_flight;   /* neither when the run ended or was stopped */
+	uint64_t late;	      /* answers to an earlier request of the
+			       connection (one lost, or a duplicate) */
+	uint64_t bad;	      /* datagrams that answer nothing: a length,
+			       payload or sequence number never sent, or
+			       truncated */
+	uint64_t send_errors; /* sends that failed (err.other) */
+	uint64_t icmp;	      /* ICMP errors the socket reported (port
+				 unreachable...) */
+};
+
 /* A run's results. pw_load_run() sets it up; free with
  * pw_load_result_destroy(). */
 struct pw_load_result {
 	uint64_t requests; /* measured requests answered well */
 	uint64_t errors;   /* measured requests failed (sum of err) */
 	struct pw_load_errors err;
-	uint64_t bad_status;	 /* of err.bad: well-formed, status out of
+	uint64_t bad_status;	      /* of err.bad: well-formed, status out of
 				       200..399 */
-	uint64_t connects;	 /* connections opened, warm-up included */
-	uint64_t bytes_sent;	 /* measured */
-	uint64_t bytes_received; /* measured */
-	uint64_t elapsed_ns;	 /* measured time */
-	double throughput;	 /* requests / elapsed, per second */
-	unsigned shards;	 /* shards the connections ran on */
-	bool stopped;		 /* the wait hook ended the run early */
-	uint64_t start_wall_ns;	 /* CLOCK_REALTIME when the measured run
+	uint64_t connects;	      /* connections opened, warm-up included */
+	uint64_t bytes_sent;	      /* measured */
+	uint64_t bytes_received;      /* measured */
+	uint64_t elapsed_ns;	      /* measured time */
+	double throughput;	      /* requests / elapsed, per second */
+	unsigned shards;	      /* shards the connections ran on */
+	bool stopped;		      /* the wait hook ended the run early */
+	uint64_t start_wall_ns;	      /* CLOCK_REALTIME when the measured run
 				    began */
-	struct pw_hist latency;	 /* from due time (open loop) or send time
+	struct pw_hist latency;	      /* from due time (open loop) or send time
 				       (closed loop) to the whole answer */
-	struct pw_hist service;	 /* from the actual send to the answer */
+	struct pw_hist service;	      /* from the actual send to the answer */
+	struct pw_load_udp_stats udp; /* PW_LOAD_UDP only */
 };
 
 /**
