@@ -7,8 +7,9 @@
  * of a runtime the caller created (connection i on shard i % shards), and
  * drives one request at a time on each: an HTTP/1.1 keep-alive request
  * (GET by default; any method, header lines and body, built once by
- * apps/load_req.c and sent as the same bytes every time), or an echo of
- * a fixed payload. A target with several addresses (a name that
+ * apps/load_req.c and sent as the same bytes every time), an echo of
+ * a fixed payload, or a datagram of it on a connected UDP socket, answered
+ * within the timeout or lost (PW_LOAD_UDP: apps/load_udp.c). A target with several addresses (a name that
  * resolved to several) gets connection i on address i % naddrs. Two
  * ways to load:
  *
@@ -114,15 +115,16 @@ struct pw_load_config {
 			     16 MiB), sent with a Content-Length; NULL:
 			     none */
 	size_t body_len;
-	size_t size;	      /* echo payload bytes, 1..16 MiB (64) */
-	unsigned conns;	      /* connections, 1..65536 (1) */
-	uint64_t rate;	      /* requests/s over all connections; 0: closed
+	size_t size;	/* echo payload bytes, 1..16 MiB (64); udp 8..65507 */
+	unsigned conns; /* connections, 1..65536 (1) */
+	uint64_t rate;	/* requests/s over all connections; 0: closed
 				  loop (the default) */
 	uint64_t duration_ns; /* measured time; 0: until requests (10 s when
 				  both are 0) */
 	uint64_t requests;    /* measured requests; 0: until duration */
 	uint64_t warmup_ns;   /* warm-up before measuring (1 s) */
-	uint64_t timeout_ns;  /* per connect and per request (2 s) */
+	uint64_t timeout_ns;  /* per connect and per request (2 s); udp:
+				 per datagram */
 	/*
 	 * Called by the thread in pw_load_run() between checks (every 10 ms
 	 * or so): wait up to @ns, and return true to stop the run early.
@@ -219,7 +221,7 @@ void pw_load_config_init(struct pw_load_config *cfg);
  * and no addrs, conns 0, a path that is empty, not starting with '/' or
  * holding a blank or control byte, a host with one, a request that
  * pw_load_req_check() refuses, a method, header or body with the echo
- * protocol); -ENOMEM; or the error of
+ * or udp protocol, a udp size out of 8..65507); -ENOMEM; or the error of
  * pw_runtime_spawn() (the connections already spawned are stopped first,
  * and @res is left unset).
  * Context: any thread that is not a shard of @rt.
@@ -238,7 +240,8 @@ void pw_load_result_destroy(struct pw_load_result *res);
  * its addresses when it had several, or was a name or URL), the
  * percentile table (p50, p90, p99, p99.9, p99.99, max) of latency and
  * service time in adaptive units (812.45us, 12.34ms, 1.03s: apps/units.h),
- * the mean and min, then requests, errors by cause, throughput and bytes.
+ * the mean and min, then requests, errors by cause, throughput and bytes;
+ * for PW_LOAD_UDP a line of datagrams (struct pw_load_udp_stats).
  * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
  * Context: any thread.
  */
@@ -263,7 +266,8 @@ struct pw_load_outputs {
  * ns), "latency_hdr" (the latency histogram whole, in HdrHistogram's V2
  * compressed encoding as base64: what `pinwheel report` merges), and
  * "hgrm" and "hdr_log" (the file names in @out, or null; @out may be
- * NULL).
+ * NULL), and for PW_LOAD_UDP "udp" {sent, received, lost, in_flight,
+ * late, bad, send_errors, icmp}.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM; -EIO when writing
  * failed.
  * Context: any thread.
