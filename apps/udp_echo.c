@@ -9,7 +9,9 @@
  * submission of many sendmsg requests), release them, and wait again. A
  * datagram longer than a receive buffer holds (--buffer-size less
  * PW_UDP_RECV_OVERHEAD) arrives truncated: it is counted and never
- * echoed cut. A send that fails is counted. What the kernel dropped
+ * echoed cut. An echo is counted as sent when it joins the batch (so a
+ * report never lags what a peer received), and as a send error too if
+ * its send then fails. What the kernel dropped
  * because a socket's queue was full is read from the sockets
  * (pw_udp_drops()) by every report.
  *
@@ -106,6 +108,10 @@ static void ue_take(struct ue_task *t)
 		pw_udp_dgram_release(d);
 		return;
 	}
+	/* Counted as sent once it is in the batch: before the peer can see
+	 * its echo, so a report never lags what a peer has received. */
+	ue_add(UE_OUT, 1);
+	ue_add(UE_BYTES_OUT, d->len);
 	t->iov[t->k].iov_base = d->data;
 	t->iov[t->k].iov_len = d->len;
 	t->out[t->k].iov = &t->iov[t->k];
@@ -125,16 +131,12 @@ static void ue_drain(struct pw_cx *cx, struct ue_task *t)
 		ue_take(t);
 }
 
-/* Count the batch's outcome and give its datagrams back. */
+/* Count the batch's failed sends and give its datagrams back. */
 static void ue_sent(struct ue_task *t)
 {
 	for (unsigned i = 0; i < t->k; i++) {
-		if (t->out[i].res >= 0) {
-			ue_add(UE_OUT, 1);
-			ue_add(UE_BYTES_OUT, (uint64_t)t->out[i].res);
-		} else {
+		if (t->out[i].res < 0)
 			ue_add(UE_SEND_ERR, 1);
-		}
 		pw_udp_dgram_release(&t->d[i]);
 	}
 	t->k = 0;
@@ -332,7 +334,7 @@ static int ue_stop(struct pw_drv *d, int status)
 	(void)d;
 	if (U.u) {
 		printf("pinwheel udp-echo: stopped; %" PRIu64
-		       " datagrams in, %" PRIu64 " echoed, %" PRIu64
+		       " datagrams in, %" PRIu64 " sent back, %" PRIu64
 		       " truncated, %" PRIu64 " send errors, %" PRIu64
 		       " dropped by the kernel\n",
 		       ue_sum(UE_IN), ue_sum(UE_OUT), ue_sum(UE_TRUNC),
@@ -357,10 +359,13 @@ static void ue_counters(struct pw_drv *d, struct pw_expo *e)
 {
 	(void)d;
 	ue_one(e, "received_datagrams", "Datagrams received.", ue_sum(UE_IN));
-	ue_one(e, "sent_datagrams", "Datagrams echoed back.", ue_sum(UE_OUT));
+	ue_one(e, "sent_datagrams",
+	       "Echoes sent (send_errors counts those that failed).",
+	       ue_sum(UE_OUT));
 	ue_one(e, "received_bytes", "Bytes of the datagrams received.",
 	       ue_sum(UE_BYTES_IN));
-	ue_one(e, "sent_bytes", "Bytes echoed back.", ue_sum(UE_BYTES_OUT));
+	ue_one(e, "sent_bytes", "Bytes of the echoes sent.",
+	       ue_sum(UE_BYTES_OUT));
 	ue_one(e, "truncated_datagrams",
 	       "Datagrams longer than a buffer: counted, not echoed.",
 	       ue_sum(UE_TRUNC));
