@@ -8,6 +8,9 @@
  * that loses its connection hands its slot (quota, schedule) to a fresh
  * task and finishes: every leaf of a socket dies with the task that used
  * it, so no leaf is re-armed while the kernel may still complete it.
+ * With --proto udp the task is apps/load_udp.c's; the run below (its
+ * shards, histograms, progress and intervals, shared through
+ * apps/load_int.h) and the reports are the same.
  *
  * Each shard's counters and histograms are written only by that shard's
  * thread. The thread in pw_load_run() reads them once every connection
