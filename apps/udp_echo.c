@@ -218,9 +218,9 @@ static const struct pw_cli_opt ue_opts[] = {
 	{ "--buffers", PW_CLI_UINT, &U.nbufs, 8, 32768, "N",
 	  "receive buffers per shard, a power of two (512)" },
 	{ "--buffer-size", PW_CLI_SIZE, &U.bufsz, 256, 1 << 20, "SIZE",
-	  "bytes per receive buffer (4k); a datagram longer than SIZE "
-	  "less 112 is counted as truncated, not echoed (65619 echoes "
-	  "any)" },
+	  "bytes per receive buffer, rounded up to a multiple of 64 (4k); "
+	  "a datagram longer than SIZE less 112 is counted as truncated, "
+	  "not echoed (65619 echoes any)" },
 	{ "--rcvbuf", PW_CLI_SIZE, &U.rcvbuf, 0, 1 << 30, "SIZE",
 	  "SO_RCVBUF of each socket (0: the kernel's default)" },
 	{ "--sndbuf", PW_CLI_SIZE, &U.sndbuf, 0, 1 << 30, "SIZE",
@@ -259,6 +259,9 @@ static int ue_setup(struct pw_drv *d)
 				   "--buffers: %" PRIu64
 				   " is not a power of two",
 				   U.nbufs);
+	/* A multiple of 64: each buffer starts with the kernel's header,
+	 * read in place (an odd size would misalign every other one). */
+	U.bufsz = (U.bufsz + 63) / 64 * 64;
 	pw_net_config_init(&U.net);
 	U.net.buf_count = (uint32_t)U.nbufs;
 	U.net.buf_size = (uint32_t)U.bufsz;
