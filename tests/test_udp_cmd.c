@@ -63,10 +63,10 @@ static void ue_stop(struct ue *u)
 	cr_assert_eq(st, 0, "udp-echo: %s", u->out);
 }
 
-/* The number after "KEY": (a JSON member) or KEY (a text) in @text. */
+/* The number after "KEY": (a JSON member) in @text. */
 static uint64_t num_of(const char *text, const char *key)
 {
-	char k[128];
+	char k[192];
 	const char *at;
 	unsigned long long v;
 
