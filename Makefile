@@ -11,6 +11,8 @@
 #                     clang's libFuzzer, ASan and UBSan
 #   make bench        Google Benchmark micro benchmarks (table + JSON, then
 #                     one summary table; BENCH_ARGS adds flags)
+#   make udp-floor    build/udp-floor, the plain recvmmsg/sendmmsg echo
+#                     server bench/udp.sh measures udp-echo against
 #   make bench-compare BASE=REF   the benchmarks of git ref REF against
 #                     this tree's, alternated, with the U test's verdict
 #   make run          the main job: pinwheel bench, shard against steal
@@ -81,7 +83,9 @@ LIB_SRCS := $(sort $(wildcard core/*.c shard/*.c timer/*.c net/*.c fs/*.c numa/*
 	core/*.S))
 APP_SRCS := $(sort $(wildcard apps/*.c))
 TEST_SRCS := $(sort $(wildcard tests/*.c))
-BENCH_SRCS := $(sort $(wildcard bench/*.c))
+# bench/udp_floor.c is a program of its own (make udp-floor), not a
+# micro benchmark.
+BENCH_SRCS := $(filter-out bench/udp_floor.c,$(sort $(wildcard bench/*.c)))
 
 LIB_OBJS := $(patsubst %.S,$(BUILD)/obj/%.o,$(LIB_SRCS:%.c=$(BUILD)/obj/%.o))
 APP_OBJS := $(APP_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -95,7 +99,7 @@ TESTS := $(BUILD)/pinwheel-tests
 BENCHES := $(BUILD)/pinwheel-bench
 DEPS_STAMP := build/.deps-ok
 
-.PHONY: all deps test test-run test-aarch64 test-install check-exports check-includes asan tsan ubsan \
+.PHONY: all deps test test-run test-aarch64 test-install check-exports check-includes asan tsan ubsan udp-floor \
 	bench bench-compare test-bench-compare bench-peers run install format \
 	format-check clean
 
@@ -170,6 +174,13 @@ $(TESTS): $(TEST_OBJS) $(TEST_APP_OBJS) $(LIB_A)
 
 # The app modules the benchmarks time directly (the same set).
 BENCH_APP_OBJS := $(TEST_APP_OBJS)
+
+# The floor of bench/udp.sh: a plain recvmmsg/sendmmsg echo server.
+UDP_FLOOR := $(BUILD)/udp-floor
+udp-floor: $(UDP_FLOOR)
+$(UDP_FLOOR): $(BUILD)/obj/bench/udp_floor.o
+	$(call msg,LD,$@)
+	$(Q)$(CC) $(SANLD) -o $@ $<
 
 $(BENCHES): $(BENCH_OBJS) $(BENCH_APP_OBJS) $(LIB_A)
 	$(call msg,LD,$@)

@@ -8,6 +8,7 @@
 int pw_app_demo(int argc, char **argv);
 int pw_app_topo(int argc, char **argv);
 int pw_app_echo(int argc, char **argv);
+int pw_app_udp_echo(int argc, char **argv);
 int pw_app_http(int argc, char **argv);
 int pw_app_load(int argc, char **argv);
 int pw_app_proxy(int argc, char **argv);

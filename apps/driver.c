@@ -49,18 +49,26 @@ static int runtime_json(const struct pw_metrics *m, FILE *f)
 	return err;
 }
 
-/* The short name of the command: "http" of "pinwheel http". */
-static const char *cmd_name(const struct pw_drv *d)
+/* The short name of the command as metric names spell it into @out
+ * (@size bytes): "http" of "pinwheel http", "udp_echo" of "pinwheel
+ * udp-echo" (a dash is not allowed in a metric name). */
+static const char *cmd_name(const struct pw_drv *d, char *out, size_t size)
 {
 	const char *sp = strrchr(d->cmd->name, ' ');
+	size_t i;
 
-	return sp ? sp + 1 : d->cmd->name;
+	sp = sp ? sp + 1 : d->cmd->name;
+	for (i = 0; sp[i] && i + 1 < size; i++)
+		out[i] = sp[i] == '-' ? '_' : sp[i];
+	out[i] = '\0';
+	return out;
 }
 
 int pw_drv_report(struct pw_drv *d, FILE *f, enum pw_expo_format fmt)
 {
 	struct pw_metrics m;
 	struct pw_expo e;
+	char name[32];
 	int err, end;
 
 	if (!d->rt || !f)
@@ -73,7 +81,7 @@ int pw_drv_report(struct pw_drv *d, FILE *f, enum pw_expo_format fmt)
 	pw_metrics_free(&m);
 	if (err)
 		return err;
-	pw_expo_begin_members(&e, f, fmt, cmd_name(d));
+	pw_expo_begin_members(&e, f, fmt, cmd_name(d, name, sizeof(name)));
 	if (d->ops->counters)
 		d->ops->counters(d, &e);
 	if (d->scrape)

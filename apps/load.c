@@ -8,6 +8,9 @@
  * that loses its connection hands its slot (quota, schedule) to a fresh
  * task and finishes: every leaf of a socket dies with the task that used
  * it, so no leaf is re-armed while the kernel may still complete it.
+ * With --proto udp the task is apps/load_udp.c's; the run below (its
+ * shards, histograms, progress and intervals, shared through
+ * apps/load_int.h) and the reports are the same.
  *
  * Each shard's counters and histograms are written only by that shard's
  * thread. The thread in pw_load_run() reads them once every connection
@@ -48,81 +51,19 @@
 #include "apps/driver.h"
 #include "apps/http_parse.h"
 #include "apps/load.h"
+#include "apps/load_int.h"
 #include "apps/load_req.h"
+#include "apps/load_udp.h"
 #include "apps/resolve.h"
 #include "apps/units.h"
 #include "pinwheel/hist_hdr.h"
 
-#define STOP_SLICE_NS  (50 * PW_NSEC_PER_MSEC)
 #define CHECK_NS       (10 * PW_NSEC_PER_MSEC)
-#define BACKOFF_NS     (10 * PW_NSEC_PER_MSEC)
 #define SNAP_WAIT_NS   (200 * PW_NSEC_PER_MSEC)
 #define LOAD_SIZE_MAX  PW_LOAD_BODY_MAX
 #define LOAD_CONNS_MAX 65536u
-#define NO_QUOTA       UINT64_MAX
 
 /* ---- the run ----------------------------------------------------------- */
-
-/* One shard's numbers; written by that shard's thread only. */
-struct load_shard {
-	_Alignas(64) struct pw_hist lat, svc;
-	uint64_t requests, answers, connects, errors, bad_status;
-	struct pw_load_errors err;
-	uint64_t bytes_sent, bytes_recv;
-	uint64_t last_done; /* CLOCK_MONOTONIC of the last measured answer */
-	uint64_t served;    /* the last snap_req this shard answered */
-	/* The progress snapshot (see the top of the file). */
-	struct pw_hist snap;
-	uint64_t snap_requests, snap_errors, snap_answers;
-	/* release: publishes the snapshot above; pairs with the acquire load
-	 * in take_snapshot(). */
-	_Atomic uint64_t snap_done;
-	/* The interval mailbox (see the top of the file): ivl is the
-	 * shard's, ivl_out the mailbox's. */
-	struct pw_hist ivl, ivl_out;
-	uint64_t ivl_served; /* the last ivl_req this shard answered */
-	/* release by the shard (ivl_out filled), acquire in
-	 * take_intervals(); release by the caller's thread (ivl_out
-	 * emptied), acquire in hand_interval(). */
-	atomic_bool ivl_full;
-};
-
-struct load_run {
-	const struct pw_load_config *cfg;
-	char *msg; /* the request or echo payload (malloc'd) */
-	size_t msg_len;
-	bool head_only;		      /* HEAD: an answer ends with its head */
-	uint64_t start, measure, end; /* CLOCK_MONOTONIC ns */
-	uint64_t interval;	      /* open loop: ns between one
-					 connection's requests; 0 closed */
-	unsigned nshards;
-	struct load_shard *shards;
-	/* relaxed: a bare flag the tasks poll; nothing is published with
-	 * it (the results travel with live). */
-	atomic_bool stop;
-	/* release (fetch_sub in conn_drop): publishes the dropping task's
-	 * writes to its shard's numbers; pairs with the acquire loads in
-	 * pw_load_run(). */
-	atomic_uint live;
-	/* release in take_snapshot(), acquire in maybe_snapshot(): a new
-	 * request hands the snapshots back to the shards. */
-	_Atomic uint64_t snap_req;
-	/* relaxed: a request number alone; the mailbox's ivl_full carries
-	 * the data both ways. */
-	_Atomic uint64_t ivl_req;
-	bool intervals;		/* cfg->interval is set */
-	struct pw_hist ivl_sum; /* the caller's thread's: this interval */
-	uint64_t ivl_next;	/* the index of the next interval */
-	uint64_t wall_measure;	/* CLOCK_REALTIME of run->measure */
-};
-
-/* What a connection carries over to its next socket. */
-struct load_slot {
-	struct load_run *run;
-	unsigned idx;
-	uint64_t quota; /* measured requests left, or NO_QUOTA */
-	uint64_t due;	/* open loop: when the next request is due */
-};
 
 enum {
 	ST_START,
@@ -166,7 +107,7 @@ struct load_conn {
 	struct pw_sleep sl;
 };
 
-static struct load_shard *my_shard(const struct load_run *run)
+struct load_shard *pw__load_shard(const struct load_run *run)
 {
 	int id = pw_shard_id();
 
@@ -175,7 +116,7 @@ static struct load_shard *my_shard(const struct load_run *run)
 
 /* The runtime deadline @at (CLOCK_MONOTONIC) maps to, cut at @slice from
  * now when @slice is not 0. */
-static uint64_t rt_deadline(uint64_t at, uint64_t slice)
+uint64_t pw__load_deadline(uint64_t at, uint64_t slice)
 {
 	uint64_t now = pw_cli_mono_ns();
 	uint64_t left = at > now ? at - now : 0;
@@ -186,7 +127,7 @@ static uint64_t rt_deadline(uint64_t at, uint64_t slice)
 	return rt + left;
 }
 
-static bool stopping(const struct load_run *run)
+bool pw__load_stopping(const struct load_run *run)
 {
 	/* relaxed: pairs with the relaxed stores in pw_load_run(); a bare
 	 * flag, no data travels with it. */
@@ -235,16 +176,29 @@ static void hand_interval(struct load_run *run, struct load_shard *sh)
 	atomic_store_explicit(&sh->ivl_full, true, memory_order_release);
 }
 
+void pw__load_ended(struct load_run *run, struct load_shard *sh, bool ok,
+		    uint64_t t_due, uint64_t t_sent, uint64_t now)
+{
+	if (run->intervals)
+		hand_interval(run, sh);
+	sh->answers++;
+	if (ok) {
+		pw_hist_record(&sh->lat, now - t_due);
+		pw_hist_record(&sh->svc, now - t_sent);
+		if (run->intervals)
+			pw_hist_record(&sh->ivl, now - t_due);
+	}
+	maybe_snapshot(run, sh);
+}
+
 /* Count the end of the request in flight. */
 static void request_end(struct load_conn *c, int how, uint64_t now)
 {
 	struct load_run *run = c->s.run;
-	struct load_shard *sh = my_shard(run);
+	struct load_shard *sh = pw__load_shard(run);
+	bool measured = c->t_due >= run->measure && now <= run->end;
 
-	if (run->intervals)
-		hand_interval(run, sh);
-	sh->answers++;
-	if (c->t_due >= run->measure && now <= run->end) {
+	if (measured) {
 		if (c->s.quota != NO_QUOTA && c->s.quota)
 			c->s.quota--;
 		sh->last_done = now;
@@ -252,10 +206,6 @@ static void request_end(struct load_conn *c, int how, uint64_t now)
 		sh->bytes_recv += c->rx_bytes;
 		if (how == END_OK) {
 			sh->requests++;
-			pw_hist_record(&sh->lat, now - c->t_due);
-			pw_hist_record(&sh->svc, now - c->t_sent);
-			if (run->intervals)
-				pw_hist_record(&sh->ivl, now - c->t_due);
 		} else {
 			sh->errors++;
 			switch (how) {
@@ -281,7 +231,8 @@ static void request_end(struct load_conn *c, int how, uint64_t now)
 			}
 		}
 	}
-	maybe_snapshot(run, sh);
+	pw__load_ended(run, sh, measured && how == END_OK, c->t_due, c->t_sent,
+		       now);
 }
 
 static int errno_end(int32_t res)
@@ -410,7 +361,8 @@ static int step_start(struct load_conn *c)
 {
 	struct load_run *run = c->s.run;
 
-	if (stopping(run) || pw_cli_mono_ns() >= run->end || c->s.quota == 0)
+	if (pw__load_stopping(run) || pw_cli_mono_ns() >= run->end ||
+	    c->s.quota == 0)
 		return END;
 	pw_connect_init(&c->cn, conn_addr(run->cfg, c->s.idx));
 	c->t_due = c->t_sent = pw_cli_mono_ns();
@@ -426,7 +378,7 @@ static int step_connect(struct pw_cx *cx, struct load_conn *c)
 	uint64_t limit = c->t_sent + run->cfg->timeout_ns;
 	int fd;
 
-	if (pw_connect_poll(cx, &c->cn, rt_deadline(limit, 0), &fd) ==
+	if (pw_connect_poll(cx, &c->cn, pw__load_deadline(limit, 0), &fd) ==
 	    PW_PENDING)
 		return WAIT;
 	if (fd < 0) {
@@ -436,7 +388,7 @@ static int step_connect(struct pw_cx *cx, struct load_conn *c)
 		c->step = ST_BACKOFF;
 		return GO;
 	}
-	my_shard(run)->connects++;
+	pw__load_shard(run)->connects++;
 	c->fd = fd;
 	pw_recv_init(&c->rx, fd);
 	pw_send_init(&c->tx, fd);
@@ -453,7 +405,7 @@ static int step_next(struct load_conn *c)
 	struct load_run *run = c->s.run;
 	uint64_t now = pw_cli_mono_ns();
 
-	if (stopping(run) || now >= run->end || c->s.quota == 0) {
+	if (pw__load_stopping(run) || now >= run->end || c->s.quota == 0) {
 		close_conn(c, false);
 		return GO;
 	}
@@ -472,7 +424,7 @@ static int step_next(struct load_conn *c)
 	}
 	c->s.due += run->interval;
 	c->step = ST_WAIT;
-	pw_sleep_init_at(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	pw_sleep_init_at(&c->sl, pw__load_deadline(c->t_due, STOP_SLICE_NS));
 	return GO;
 }
 
@@ -486,13 +438,13 @@ static int step_wait(struct pw_cx *cx, struct load_conn *c)
 	}
 	if (pw_sleep_poll(cx, &c->sl) == PW_PENDING)
 		return WAIT;
-	if (stopping(c->s.run)) {
+	if (pw__load_stopping(c->s.run)) {
 		close_conn(c, false);
 		return GO;
 	}
 	/* Woken early (a slice, or the clock's rounding): wait for the
 	 * rest. */
-	pw_sleep_reset(&c->sl, rt_deadline(c->t_due, STOP_SLICE_NS));
+	pw_sleep_reset(&c->sl, pw__load_deadline(c->t_due, STOP_SLICE_NS));
 	return GO;
 }
 
@@ -507,7 +459,7 @@ static int step_send(struct pw_cx *cx, struct load_conn *c)
 		c->t_sent = pw_cli_mono_ns();
 	}
 	if (pw_send_poll(cx, &c->tx, run->msg, run->msg_len,
-			 rt_deadline(c->t_sent + run->cfg->timeout_ns, 0),
+			 pw__load_deadline(c->t_sent + run->cfg->timeout_ns, 0),
 			 &res) == PW_PENDING)
 		return WAIT;
 	c->sending = false;
@@ -527,7 +479,7 @@ static void recv_timeout(struct load_conn *c)
 	struct load_run *run = c->s.run;
 	uint64_t now = pw_cli_mono_ns();
 
-	if (stopping(run) || now >= run->end)
+	if (pw__load_stopping(run) || now >= run->end)
 		close_conn(c, false);
 	else if (now >= c->t_limit)
 		fail(c, END_TIMEOUT);
@@ -542,8 +494,8 @@ static int step_recv(struct pw_cx *cx, struct load_conn *c)
 	bool whole;
 	int how;
 
-	if (pw_recv_poll(cx, &c->rx, rt_deadline(limit, STOP_SLICE_NS), &c->buf,
-			 &res) == PW_PENDING)
+	if (pw_recv_poll(cx, &c->rx, pw__load_deadline(limit, STOP_SLICE_NS),
+			 &c->buf, &res) == PW_PENDING)
 		return WAIT;
 	if (res == -ETIMEDOUT) {
 		recv_timeout(c);
@@ -583,8 +535,8 @@ static int step_close(struct pw_cx *cx, struct load_conn *c)
 	if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 		return WAIT;
 	c->fd = -1;
-	if (c->reconnect && !stopping(run) && pw_cli_mono_ns() < run->end &&
-	    c->s.quota)
+	if (c->reconnect && !pw__load_stopping(run) &&
+	    pw_cli_mono_ns() < run->end && c->s.quota)
 		hand_over(c);
 	return END;
 }
@@ -667,7 +619,7 @@ static int build_msg(const struct pw_load_config *cfg, char **out, size_t *len)
 {
 	char host[PW_NET_ADDR_STRLEN];
 
-	if (cfg->proto == PW_LOAD_ECHO) {
+	if (cfg->proto != PW_LOAD_HTTP) {
 		char *p = malloc(cfg->size);
 		if (!p)
 			return -ENOMEM;
@@ -692,7 +644,10 @@ static int check_config(const struct pw_load_config *cfg)
 	for (unsigned i = 0; i < cfg->naddrs; i++)
 		if (!cfg->addrs[i].len)
 			return -EINVAL;
-	if (cfg->proto == PW_LOAD_ECHO)
+	if (cfg->proto == PW_LOAD_UDP && (cfg->size < PW_LOAD_UDP_SIZE_MIN ||
+					  cfg->size > PW_LOAD_UDP_SIZE_MAX))
+		return -EINVAL;
+	if (cfg->proto != PW_LOAD_HTTP)
 		return cfg->size && cfg->size <= LOAD_SIZE_MAX &&
 				       !cfg->method && !cfg->nheaders &&
 				       !cfg->body ?
@@ -909,6 +864,7 @@ static void collect(struct load_run *run, struct pw_load_result *res,
 		res->connects += sh->connects;
 		res->bytes_sent += sh->bytes_sent;
 		res->bytes_received += sh->bytes_recv;
+		pw__load_udp_add(&res->udp, &sh->udp);
 		if (sh->last_done > last)
 			last = sh->last_done;
 	}
@@ -1025,14 +981,17 @@ static int spawn_conns(struct pw_runtime *rt, struct load_run *run)
 							  (double)cfg->rate);
 		c.fd = -1;
 		c.step = ST_START;
-		err = pw_runtime_spawn(rt, i % run->nshards, conn_poll, &c,
-				       sizeof(c), conn_drop);
+		if (cfg->proto == PW_LOAD_UDP)
+			err = pw__load_udp_spawn(rt, i % run->nshards, &c.s);
+		else
+			err = pw_runtime_spawn(rt, i % run->nshards, conn_poll,
+					       &c, sizeof(c), conn_drop);
 		if (err)
 			break;
 	}
 	if (err) {
 		/* Stop what runs; the rest never started. relaxed: the flag
-		 * pairs with the load in stopping(); the count, with no
+		 * pairs with the load in pw__load_stopping(); the count, with no
 		 * writes to publish, joins the release sequence of
 		 * conn_drop()'s decrements. */
 		atomic_store_explicit(&run->stop, true, memory_order_relaxed);
@@ -1082,7 +1041,7 @@ static uint64_t run_wait(struct load_run *run, struct pw_load_result *res,
 		} else if (wait_hook(cfg, CHECK_NS)) {
 			stopped_at = pw_cli_mono_ns();
 			res->stopped = true;
-			/* relaxed: pairs with the load in stopping(). */
+			/* relaxed: pairs with the load in pw__load_stopping(). */
 			atomic_store_explicit(&run->stop, true,
 					      memory_order_relaxed);
 		}
@@ -1137,7 +1096,9 @@ static const struct {
 /* The name of @cfg's protocol in both reports. */
 static const char *proto_name(const struct pw_load_config *cfg)
 {
-	return cfg->proto == PW_LOAD_ECHO ? "echo" : "http";
+	return cfg->proto == PW_LOAD_ECHO ? "echo" :
+	       cfg->proto == PW_LOAD_UDP  ? "udp" :
+					    "http";
 }
 
 /* The first line: what was loaded, on how many connections and shards,
@@ -1203,6 +1164,8 @@ int pw_load_print(const struct pw_load_config *cfg,
 		res->throughput, (double)res->elapsed_ns / 1e9, res->bytes_sent,
 		res->bytes_received, res->connects,
 		res->stopped ? "; stopped early" : "");
+	if (cfg->proto == PW_LOAD_UDP)
+		pw__load_udp_print(&res->udp, f);
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
 
@@ -1232,7 +1195,7 @@ static void json_request(const struct pw_load_config *cfg, FILE *f)
 	}
 	fprintf(f, "]");
 	json_str_or_null(f, "method",
-			 cfg->proto == PW_LOAD_ECHO ? NULL :
+			 cfg->proto != PW_LOAD_HTTP ? NULL :
 			 cfg->method		    ? cfg->method :
 						      "GET");
 }
@@ -1278,6 +1241,8 @@ int pw_load_write_json(const struct pw_load_config *cfg,
 	free(hdr);
 	json_str_or_null(f, "hgrm", out ? out->hgrm : NULL);
 	json_str_or_null(f, "hdr_log", out ? out->hdr_log : NULL);
+	if (cfg->proto == PW_LOAD_UDP)
+		pw__load_udp_json(&res->udp, f);
 	fprintf(f, "}\n");
 	return fflush(f) || ferror(f) ? -EIO : 0;
 }
@@ -1322,7 +1287,6 @@ static const struct load_cmd load_defaults = {
 	.size = 64,
 	.conns = 1,
 	.warmup = PW_NSEC_PER_SEC,
-	.timeout = 2 * PW_NSEC_PER_SEC,
 	.max_error_ppm = PW_CLI_PPM,
 };
 
@@ -1330,7 +1294,8 @@ static const struct pw_cli_opt load_opts[] = {
 	{ "--target", PW_CLI_STRING, &L.target, 0, 0, "T",
 	  "server: URL, HOST:PORT or address, or T alone (required)" },
 	{ "--proto", PW_CLI_STRING, &L.proto, 0, 0, "P",
-	  "http (keep-alive requests, the default) or echo" },
+	  "http (keep-alive requests, the default), echo, or udp "
+	  "(datagrams, each answered or lost)" },
 	{ "--method", PW_CLI_STRING, &L.method, 0, 0, "M",
 	  "HTTP method, a token (default GET)" },
 	{ "--header", PW_CLI_STRING, &L.header, 0, 0, "'N: V'",
@@ -1344,7 +1309,7 @@ static const struct pw_cli_opt load_opts[] = {
 	{ "--host", PW_CLI_STRING, &L.host, 0, 0, "HOST",
 	  "HTTP Host header (default: the target as given)" },
 	{ "--size", PW_CLI_SIZE, &L.size, 1, LOAD_SIZE_MAX, "N",
-	  "echo payload, 1..16M (default 64)" },
+	  "echo payload, 1..16M, udp 8..65507 (default 64)" },
 	{ "--conns", PW_CLI_UINT, &L.conns, 1, LOAD_CONNS_MAX, "N",
 	  "connections, one request outstanding on each (default 1)" },
 	{ "--rate", PW_CLI_UINT, &L.rate, 0, 1000000000ull, "R",
@@ -1358,7 +1323,8 @@ static const struct pw_cli_opt load_opts[] = {
 	  "warm-up whose samples are discarded (default 1s)" },
 	{ "--timeout", PW_CLI_DURATION, &L.timeout, PW_NSEC_PER_MSEC,
 	  3600 * PW_NSEC_PER_SEC, "D",
-	  "per connect and per request, 1ms..1h (default 2s)" },
+	  "per connect and per request, 1ms..1h (default 2s; udp: "
+	  "per datagram, 1s)" },
 	{ "--max-error-rate", PW_CLI_FRACTION, &L.max_error_ppm, 0, PW_CLI_PPM,
 	  "R", "exit 1 when more than R fail, e.g. 1% or 0.01 (100%)" },
 	{ "--json", PW_CLI_STRING, &L.json, 0, 0, "FILE",
@@ -1376,11 +1342,15 @@ static const struct pw_cli_opt load_opts[] = {
 static const struct pw_cli_cmd load_cmd = {
 	.name = "pinwheel load",
 	.about =
-		"Loads an HTTP/1.1 or echo server from the shards and "
-		"reports latency percentiles\n(from the due time in "
-		"open loop: coordinated omission corrected), errors "
-		"and\nthroughput. SIGINT stops early and still "
-		"reports.\n\nThe target: http://HOST[:PORT][/PATH][?QUERY] "
+		"Loads an HTTP/1.1, echo or UDP echo server from the shards "
+		"and reports latency\npercentiles (from the due time in "
+		"open loop: coordinated omission corrected),\nerrors "
+		"and throughput. SIGINT stops early and still "
+		"reports.\n\n--proto udp: each connection is a connected "
+		"UDP socket with one datagram in\nflight, carrying a "
+		"sequence number; one not answered within --timeout (1s) "
+		"is\nlost and the next is sent (sent = received + lost + "
+		"in flight at the end).\n\nThe target: http://HOST[:PORT][/PATH][?QUERY] "
 		"(its path and query are the\nrequest target, HOST[:PORT] "
 		"the Host header; no https), HOST:PORT, or an\naddress. "
 		"A name is resolved at start; connections spread round "
@@ -1617,7 +1587,7 @@ static int load_request(struct pw_drv *d)
 	struct pw_load_config *lc = &L.lc, t = *lc;
 	char why[160];
 
-	if (lc->proto == PW_LOAD_ECHO &&
+	if (lc->proto != PW_LOAD_HTTP &&
 	    (L.method || L.nheaders || L.body || L.body_file))
 		return pw_cli_fail(&d->cli, 2,
 				   "--method, -H and --body are for --proto "
@@ -1625,7 +1595,7 @@ static int load_request(struct pw_drv *d)
 	if (L.body && L.body_file)
 		return pw_cli_fail(&d->cli, 2,
 				   "--body and --body-file: give one");
-	if (lc->proto == PW_LOAD_ECHO)
+	if (lc->proto != PW_LOAD_HTTP)
 		return 0;
 	if (pw_load_req_check(&t, NULL, 0))
 		return pw_cli_fail(&d->cli, 2,
@@ -1665,11 +1635,21 @@ static int load_setup(struct pw_drv *d)
 	pw_load_config_init(lc);
 	if (L.args_error)
 		return pw_cli_fail(&d->cli, 2, "%s", L.args_error);
-	if (strcmp(L.proto, "http") && strcmp(L.proto, "echo"))
+	if (strcmp(L.proto, "http") && strcmp(L.proto, "echo") &&
+	    strcmp(L.proto, "udp"))
 		return pw_cli_fail(&d->cli, 2,
-				   "--proto: '%s' is not http or echo",
+				   "--proto: '%s' is not http, echo or udp",
 				   L.proto);
-	lc->proto = strcmp(L.proto, "http") ? PW_LOAD_ECHO : PW_LOAD_HTTP;
+	lc->proto = !strcmp(L.proto, "http") ? PW_LOAD_HTTP :
+		    !strcmp(L.proto, "echo") ? PW_LOAD_ECHO :
+					       PW_LOAD_UDP;
+	if (lc->proto == PW_LOAD_UDP &&
+	    (L.size < PW_LOAD_UDP_SIZE_MIN || L.size > PW_LOAD_UDP_SIZE_MAX))
+		return pw_cli_fail(&d->cli, 2,
+				   "--size: %" PRIu64 " is out of range %u..%u "
+				   "for --proto udp",
+				   L.size, PW_LOAD_UDP_SIZE_MIN,
+				   PW_LOAD_UDP_SIZE_MAX);
 	lc->path = L.path ? L.path : "/";
 	lc->host = L.host;
 	if ((st = load_target(d)) || (st = load_request(d)))
@@ -1680,7 +1660,9 @@ static int load_setup(struct pw_drv *d)
 	lc->duration_ns = L.duration;
 	lc->requests = L.requests;
 	lc->warmup_ns = L.warmup;
-	lc->timeout_ns = L.timeout;
+	lc->timeout_ns = L.timeout		  ? L.timeout :
+			 lc->proto == PW_LOAD_UDP ? PW_LOAD_UDP_TIMEOUT_NS :
+						    2 * PW_NSEC_PER_SEC;
 	if (load_start_at(d) || load_open_json(d) ||
 	    load_open_out(d, "--hgrm", L.hgrm, &L.hgrm_f) ||
 	    load_open_out(d, "--hdr-log", L.hdr_log, &L.log_f))
@@ -1823,6 +1805,8 @@ static void load_counters(struct pw_drv *d, struct pw_expo *e)
 	load_one(e, "sent_bytes", "Bytes sent, measured.", r->bytes_sent);
 	load_one(e, "received_bytes", "Bytes received, measured.",
 		 r->bytes_received);
+	if (L.lc.proto == PW_LOAD_UDP)
+		pw__load_udp_counters(e, &r->udp);
 }
 
 /* The JSON with --json, to the file opened in load_open_json() or to

@@ -7,8 +7,9 @@
  * of a runtime the caller created (connection i on shard i % shards), and
  * drives one request at a time on each: an HTTP/1.1 keep-alive request
  * (GET by default; any method, header lines and body, built once by
- * apps/load_req.c and sent as the same bytes every time), or an echo of
- * a fixed payload. A target with several addresses (a name that
+ * apps/load_req.c and sent as the same bytes every time), an echo of
+ * a fixed payload, or a datagram of it on a connected UDP socket, answered
+ * within the timeout or lost (PW_LOAD_UDP: apps/load_udp.c). A target with several addresses (a name that
  * resolved to several) gets connection i on address i % naddrs. Two
  * ways to load:
  *
@@ -59,6 +60,8 @@
 enum pw_load_proto {
 	PW_LOAD_HTTP, /* METHOD path HTTP/1.1, Host, headers, keep-alive */
 	PW_LOAD_ECHO, /* size bytes out, the same bytes back */
+	PW_LOAD_UDP,  /* a datagram of size bytes out, the same back, on a
+			 connected UDP socket (apps/load_udp.h) */
 };
 
 /* Significant digits of the run's histograms. */
@@ -112,15 +115,16 @@ struct pw_load_config {
 			     16 MiB), sent with a Content-Length; NULL:
 			     none */
 	size_t body_len;
-	size_t size;	      /* echo payload bytes, 1..16 MiB (64) */
-	unsigned conns;	      /* connections, 1..65536 (1) */
-	uint64_t rate;	      /* requests/s over all connections; 0: closed
+	size_t size;	/* echo payload bytes, 1..16 MiB (64); udp 8..65507 */
+	unsigned conns; /* connections, 1..65536 (1) */
+	uint64_t rate;	/* requests/s over all connections; 0: closed
 				  loop (the default) */
 	uint64_t duration_ns; /* measured time; 0: until requests (10 s when
 				  both are 0) */
 	uint64_t requests;    /* measured requests; 0: until duration */
 	uint64_t warmup_ns;   /* warm-up before measuring (1 s) */
-	uint64_t timeout_ns;  /* per connect and per request (2 s) */
+	uint64_t timeout_ns;  /* per connect and per request (2 s); udp:
+				 per datagram */
 	/*
 	 * Called by the thread in pw_load_run() between checks (every 10 ms
 	 * or so): wait up to @ns, and return true to stop the run early.
@@ -153,26 +157,47 @@ struct pw_load_errors {
 	uint64_t other;	  /* any other socket error */
 };
 
+/*
+ * Datagrams of a UDP run (PW_LOAD_UDP), measured requests only. Every
+ * request sent ends once: sent == received + lost + in_flight.
+ */
+struct pw_load_udp_stats {
+	uint64_t sent;	      /* requests sent */
+	uint64_t received;    /* answered within the timeout (= requests) */
+	uint64_t lost;	      /* not answered within the timeout, or the
+			       socket failed (err.timeout, part of err.other) */
+	uint64_t in_flight;   /* neither when the run ended or was stopped */
+	uint64_t late;	      /* answers to an earlier request of the
+			       connection (one lost, or a duplicate) */
+	uint64_t bad;	      /* datagrams that answer nothing: a length,
+			       payload or sequence number never sent, or
+			       truncated */
+	uint64_t send_errors; /* sends that failed (err.other) */
+	uint64_t icmp;	      /* ICMP errors the socket reported (port
+				 unreachable...) */
+};
+
 /* A run's results. pw_load_run() sets it up; free with
  * pw_load_result_destroy(). */
 struct pw_load_result {
 	uint64_t requests; /* measured requests answered well */
 	uint64_t errors;   /* measured requests failed (sum of err) */
 	struct pw_load_errors err;
-	uint64_t bad_status;	 /* of err.bad: well-formed, status out of
+	uint64_t bad_status;	      /* of err.bad: well-formed, status out of
 				       200..399 */
-	uint64_t connects;	 /* connections opened, warm-up included */
-	uint64_t bytes_sent;	 /* measured */
-	uint64_t bytes_received; /* measured */
-	uint64_t elapsed_ns;	 /* measured time */
-	double throughput;	 /* requests / elapsed, per second */
-	unsigned shards;	 /* shards the connections ran on */
-	bool stopped;		 /* the wait hook ended the run early */
-	uint64_t start_wall_ns;	 /* CLOCK_REALTIME when the measured run
+	uint64_t connects;	      /* connections opened, warm-up included */
+	uint64_t bytes_sent;	      /* measured */
+	uint64_t bytes_received;      /* measured */
+	uint64_t elapsed_ns;	      /* measured time */
+	double throughput;	      /* requests / elapsed, per second */
+	unsigned shards;	      /* shards the connections ran on */
+	bool stopped;		      /* the wait hook ended the run early */
+	uint64_t start_wall_ns;	      /* CLOCK_REALTIME when the measured run
 				    began */
-	struct pw_hist latency;	 /* from due time (open loop) or send time
+	struct pw_hist latency;	      /* from due time (open loop) or send time
 				       (closed loop) to the whole answer */
-	struct pw_hist service;	 /* from the actual send to the answer */
+	struct pw_hist service;	      /* from the actual send to the answer */
+	struct pw_load_udp_stats udp; /* PW_LOAD_UDP only */
 };
 
 /**
@@ -196,7 +221,7 @@ void pw_load_config_init(struct pw_load_config *cfg);
  * and no addrs, conns 0, a path that is empty, not starting with '/' or
  * holding a blank or control byte, a host with one, a request that
  * pw_load_req_check() refuses, a method, header or body with the echo
- * protocol); -ENOMEM; or the error of
+ * or udp protocol, a udp size out of 8..65507); -ENOMEM; or the error of
  * pw_runtime_spawn() (the connections already spawned are stopped first,
  * and @res is left unset).
  * Context: any thread that is not a shard of @rt.
@@ -215,7 +240,8 @@ void pw_load_result_destroy(struct pw_load_result *res);
  * its addresses when it had several, or was a name or URL), the
  * percentile table (p50, p90, p99, p99.9, p99.99, max) of latency and
  * service time in adaptive units (812.45us, 12.34ms, 1.03s: apps/units.h),
- * the mean and min, then requests, errors by cause, throughput and bytes.
+ * the mean and min, then requests, errors by cause, throughput and bytes;
+ * for PW_LOAD_UDP a line of datagrams (struct pw_load_udp_stats).
  * Return: 0; -EINVAL for NULL arguments; -EIO when writing failed.
  * Context: any thread.
  */
@@ -240,7 +266,8 @@ struct pw_load_outputs {
  * ns), "latency_hdr" (the latency histogram whole, in HdrHistogram's V2
  * compressed encoding as base64: what `pinwheel report` merges), and
  * "hgrm" and "hdr_log" (the file names in @out, or null; @out may be
- * NULL).
+ * NULL), and for PW_LOAD_UDP "udp" {sent, received, lost, in_flight,
+ * late, bad, send_errors, icmp}.
  * Return: 0; -EINVAL for NULL arguments; -ENOMEM; -EIO when writing
  * failed.
  * Context: any thread.

@@ -17,9 +17,10 @@ static const struct pw_app_cmd {
 	const char *what;
 } cmds[] = {
 	{ "echo", pw_app_echo, "run an echo server (TCP or Unix socket)" },
+	{ "udp-echo", pw_app_udp_echo, "run a UDP echo server (datagrams)" },
 	{ "http", pw_app_http, "run a fixed-body HTTP/1.1 server (for wrk)" },
 	{ "load", pw_app_load,
-	  "generate HTTP or echo load; latency percentiles, throughput" },
+	  "generate HTTP, echo or UDP load; latency percentiles, throughput" },
 	{ "proxy", pw_app_proxy, "run an L4 TCP proxy" },
 	{ "report", pw_app_report,
 	  "merge the latency of several load runs: table, JSON, plot" },
