@@ -63,14 +63,19 @@ int pw_net_configure(const struct pw_net_config *cfg)
 	struct pw__net *n = pw__net_get(pw__cur_shard, &err);
 	if (!n)
 		return err;
+	/* Each buffer starts on a cache line: the UDP receive reads the
+	 * kernel's header and keeps a count in place at its start. */
+	uint32_t size = (cfg->buf_size + 63) & ~63u;
+
 	n->cfg.zc_threshold = cfg->zc_threshold;
 	if (n->br) {
 		if (cfg->buf_count != n->cfg.buf_count ||
-		    cfg->buf_size != n->cfg.buf_size)
+		    size != n->cfg.buf_size)
 			return -EBUSY;
 		return 0;
 	}
 	n->cfg = *cfg;
+	n->cfg.buf_size = size;
 	return 0;
 }
 

@@ -82,7 +82,8 @@ PW_API int pw_net_addr_format(const struct pw_net_addr *addr, char *buf,
 /* Settings of one shard's networking. */
 struct pw_net_config {
 	uint32_t buf_count;    /* provided buffers, a power of 2, 1..32768 */
-	uint32_t buf_size;     /* bytes per buffer, 64..1 MiB */
+	uint32_t buf_size;     /* bytes per buffer, 64..1 MiB, rounded
+				  up to a multiple of 64 */
 	uint32_t zc_threshold; /* sends of at least this many bytes use
 				  SEND_ZC; 0 turns zero-copy off */
 };
