@@ -48,3 +48,8 @@ void pw__file_splice_prep(struct io_uring_sqe *sqe, const struct pw_file_req *r)
 	io_uring_prep_splice(sqe, r->fd, in, r->fd2, out, r->len,
 			     (unsigned)r->flags);
 }
+
+void pw_file_cancel_sync(struct pw_file_req *r)
+{
+	pw__file_cancel_wait(r);
+}

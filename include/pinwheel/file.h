@@ -231,6 +231,18 @@ PW_API enum pw_poll pw_file_poll(struct pw_cx *cx, struct pw_file_req *r,
 PW_API void pw_file_cancel(struct pw_file_req *r);
 
 /**
+ * pw_file_cancel_sync - pw_file_cancel() that returns only once the
+ * kernel is done with @r's call: its memory and its descriptors (a
+ * synchronous cancel; the shard waits the moment the kernel takes to
+ * stop a running splice). For a drop hook about to close or reuse what
+ * a call in flight uses, such as a splice's pipe, whose descriptors the
+ * kernel looks up only when its worker starts the call. The final
+ * completion is still reaped by the shard later; harmless when idle.
+ * Context: the shard that polled @r.
+ */
+PW_API void pw_file_cancel_sync(struct pw_file_req *r);
+
+/**
  * pw_file_in_flight - whether the kernel may still use @r's memory (its
  * buffer, iovecs, path, statx record): true from the first poll until
  * the final completion, cancelled or not. False for NULL.
