@@ -46,11 +46,11 @@
 #include "pinwheel/net.h"
 #include "apps/http_static.h"
 
-#define SPLICE_MIN (64u << 10)	/* smaller bodies go by reads */
-#define PIPE_SIZE  (256u << 10) /* bytes a pool's pipe holds (asked) */
-#define PIPES_MAX  64		/* pipes in use per shard at most */
-#define PIPE_POOL  16		/* idle pipes kept per shard */
-#define FILE_POOL  64		/* idle records kept per shard */
+#define SPLICE_MIN (64u << 10)	 /* smaller bodies go by reads */
+#define PIPE_SIZE  (1024u << 10) /* bytes a pool's pipe holds (asked) */
+#define PIPES_MAX  64		 /* pipes in use per shard at most */
+#define PIPE_POOL  16		 /* idle pipes kept per shard */
+#define FILE_POOL  64		 /* idle records kept per shard */
 #define RESOLVE	   (RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)
 
 static const int statuses[PW_HTTP_STATIC_NSTATUS] = PW_HTTP_STATIC_STATUSES;
