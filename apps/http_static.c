@@ -70,7 +70,11 @@ struct static_shard {
 	struct pw_http_file *orphans;
 	int pipes[PIPE_POOL][2]; /* idle pipes, empty */
 	unsigned npipes;
-	unsigned pipes_out; /* pipes lent to responses */
+	/* Pipes lent to responses: taken and given back on the thread a
+	 * response's task runs on, so under the stealing scheduler (a task
+	 * moving between two polls) a shard's count is approximate, never
+	 * below 0: PIPES_MAX bounds it loosely there. */
+	unsigned pipes_out;
 };
 
 struct pw_http_static {
@@ -591,7 +595,9 @@ static void respond(struct pw_http_file *f, char *out, uint32_t *len,
 	if (f->status != 200 && f->status != 304) {
 		r = reason(f->status);
 		n = head_build(f, out + *len, room, date, strlen(r));
-		if (n && room - n > strlen(r)) {
+		if (n && f->head) {
+			*len += n; /* HEAD: the same head, no body */
+		} else if (n && room - n > strlen(r)) {
 			memcpy(out + *len + n, r, strlen(r));
 			*len += n + (uint32_t)strlen(r);
 		}

@@ -488,7 +488,8 @@ Test(http_static, last_modified_and_if_modified_since)
 	rm_tree(top, 2);
 }
 
-/* Other methods get 405 with Allow; the connection stays. */
+/* Other methods get 405 with Allow; the connection stays; a HEAD of a
+ * missing file gets the 404's head alone. */
 Test(http_static, other_methods_405)
 {
 	struct srv v;
@@ -505,6 +506,11 @@ Test(http_static, other_methods_405)
 	cr_assert_eq(r.status, 405);
 	cr_assert_str_eq(header(&r, "Allow", got, sizeof(got)), "GET, HEAD");
 	cr_assert_eq(read_n(fd, got, r.len), r.len);
+	/* HEAD of a missing file: the 404's head, no body. */
+	send_str(fd, "HEAD /nope HTTP/1.1\r\nHost: t\r\n\r\n");
+	read_head(fd, &r);
+	cr_assert_eq(r.status, 404);
+	cr_assert_eq(r.len, 9);
 	send_str(fd, GET("/a.txt"));
 	read_head(fd, &r);
 	cr_assert_eq(r.status, 200);
