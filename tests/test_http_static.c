@@ -10,7 +10,8 @@
  * read), symlinks out of and inside the root, pipelined requests, a file
  * unlinked while sent (sent whole), a file truncated while sent (the
  * connection ends, the server serves on), a client that never reads (the
- * send timeout, on the paused clock), and the path rules one by one.
+ * send timeout, on the paused clock), the path rules one by one, and the
+ * command's flags.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -757,4 +759,47 @@ Test(http_static, bad_root)
 	o.root = "/dev/null";
 	cr_assert_eq(pw_http_server_start(&s, rt, &any, &o), -ENOTDIR);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* The command: --root with --body, or an empty root, exits 2 with a
+ * message; a root that is no directory exits 1 at start; a good root
+ * serves a file and SIGTERM stops it with status 0. */
+Test(http_static, command_flags)
+{
+	char *both[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			 "--root", "/", "--body", "x", NULL };
+	char *empty[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			  "--root", "", NULL };
+	char *nodir[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			  "--root", "/dev/null", "--shards", "1", NULL };
+	char out[4096];
+	int fd;
+	pid_t pid;
+
+	pid = pw_test_cmd_start(both, &fd);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s",
+		     out);
+	cr_assert_not_null(strstr(out, "--root and --body"), "%s", out);
+	pid = pw_test_cmd_start(empty, &fd);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s",
+		     out);
+	pid = pw_test_cmd_start(nodir, &fd);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 1, "%s",
+		     out);
+	cr_assert_not_null(strstr(out, "Not a directory"), "%s", out);
+
+	struct srv v;
+	size_t len = 0;
+	tree_make();
+	free(make("a.txt", 5, 1));
+	char *serve[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
+			  "--root", root, "--shards", "1", NULL };
+	pid = pw_test_cmd_start(serve, &fd);
+	pw_test_banner_addr(fd, out, sizeof(out), &len, &v.a);
+	cr_assert_eq(get_status(&v, "/a.txt"), 200);
+	cr_assert_eq(get_status(&v, "/../x"), 403);
+	cr_assert_eq(kill(pid, SIGTERM), 0);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "%s",
+		     out);
+	rm_tree(top, 2);
 }
