@@ -105,6 +105,7 @@ struct pw_http_file {
 	int sock, fd, pipe[2];
 	uint8_t step;
 	bool head, keep, closes, body_left, nonblock;
+	bool index; /* the file is a directory's index.html */
 	int status;
 	int64_t ims;	 /* If-Modified-Since, or -1 */
 	uint64_t size;	 /* the body's Content-Length */
@@ -385,6 +386,7 @@ struct pw_http_file *pw_http_static_begin(struct pw_http_static *st, int sock,
 	f->keep = keep;
 	f->closes = !keep;
 	f->body_left = false;
+	f->index = false;
 	f->nonblock = true;
 	f->size = f->off = f->sent = 0;
 	f->chunk = f->at = f->start = 0;
@@ -476,6 +478,7 @@ static bool file_opened(struct pw_http_file *f, int32_t fd)
 		return false;
 	}
 	f->fd = fd;
+	f->index = f->step == F_INDEX;
 	if (statx(fd, "", AT_EMPTY_PATH, STATX_TYPE | STATX_SIZE | STATX_MTIME,
 		  &f->sx)) {
 		f->status = 500;
@@ -546,7 +549,8 @@ static uint32_t head_build(struct pw_http_file *f, char *out, size_t room,
 			     "Date: %s\r\nContent-Type: %s\r\n"
 			     "Content-Length: %llu\r\nLast-Modified: %s\r\n"
 			     "Connection: %s\r\n\r\n",
-			     date, content_type(f->path),
+			     date,
+			     f->index ? "text/html" : content_type(f->path),
 			     (unsigned long long)len, lm, conn);
 	} else {
 		n = snprintf(out, room,

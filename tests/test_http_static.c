@@ -563,6 +563,14 @@ Test(http_static, traversal_refused)
 		cr_assert_eq(get_status(&v, refused[i]), 403, "%s", refused[i]);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
 	cr_assert_eq(get_status(&v, "/sub/"), 200);
+	int sfd = client(&v);
+	struct resp sr;
+	char ct[64];
+	send_str(sfd, GET("/sub/"));
+	read_head(sfd, &sr);
+	cr_assert_str_eq(header(&sr, "Content-Type", ct, sizeof(ct)),
+			 "text/html");
+	close(sfd);
 	cr_assert_eq(get_status(&v, "/sub"), 200);
 	cr_assert_eq(get_status(&v, "/empty/"), 404);
 	cr_assert_eq(get_status(&v, "/nothing"), 404);
@@ -766,40 +774,39 @@ Test(http_static, bad_root)
  * serves a file and SIGTERM stops it with status 0. */
 Test(http_static, command_flags)
 {
-	char *both[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			 "--root", "/", "--body", "x", NULL };
+	char *both[] = { "pinwheel",	"http",	  "--listen",
+			 "127.0.0.1:0", "--root", "/",
+			 "--body",	"x",	  NULL };
 	char *empty[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			  "--root", "", NULL };
-	char *nodir[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			  "--root", "/dev/null", "--shards", "1", NULL };
+			  "--root",   "",     NULL };
+	char *nodir[] = { "pinwheel",	 "http",   "--listen",
+			  "127.0.0.1:0", "--root", "/dev/null",
+			  "--shards",	 "1",	   NULL };
 	char out[4096];
 	int fd;
 	pid_t pid;
 
 	pid = pw_test_cmd_start(both, &fd);
-	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s",
-		     out);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s", out);
 	cr_assert_not_null(strstr(out, "--root and --body"), "%s", out);
 	pid = pw_test_cmd_start(empty, &fd);
-	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s",
-		     out);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 2, "%s", out);
 	pid = pw_test_cmd_start(nodir, &fd);
-	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 1, "%s",
-		     out);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "Not a directory"), "%s", out);
 
 	struct srv v;
 	size_t len = 0;
 	tree_make();
 	free(make("a.txt", 5, 1));
-	char *serve[] = { "pinwheel", "http", "--listen", "127.0.0.1:0",
-			  "--root", root, "--shards", "1", NULL };
+	char *serve[] = { "pinwheel",	 "http",   "--listen",
+			  "127.0.0.1:0", "--root", root,
+			  "--shards",	 "1",	   NULL };
 	pid = pw_test_cmd_start(serve, &fd);
 	pw_test_banner_addr(fd, out, sizeof(out), &len, &v.a);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
 	cr_assert_eq(get_status(&v, "/../x"), 403);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
-	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "%s",
-		     out);
+	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "%s", out);
 	rm_tree(top, 2);
 }
