@@ -66,6 +66,13 @@
  * per shard, sent in batches of FANOUT_BATCH calls that run at once. While
  * a request's job runs, parsing waits, so responses stay in order.
  *
+ * Files (--root): a whole request takes a file record of http_static.c
+ * (conn_file_begin()) and the response waits for it as for a job: the
+ * file opens, and the head (with a body that fits) is written into the
+ * output buffer (conn_file_job()); parsing stops while a larger body is
+ * still to send, the output buffer goes out, and the body follows it in
+ * C_FILE (conn_file(), parked like a send), before parsing resumes.
+ *
  * Counters live in per-shard, cache-line aligned records written only by
  * the thread of that shard (the worker running the task, under the
  * stealing scheduler too), read by any thread.

@@ -23,6 +23,9 @@
  * (joined), a call to every shard (gathered), and accepting on fewer
  * shards than run (so that the load starts skewed).
  *
+ * Files: with a root (pw_http_opts.root) the server answers GET and HEAD
+ * with the files beneath it instead of the fixed body (http_static.h).
+ *
  * Stopping: pw_http_server_drain() stops the acceptors and asks every
  * connection to finish: an idle one closes at once, one in the middle of
  * a request answers it with "Connection: close" and closes. The caller

@@ -447,7 +447,7 @@ Test(http_static, last_modified_and_if_modified_since)
 	struct srv v;
 	struct resp r;
 	struct stat sb;
-	char p[PATH_MAX], want[PW_HTTP_DATE_LEN + 1], got[64], req[512];
+	char p[PATH_MAX], want[PW_HTTP_DATE_LEN + 1], got[128], req[512];
 	char *b;
 
 	tree_make();
