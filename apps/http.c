@@ -66,6 +66,13 @@
  * per shard, sent in batches of FANOUT_BATCH calls that run at once. While
  * a request's job runs, parsing waits, so responses stay in order.
  *
+ * Files (--root): a whole request takes a file record of http_static.c
+ * (conn_file_begin()) and the response waits for it as for a job: the
+ * file opens, and the head (with a body that fits) is written into the
+ * output buffer (conn_file_job()); parsing stops while a larger body is
+ * still to send, the output buffer goes out, and the body follows it in
+ * C_FILE (conn_file(), parked like a send), before parsing resumes.
+ *
  * Counters live in per-shard, cache-line aligned records written only by
  * the thread of that shard (the worker running the task, under the
  * stealing scheduler too), read by any thread.
@@ -87,6 +94,7 @@
 #include "apps/driver.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
+#include "apps/http_static.h"
 
 #define OUT_MAX	     8192		   /* a connection's output buffer */
 #define OUT_POOL     64			   /* free output buffers per shard */
@@ -142,6 +150,7 @@ struct pw_http_server {
 	 * the registry's mutex. */
 	atomic_bool drain;
 	struct http_shard *sh;
+	struct pw_http_static *st; /* --root: the files (http_static.c) */
 };
 
 static bool draining(const struct pw_http_server *s)
@@ -260,7 +269,7 @@ struct http_job {
 	uint64_t k;
 };
 
-enum { C_RECV, C_JOB, C_SEND, C_SHUT, C_LINGER, C_CLOSE };
+enum { C_RECV, C_JOB, C_SEND, C_FILE, C_SHUT, C_LINGER, C_CLOSE };
 
 /* Steps of a request's job. */
 enum { J_SPAWN, J_JOIN, J_FAN, J_DONE };
@@ -317,6 +326,7 @@ struct http_conn {
 	uint64_t armed;	  /* the timer's deadline while armed (0: never
 			     armed; stale once due) */
 	char *out;	  /* the output buffer, while there is output */
+	struct pw_http_file *file; /* --root: the response being made */
 	struct pw_net_buf buf;
 	struct pw_recv rx;
 	struct pw_send tx;
@@ -329,7 +339,7 @@ struct http_conn {
 /*
  * An idle keep-alive connection holds its task's slab block and nothing
  * else: keep the state, with the task's header (112 bytes on x86-64),
- * within a 2 KiB block. The state is 1928 bytes on x86-64 today.
+ * within a 2 KiB block. The state is 1936 bytes on x86-64 today.
  */
 _Static_assert(sizeof(struct http_conn) <= 2048 - 112,
 	       "a connection's state outgrew its 2 KiB slab block");
@@ -447,6 +457,8 @@ static enum pw_poll conn_job(struct pw_cx *cx, struct http_conn *c)
 	struct http_job j = { s, s->work };
 	int64_t r;
 
+	if (c->job == J_DONE)
+		return PW_READY;
 	if (c->job == J_SPAWN) {
 		c->job = J_FAN;
 		if (s->work &&
@@ -552,6 +564,56 @@ static inline bool conn_keeps(struct http_conn *c, struct http_shard *h,
 	return true;
 }
 
+/* ---- --root: the file hooks (http_static.c does the work) ---------------- */
+
+/* A whole request of a --root server: take its file record (the job
+ * that follows opens the file). @head, @len: its head as received, or
+ * NULL when it came in several reads. No memory: the connection closes
+ * unanswered. */
+static void conn_file_begin(struct http_conn *c, const char *head, size_t len)
+{
+	struct pw_http_server *s = c->srv;
+	uint64_t file_ns = s->send_ns ? s->send_ns :
+					PW_HTTP_SEND_TIMEOUT_DEFAULT;
+
+	if (conn_out(c))
+		c->file = pw_http_static_begin(s->st, c->fd, &c->p.req, head,
+					       len, c->keep, file_ns,
+					       s->send_ns);
+	if (!c->file) {
+		c->closing = true;
+		c->job = J_DONE;
+	}
+}
+
+/* The file part of a request's job: the response written into the
+ * output buffer (a body too large for it is sent after it, C_FILE). */
+static enum pw_poll conn_file_job(struct pw_cx *cx, struct http_conn *c)
+{
+	struct http_shard *h = here(c->srv);
+	int status;
+
+	if (pw_http_static_poll(cx, c->file, c->out, &c->out_len, OUT_MAX,
+				h->canned.date, &status) == PW_PENDING)
+		return PW_PENDING;
+	if (status == 200)
+		bump(&h->requests, 1);
+	if (pw_http_static_closes(c->file)) {
+		c->closing = true;
+		if (status == 400 || !status) {
+			if (status)
+				count_status(h, 400);
+			bump(&h->errors, 1);
+			conn_cause(c, PW_HTTP_CLOSE_ERROR);
+		}
+	}
+	if (!pw_http_static_body_left(c->file)) {
+		pw_http_static_end(c->file);
+		c->file = NULL;
+	}
+	return PW_READY;
+}
+
 /*
  * Parse what is left of the borrowed buffer, appending a response per
  * request, until the buffer is used up, the output buffer has no room for
@@ -569,11 +631,12 @@ static void conn_parse(struct http_conn *c)
 	clock_gettime(CLOCK_REALTIME_COARSE, &ts);
 	pw_http_canned_tick(&h->canned, ts.tv_sec);
 	while (c->off < c->buf.len && !c->closing) {
+		const char *head = c->partial ? NULL : data + c->off;
 		size_t used;
 		int rc;
 
 		if (OUT_MAX - c->out_len < PW_HTTP_CANNED_MAX ||
-		    c->job != J_DONE)
+		    c->job != J_DONE || c->file)
 			break;
 		rc = pw_http_parse(&c->p, data + c->off, c->buf.len - c->off,
 				   &used);
@@ -588,11 +651,13 @@ static void conn_parse(struct http_conn *c)
 			bool keep = conn_keeps(c, h, drain);
 
 			c->partial = false;
-			if (s->work || s->fanout) {
+			if (s->work || s->fanout || s->st) {
 				/* The response waits for the job. */
 				c->keep = keep;
 				c->head = is_head(&c->p.req);
 				c->job = J_SPAWN;
+				if (s->st)
+					conn_file_begin(c, head, used);
 				break;
 			}
 			conn_append(c, h, keep, is_head(&c->p.req));
@@ -730,6 +795,10 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 {
 	int32_t res;
 
+	if (c->file) { /* a body waits behind the output */
+		c->step = C_SEND;
+		return false;
+	}
 	if (!c->have) {
 		if (pw_recv_poll(cx, &c->rx, PW_TIME_NEVER, &c->buf, &res) ==
 		    PW_PENDING)
@@ -753,7 +822,7 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
 	}
 	if (c->closing || c->off >= c->buf.len)
 		conn_release(c);
-	if (c->closing || c->have)
+	if (c->closing || c->have || c->file)
 		c->step = C_SEND;
 	return false;
 }
@@ -765,15 +834,20 @@ static inline bool conn_recv(struct pw_cx *cx, struct http_conn *c)
  * Return: true to wait; false once the timeout cut the connection (a
  * reset, counted).
  */
+static void conn_park(struct http_conn *c)
+{
+	if (c->have && !pw_recv_unread(&c->rx, &c->buf, c->off))
+		c->have = false;
+	if (!c->have)
+		pw_recv_park(&c->rx);
+}
+
 static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 {
 	struct pw_http_server *s = c->srv;
 	uint32_t sent;
 
-	if (c->have && !pw_recv_unread(&c->rx, &c->buf, c->off))
-		c->have = false;
-	if (!c->have)
-		pw_recv_park(&c->rx);
+	conn_park(c);
 	if (!s->send_ns)
 		return true;
 	sent = (uint32_t)pw_send_progress(&c->tx);
@@ -791,9 +865,12 @@ static bool conn_send_wait(struct pw_cx *cx, struct http_conn *c)
 	return false;
 }
 
+static void conn_sent(struct http_conn *c, bool failed);
+
 /* C_SEND: send the output buffer; then read on, or close (half-close
  * and linger while the client may still send). The buffer goes back to
- * the shard unless a half-parsed buffer waits. */
+ * the shard unless a half-parsed buffer waits; a --root body still to
+ * send goes next (C_FILE). */
 static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 {
 	int32_t res = 0;
@@ -807,12 +884,27 @@ static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 		conn_cause(c, PW_HTTP_CLOSE_RESET);
 	c->out_len = 0;
 	c->sending = false;
+	if (c->file && res >= 0) {
+		c->step = C_FILE; /* the body follows its head */
+		return false;
+	}
+	conn_sent(c, res < 0);
+	return false;
+}
+
+/*
+ * The response is out (@failed: the send failed): the output buffer goes
+ * back to the shard unless a half-parsed buffer waits; then read on, or
+ * close (half-close and linger while the client may still send).
+ */
+static void conn_sent(struct http_conn *c, bool failed)
+{
 	if (!c->have) {
 		out_give(c->srv, c->out);
 		c->out = NULL;
 	}
 	c->t_idle = pw_time_now();
-	if (res < 0 || (c->closing && c->eof)) {
+	if (failed || (c->closing && c->eof)) {
 		conn_close(c);
 	} else if (c->closing) {
 		c->step = C_SHUT;
@@ -820,6 +912,37 @@ static inline bool conn_send(struct pw_cx *cx, struct http_conn *c)
 	} else {
 		c->step = C_RECV;
 	}
+}
+
+/*
+ * C_FILE: the body of a --root response, after its head (parked like a
+ * send). A body cut (the send timeout, a file that got shorter, a
+ * socket error) resets the connection: its Content-Length is not met.
+ */
+static bool conn_file(struct pw_cx *cx, struct http_conn *c)
+{
+	int32_t res;
+
+	if (pw_http_static_body_poll(cx, c->file, c->out, OUT_MAX, &res) ==
+	    PW_PENDING) {
+		conn_park(c);
+		return true;
+	}
+	pw_http_static_end(c->file);
+	c->file = NULL;
+	if (res < 0) {
+		if (res == -ETIMEDOUT)
+			bump(&here(c->srv)->send_timeouts, 1);
+		conn_cause(c, res == -ETIMEDOUT ? PW_HTTP_CLOSE_SEND_TIMEOUT :
+						  PW_HTTP_CLOSE_RESET);
+		(void)pw_net_abort(c->fd);
+		conn_release(c);
+		out_give(c->srv, c->out);
+		c->out = NULL;
+		conn_close(c);
+		return false;
+	}
+	conn_sent(c, false);
 	return false;
 }
 
@@ -870,14 +993,20 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			break;
 		case C_JOB:
 			wait = conn_job(cx, c) == PW_PENDING;
+			if (!wait && c->file)
+				wait = conn_file_job(cx, c) == PW_PENDING;
 			if (wait)
 				break;
-			conn_respond(c, here(c->srv));
+			if (!c->srv->st)
+				conn_respond(c, here(c->srv));
 			/* Parse on: the rest of the buffer, or a send. */
 			c->step = C_RECV;
 			break;
 		case C_SEND:
 			wait = conn_send(cx, c);
+			break;
+		case C_FILE:
+			wait = conn_file(cx, c);
 			break;
 		case C_SHUT:
 		case C_LINGER:
@@ -887,6 +1016,8 @@ static enum pw_poll conn_poll(struct pw_cx *cx, void *state)
 			if (pw_close_poll(cx, &c->cl, &res) == PW_PENDING)
 				return PW_PENDING;
 			/* Closed: nothing reads the output buffer any more. */
+			pw_http_static_end(c->file);
+			c->file = NULL;
 			out_give(c->srv, c->out);
 			c->out = NULL;
 			return pw_ready(cx, 0);
@@ -906,6 +1037,8 @@ static void conn_drop(void *state)
 	pw_recv_cancel(&c->rx);
 	pw_send_cancel(&c->tx);
 	pw_sleep_cancel(&c->timer);
+	pw_http_static_end(c->file); /* its calls stopped: see there */
+	c->file = NULL;
 	if (s->work)
 		pw_join_detach(&c->jobs->child);
 	for (unsigned i = 0; s->fanout && i < c->jobs->fan.n; i++)
@@ -916,7 +1049,7 @@ static void conn_drop(void *state)
 	/* Dropped in the middle of a send (the runtime going away): the
 	 * cancelled send may still read the buffer, so it is not handed to
 	 * another connection. */
-	if (c->step == C_SEND)
+	if (c->step == C_SEND || c->step == C_FILE)
 		free(c->out);
 	else
 		out_give(s, c->out);
@@ -1085,6 +1218,11 @@ static int server_new(struct pw_http_server **sp, struct pw_runtime *rt,
 	if (o->net)
 		s->net = *o->net;
 	s->accept_shards = o->accept_shards ? o->accept_shards : n;
+	if (o->root && (err = pw_http_static_create(&s->st, o->root, n))) {
+		free(s->sh);
+		free(s);
+		return err;
+	}
 	for (unsigned i = 0; i < n; i++) {
 		struct http_shard *h = &s->sh[i];
 
@@ -1181,6 +1319,11 @@ int pw_http_server_addr(const struct pw_http_server *s, struct pw_net_addr *out)
 	if (!s || !out)
 		return -EINVAL;
 	return pw_net_listener_addr(s->l, out);
+}
+
+struct pw_http_static *pw_http_server_files(struct pw_http_server *s)
+{
+	return s ? s->st : NULL;
 }
 
 struct pw_net_listener *pw_http_server_listener(struct pw_http_server *s)
@@ -1315,6 +1458,7 @@ int pw_http_server_destroy(struct pw_http_server *s)
 			free(b);
 		}
 	}
+	pw_http_static_destroy(s->st);
 	free(s->sh);
 	free(s);
 	return 0;

@@ -23,6 +23,9 @@
  * (joined), a call to every shard (gathered), and accepting on fewer
  * shards than run (so that the load starts skewed).
  *
+ * Files: with a root (pw_http_opts.root) the server answers GET and HEAD
+ * with the files beneath it instead of the fixed body (http_static.h).
+ *
  * Stopping: pw_http_server_drain() stops the acceptors and asks every
  * connection to finish: an idle one closes at once, one in the middle of
  * a request answers it with "Connection: close" and closes. The caller
@@ -102,6 +105,10 @@ struct pw_http_opts {
 	 * each acceptor before its shard's first receive; NULL: the
 	 * defaults. Copied at start. */
 	const struct pw_net_config *net;
+	/* Serve the files beneath this directory (GET and HEAD, see
+	 * http_static.h) instead of the fixed body; NULL: the body.
+	 * Opened at start. */
+	const char *root;
 };
 
 /* Why a connection closed: each closed connection counts under one. */
@@ -169,13 +176,23 @@ struct pw_http_server;
  * Return: 0 with *@sp set; -EINVAL for NULL arguments or a bad option
  * (accept_shards over the runtime's shard count included);
  * -EMSGSIZE for a body over PW_HTTP_BODY_MAX bytes; -ENOMEM; the error of
- * pw_net_listener_create() (e.g. -EADDRINUSE) or pw_runtime_spawn().
+ * opening the root (-ENOENT, -ENOTDIR...), of pw_net_listener_create()
+ * (e.g. -EADDRINUSE) or of pw_runtime_spawn().
  * Nothing is left running or open on error.
  * Context: any thread that is not a shard of @rt.
  */
 int pw_http_server_start(struct pw_http_server **sp, struct pw_runtime *rt,
 			 const struct pw_net_addr *addr,
 			 const struct pw_http_opts *o);
+
+struct pw_http_static;
+
+/**
+ * pw_http_server_files - the file server of a server started with a
+ * root (its counters: pw_http_static_stats()), or NULL.
+ * Context: any thread, while the server lives.
+ */
+struct pw_http_static *pw_http_server_files(struct pw_http_server *s);
 
 /**
  * pw_http_server_listener - the listener the server accepts from, for

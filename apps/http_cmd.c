@@ -20,12 +20,13 @@
 #include "apps/driver.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
+#include "apps/http_static.h"
 
 /* ---- the command ---------------------------------------------------------- */
 
 /* The flags of `pinwheel http` and the server they start. */
 static struct http_cmd {
-	const char *listen, *body, *takeover;
+	const char *listen, *body, *takeover, *root;
 	uint64_t head_max, drain_ns, work, accept_shards;
 	uint64_t head_ns, keepalive_ns, send_ns;
 	uint64_t max_conns, max_requests, max_body, sndbuf;
@@ -54,6 +55,10 @@ static const struct pw_cli_opt http_opts[] = {
 	{ "--body", PW_CLI_STRING, &H.body, 0, 0, "TEXT",
 	  "the response body, up to 256 bytes (default "
 	  "\"" PW_HTTP_BODY_DEFAULT "\")" },
+	{ "--root", PW_CLI_STRING, &H.root, 0, 0, "DIR",
+	  "serve the files beneath DIR (GET and HEAD) instead of the "
+	  "body: a directory's index.html, 404 when missing, 403 for "
+	  "paths refused (.., encoded slashes, symlinks)" },
 	{ "--head-max", PW_CLI_SIZE, &H.head_max, 64, 1u << 20, "SIZE",
 	  "cap on a request head; larger gets 431 (default 8k)" },
 	{ "--drain", PW_CLI_DURATION, &H.drain_ns, 0, 3600 * PW_NSEC_PER_SEC,
@@ -112,7 +117,10 @@ static const struct pw_cli_cmd http_cmd = {
 	.about = "Answers every HTTP/1.1 request with 200 and a fixed body, "
 		 "keeping connections\nalive; pipelined requests are "
 		 "answered in one send; HEAD gets the same headers\n"
-		 "without the body. Malformed requests get 400 and "
+		 "without the body. With --root DIR, the files beneath DIR "
+		 "instead (Last-Modified,\nIf-Modified-Since; large "
+		 "bodies spliced from the file to the socket).\n"
+		 "Malformed requests get 400 and "
 		 "oversized heads 431, then the\nconnection closes. "
 		 "SIGINT or SIGTERM stops accepting and drains; a second "
 		 "one\ncloses the open connections at once and exits 130 "
@@ -142,6 +150,10 @@ static int http_setup(struct pw_drv *d)
 	if (pw_cli_addr(&d->cli, "--listen", H.listen, PW_CLI_ADDR_LISTEN,
 			&H.addr))
 		return 2;
+	if (H.root && H.body)
+		return pw_cli_fail(&d->cli, 2, "--root and --body: choose one");
+	if (H.root && !*H.root)
+		return pw_cli_fail(&d->cli, 2, "--root: an empty path");
 	if (body_len > PW_HTTP_BODY_MAX)
 		return pw_cli_fail(&d->cli, 2,
 				   "--body: %zu bytes is more than %d",
@@ -169,6 +181,7 @@ static int http_setup(struct pw_drv *d)
 		.max_requests = H.max_requests,
 		.max_body = H.max_body,
 		.sndbuf = H.sndbuf,
+		.root = H.root,
 	};
 	/* Under stealing an acceptor may run on any worker: accept from one
 	 * socket so that no worker's socket is left without an acceptor. */
@@ -250,6 +263,63 @@ static void http_ctr(struct pw_expo *e, const struct http_ctr *c)
 	}
 }
 
+/* One per-shard counter of struct pw_http_static_stats (--root). */
+#define FCTR(f, n, h)                                           \
+	{                                                       \
+		n, h, offsetof(struct pw_http_static_stats, f), \
+			PW_EXPO_COUNTER                         \
+	}
+static const struct http_ctr file_ctrs[] = {
+	FCTR(files, "files_served", "Files answered with 200 (GET and HEAD)."),
+	FCTR(file_bytes, "file_sent_bytes", "Bytes of file bodies sent."),
+	FCTR(not_modified, "not_modified", "Answers 304 to If-Modified-Since."),
+	FCTR(spliced, "file_bodies_spliced",
+	     "Bodies sent by splice, file to pipe to socket."),
+	FCTR(copied, "file_bodies_read",
+	     "Bodies sent by reads after their head (small, or no pipe)."),
+	FCTR(truncated, "file_sends_cut",
+	     "Responses cut: the file got shorter while sent."),
+};
+#undef FCTR
+
+/* One sample per shard of --root counter @c. */
+static void file_ctr(struct pw_expo *e, const struct http_ctr *c)
+{
+	struct pw_http_static *st = pw_http_server_files(H.srv);
+	struct pw_http_static_stats fs;
+	char shard[16];
+	uint64_t v;
+
+	pw_expo_metric(e, c->name, c->help, c->type);
+	for (unsigned i = 0; !pw_http_static_stats(st, i, &fs); i++) {
+		snprintf(shard, sizeof(shard), "%u", i);
+		memcpy(&v, (const char *)&fs + c->off, sizeof(v));
+		pw_expo_sample(e, (const char *[]){ "shard", shard, NULL }, v);
+	}
+}
+
+/* The --root answers other than 200, by status, on shard @i. */
+static void file_statuses(struct pw_expo *e, unsigned i, const char *shard)
+{
+	static const int codes[PW_HTTP_STATIC_NSTATUS] =
+		PW_HTTP_STATIC_STATUSES;
+	struct pw_http_static_stats fs;
+	char code[16];
+
+	if (pw_http_static_stats(pw_http_server_files(H.srv), i, &fs))
+		return;
+	for (unsigned k = 0; k < PW_HTTP_STATIC_NSTATUS; k++) {
+		/* 400 is the server's own status, counted with its 400s. */
+		if (codes[k] == 400)
+			continue;
+		snprintf(code, sizeof(code), "%d", codes[k]);
+		pw_expo_sample(e,
+			       (const char *[]){ "shard", shard, "status", code,
+						 NULL },
+			       fs.status[k]);
+	}
+}
+
 /* Responses by status (200 is requests) and closes by cause, per shard. */
 static void http_ctr_causes(struct pw_expo *e)
 {
@@ -272,6 +342,7 @@ static void http_ctr_causes(struct pw_expo *e)
 							 "status", code, NULL },
 				       st.status[k]);
 		}
+		file_statuses(e, i, shard);
 	}
 	pw_expo_metric(e, "connections_closed", "Connections closed, by cause.",
 		       PW_EXPO_COUNTER);
@@ -294,6 +365,10 @@ static void http_counters(struct pw_drv *d, struct pw_expo *e)
 		return;
 	for (size_t i = 0; i < sizeof(http_ctrs) / sizeof(http_ctrs[0]); i++)
 		http_ctr(e, &http_ctrs[i]);
+	for (size_t i = 0; pw_http_server_files(H.srv) &&
+			   i < sizeof(file_ctrs) / sizeof(file_ctrs[0]);
+	     i++)
+		file_ctr(e, &file_ctrs[i]);
 	http_ctr_causes(e);
 }
 

@@ -23,8 +23,8 @@ _Static_assert(sizeof(struct open_how) ==
 		       sizeof(((struct pw_file_req *)0)->how),
 	       "pw_file_req.how holds a struct open_how");
 
-/* Start an init (of a request that is idle, or never used). */
-static bool req_reset(struct pw_file_req *r, uint8_t kind, int fd)
+/* See fs/file_int.h. */
+bool pw__file_req_reset(struct pw_file_req *r, uint8_t kind, int fd)
 {
 	if (!r)
 		return false;
@@ -40,7 +40,7 @@ static bool req_reset(struct pw_file_req *r, uint8_t kind, int fd)
 void pw_file_open_init(struct pw_file_req *r, int dfd, const char *path,
 		       int flags, mode_t mode)
 {
-	if (!req_reset(r, path ? PW__FK_OPEN : PW__FK_BAD, dfd))
+	if (!pw__file_req_reset(r, path ? PW__FK_OPEN : PW__FK_BAD, dfd))
 		return;
 	r->path = path;
 	r->flags = flags | O_CLOEXEC;
@@ -50,7 +50,7 @@ void pw_file_open_init(struct pw_file_req *r, int dfd, const char *path,
 void pw_file_openat2_init(struct pw_file_req *r, int dfd, const char *path,
 			  int flags, mode_t mode, uint64_t resolve)
 {
-	if (!req_reset(r, path ? PW__FK_OPENAT2 : PW__FK_BAD, dfd))
+	if (!pw__file_req_reset(r, path ? PW__FK_OPENAT2 : PW__FK_BAD, dfd))
 		return;
 	r->path = path;
 	/* struct open_how's three fields, in its order. */
@@ -64,7 +64,7 @@ static void rw_init(struct pw_file_req *r, uint8_t kind, int fd, void *buf,
 {
 	bool ok = fd >= 0 && (buf || !len) && len <= INT32_MAX;
 
-	if (!req_reset(r, ok ? kind : PW__FK_BAD, fd))
+	if (!pw__file_req_reset(r, ok ? kind : PW__FK_BAD, fd))
 		return;
 	r->buf = buf;
 	r->len = (uint32_t)len;
@@ -106,7 +106,7 @@ static void rwv_init(struct pw_file_req *r, uint8_t kind, int fd,
 {
 	bool ok = fd >= 0 && iov_ok(iov, iovcnt);
 
-	if (!req_reset(r, ok ? kind : PW__FK_BAD, fd))
+	if (!pw__file_req_reset(r, ok ? kind : PW__FK_BAD, fd))
 		return;
 	r->buf = (void *)(uintptr_t)iov;
 	r->len = (uint32_t)iovcnt;
@@ -132,7 +132,7 @@ void pw_file_read_fixed_init(struct pw_file_req *r, int fd,
 	bool ok = fd >= 0 && fx && fx->index >= 0 && at <= fx->len &&
 		  len <= fx->len - at && len <= INT32_MAX;
 
-	if (!req_reset(r, ok ? PW__FK_READ_FIXED : PW__FK_BAD, fd))
+	if (!pw__file_req_reset(r, ok ? PW__FK_READ_FIXED : PW__FK_BAD, fd))
 		return;
 	r->fixed = fx;
 	r->buf = ok ? (char *)fx->base + at : NULL;
@@ -143,19 +143,20 @@ void pw_file_read_fixed_init(struct pw_file_req *r, int fd,
 
 void pw_file_fsync_init(struct pw_file_req *r, int fd)
 {
-	req_reset(r, fd >= 0 ? PW__FK_FSYNC : PW__FK_BAD, fd);
+	pw__file_req_reset(r, fd >= 0 ? PW__FK_FSYNC : PW__FK_BAD, fd);
 }
 
 void pw_file_fdatasync_init(struct pw_file_req *r, int fd)
 {
-	if (req_reset(r, fd >= 0 ? PW__FK_FSYNC : PW__FK_BAD, fd))
+	if (pw__file_req_reset(r, fd >= 0 ? PW__FK_FSYNC : PW__FK_BAD, fd))
 		r->flags = IORING_FSYNC_DATASYNC;
 }
 
 void pw_file_statx_init(struct pw_file_req *r, int dfd, const char *path,
 			int flags, unsigned mask, struct statx *out)
 {
-	if (!req_reset(r, path && out ? PW__FK_STATX : PW__FK_BAD, dfd))
+	if (!pw__file_req_reset(r, path && out ? PW__FK_STATX : PW__FK_BAD,
+				dfd))
 		return;
 	r->path = path;
 	r->flags = flags;
@@ -165,7 +166,7 @@ void pw_file_statx_init(struct pw_file_req *r, int dfd, const char *path,
 
 void pw_file_close_init(struct pw_file_req *r, int fd)
 {
-	req_reset(r, fd >= 0 ? PW__FK_CLOSE : PW__FK_BAD, fd);
+	pw__file_req_reset(r, fd >= 0 ? PW__FK_CLOSE : PW__FK_BAD, fd);
 }
 
 void pw_file_rename_init(struct pw_file_req *r, int olddfd, const char *oldpath,
@@ -173,7 +174,7 @@ void pw_file_rename_init(struct pw_file_req *r, int olddfd, const char *oldpath,
 {
 	bool ok = oldpath && newpath && flags <= INT_MAX;
 
-	if (!req_reset(r, ok ? PW__FK_RENAME : PW__FK_BAD, olddfd))
+	if (!pw__file_req_reset(r, ok ? PW__FK_RENAME : PW__FK_BAD, olddfd))
 		return;
 	r->path = oldpath;
 	r->fd2 = newdfd;
@@ -184,7 +185,7 @@ void pw_file_rename_init(struct pw_file_req *r, int olddfd, const char *oldpath,
 void pw_file_unlink_init(struct pw_file_req *r, int dfd, const char *path,
 			 int flags)
 {
-	if (!req_reset(r, path ? PW__FK_UNLINK : PW__FK_BAD, dfd))
+	if (!pw__file_req_reset(r, path ? PW__FK_UNLINK : PW__FK_BAD, dfd))
 		return;
 	r->path = path;
 	r->flags = flags;
@@ -232,6 +233,9 @@ static void file_prep(struct io_uring_sqe *sqe, void *arg)
 	case PW__FK_RENAME:
 		io_uring_prep_renameat(sqe, r->fd, r->path, r->fd2, r->path2,
 				       (unsigned)r->flags);
+		break;
+	case PW__FK_SPLICE:
+		pw__file_splice_prep(sqe, r);
 		break;
 	default: /* PW__FK_UNLINK: pw_file_poll() lets no other kind by */
 		io_uring_prep_unlinkat(sqe, r->fd, r->path, r->flags);
@@ -291,7 +295,12 @@ enum pw_poll pw_file_poll(struct pw_cx *cx, struct pw_file_req *r,
 	if (pw_op_poll(cx, &r->op, file_prep, r, &v) == PW_PENDING)
 		return PW_PENDING; /* out of budget: the result waits */
 	pw_sleep_cancel(&r->timer);
-	if (r->timed_out && v == -ECANCELED)
+	/* A cancel that interrupts a call a kernel worker is running (a
+	 * splice waiting on a pipe or a socket) ends it with the kernel's
+	 * internal -ERESTARTSYS: reported as -EINTR. */
+	if (v == -512)
+		v = -EINTR;
+	if (r->timed_out && (v == -ECANCELED || v == -EINTR))
 		v = -ETIMEDOUT;
 	r->timed_out = false;
 	*res = v;

@@ -25,8 +25,22 @@ enum {
 	PW__FK_CLOSE,
 	PW__FK_RENAME,
 	PW__FK_UNLINK,
+	PW__FK_SPLICE,
 	PW__FK_BAD, /* an init refused its arguments: the poll says -EINVAL */
 };
+
+/*
+ * pw__file_req_reset - start an init of @r (idle, or never used) for a
+ * call of @kind on @fd: everything else cleared.
+ * Return: false for a NULL @r. Any thread.
+ */
+bool pw__file_req_reset(struct pw_file_req *r, uint8_t kind, int fd);
+
+struct io_uring_sqe;
+
+/* Write the SQE of splice request @r (fs/splice.c). Shard thread. */
+void pw__file_splice_prep(struct io_uring_sqe *sqe,
+			  const struct pw_file_req *r);
 
 /*
  * The shard's slot of registered buffer @fx, checked against @s: its

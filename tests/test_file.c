@@ -4,7 +4,8 @@
  * byte for byte, short reads at the end of a file, a file unlinked while
  * read, statx against stat(2), rename and unlink, O_DIRECT, registered
  * buffers, the streaming reader from a poll task, a fiber and the async
- * macros, deadlines, and reads cancelled in flight (on a pipe, where a
+ * macros, splice from a file into a pipe and a socket, deadlines, and
+ * reads cancelled in flight (on a pipe, where a
  * read really waits) whose buffers the kernel never writes afterwards.
  *
  * Files live in a fresh folder under the build folder: a disk
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -252,6 +254,102 @@ Test(file, unlinked_while_open_still_reads)
 	pw_file_close_init(&o.r, fd);
 	cr_assert_eq(run(rt, &o), 0);
 	dir_clean();
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A file spliced into a pipe and the pipe into a socket, byte for byte:
+ * the pages never pass through user space; a splice at the end of the
+ * file moves 0 bytes; one from a range past a truncation moves what is
+ * left. Bad arguments are refused at the poll. */
+Test(file, splice_file_pipe_socket)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	enum { N = 300000 };
+	char p[PATH_MAX];
+	char *want = malloc(N), *got = malloc(N);
+	int pfd[2], sv[2];
+	struct one o;
+	size_t have = 0;
+	uint64_t off = 0;
+
+	cr_assert(want && got);
+	dir_make();
+	make_file(path_in(p, sizeof(p), "spliced"), N, 21);
+	fill(want, N, 21);
+	int fd = open_at(rt, p, O_RDONLY);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	while (off < N) {
+		pw_file_splice_init(&o.r, fd, off, pfd[1], PW_FILE_POS, N - off,
+				    0);
+		int32_t in = run(rt, &o);
+		cr_assert_gt(in, 0, "file into the pipe: %d", in);
+		/* Out of the pipe: it returns once the pipe is empty. */
+		pw_file_splice_init(&o.r, pfd[0], PW_FILE_POS, sv[0],
+				    PW_FILE_POS, N, PW_FILE_SPLICE_MORE);
+		cr_assert_eq(run(rt, &o), in);
+		off += (uint64_t)in;
+		while (have < off) {
+			ssize_t r = read(sv[1], got + have, N - have);
+			cr_assert_gt(r, 0);
+			have += (size_t)r;
+		}
+	}
+	cr_assert_eq(have, (size_t)N);
+	cr_assert_eq(memcmp(got, want, N), 0);
+	pw_file_splice_init(&o.r, fd, N, pfd[1], PW_FILE_POS, 4096, 0);
+	cr_assert_eq(run(rt, &o), 0); /* at the end of the file */
+	cr_assert_eq(truncate(p, 1000), 0);
+	pw_file_splice_init(&o.r, fd, 500, pfd[1], PW_FILE_POS, 4096, 0);
+	cr_assert_eq(run(rt, &o), 500); /* the rest of the shorter file */
+	pw_file_splice_init(&o.r, pfd[0], PW_FILE_POS, sv[0], PW_FILE_POS, 4096,
+			    PW_FILE_SPLICE_NONBLOCK);
+	cr_assert_eq(run(rt, &o), 500);
+	cr_assert_eq(read(sv[1], got, 4096), 500);
+	cr_assert_eq(memcmp(got, want + 500, 500), 0);
+	/* An empty pipe, not waited on. */
+	pw_file_splice_init(&o.r, pfd[0], PW_FILE_POS, sv[0], PW_FILE_POS, 4096,
+			    PW_FILE_SPLICE_NONBLOCK);
+	cr_assert_eq(run(rt, &o), -EAGAIN);
+	pw_file_splice_init(&o.r, -1, 0, pfd[1], PW_FILE_POS, 1, 0);
+	cr_assert_eq(run(rt, &o), -EINVAL);
+	pw_file_splice_init(&o.r, fd, 0, pfd[1], PW_FILE_POS,
+			    (size_t)INT32_MAX + 1, 0);
+	cr_assert_eq(run(rt, &o), -EINVAL);
+	pw_file_splice_init(&o.r, fd, 0, pfd[1], PW_FILE_POS, 1, 0x80);
+	cr_assert_eq(run(rt, &o), -EINVAL);
+	close(fd);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sv[0]);
+	close(sv[1]);
+	free(want);
+	free(got);
+	dir_clean();
+	cr_assert_eq(pw_runtime_destroy(rt), 0);
+}
+
+/* A splice out of an empty pipe waits; its deadline cancels it (the
+ * kernel's worker is interrupted) and the poll returns only at the final
+ * completion. */
+Test(file, splice_waiting_is_cancelled_by_its_deadline)
+{
+	struct pw_runtime *rt = pw_test_runtime(1);
+	int pfd[2], sv[2];
+	struct one o;
+
+	cr_assert_eq(pipe2(pfd, O_CLOEXEC), 0);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	pw_file_splice_init(&o.r, pfd[0], PW_FILE_POS, sv[0], PW_FILE_POS, 4096,
+			    0);
+	o.deadline = pw_time_now() + 20 * PW_NSEC_PER_MSEC;
+	int32_t got = (int32_t)pw_test_block_on(rt, one_poll, &o);
+	cr_assert_eq(got, -ETIMEDOUT, "%d", got);
+	close(pfd[0]);
+	close(pfd[1]);
+	close(sv[0]);
+	close(sv[1]);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * pinwheel/file.h - files over io_uring: open, read and write at an
- * offset (one buffer or iovecs), fsync, fdatasync, statx, close, rename
- * and unlink; reads into registered buffers; aligned buffers for
+ * offset (one buffer or iovecs), fsync, fdatasync, statx, close, rename,
+ * unlink and splice; reads into registered buffers; aligned buffers for
  * O_DIRECT; and a streaming reader that keeps several reads in flight.
  *
  * Every call is a leaf future, like pw_op: a struct pw_file_req in the
@@ -174,6 +174,33 @@ PW_API void pw_file_rename_init(struct pw_file_req *r, int olddfd,
 PW_API void pw_file_unlink_init(struct pw_file_req *r, int dfd,
 				const char *path, int flags);
 
+/* pw_file_splice_init() flags: the kernel's SPLICE_F_* values. */
+#define PW_FILE_SPLICE_MOVE	0x1u /* a hint: move pages, not copy */
+#define PW_FILE_SPLICE_NONBLOCK 0x2u /* the pipe side does not wait */
+#define PW_FILE_SPLICE_MORE	0x4u /* more follows (a socket: MSG_MORE) */
+
+/**
+ * pw_file_splice_init - splice(@fd_in, @off_in, @fd_out, @off_out, @len,
+ * @flags): move up to @len bytes between two descriptors inside the
+ * kernel, one of them a pipe; an offset is PW_FILE_POS for the pipe (or
+ * a socket), else where to read or write the file. A file into a pipe,
+ * then the pipe into a socket, is how a server sends a file's pages
+ * without copying them through user space (sendfile(2)).
+ * The result is the bytes moved: fewer than @len when the pipe fills
+ * (into a pipe), the file ends (0 at or past its end), or the pipe holds
+ * fewer (out of a pipe: once some moved, it does not wait for more);
+ * without PW_FILE_SPLICE_NONBLOCK an empty pipe is waited on (give it a
+ * writer that writes, or a deadline), a blocking socket too.
+ * The kernel always runs a splice in its worker threads and looks the
+ * two descriptors up there: keep both open, under the same numbers,
+ * until PW_READY (pw_file_in_flight() false), cancelled or not.
+ * @len above INT32_MAX, unknown flags or a negative descriptor are
+ * refused (-EINVAL at the poll). Any thread.
+ */
+PW_API void pw_file_splice_init(struct pw_file_req *r, int fd_in,
+				uint64_t off_in, int fd_out, uint64_t off_out,
+				size_t len, unsigned flags);
+
 /**
  * pw_file_poll - drive the call @r was made ready for.
  *
@@ -182,9 +209,10 @@ PW_API void pw_file_unlink_init(struct pw_file_req *r, int dfd,
  * and the poll still waits for its final completion: once PW_READY is
  * returned the kernel is done with the call's memory, always.
  * Return: PW_READY with *@res the call's result: a descriptor (open),
- * a byte count (read, write), 0 (the others), or -errno; -ETIMEDOUT
+ * a byte count (read, write, splice), 0 (the others), or -errno; -ETIMEDOUT
  * when the deadline cancelled the call before it finished (a call that
- * finished anyway returns its result); -ECANCELED after pw_file_cancel();
+ * finished anyway returns its result); -ECANCELED after pw_file_cancel()
+ * (-EINTR when the cancel interrupted a splice already running);
  * -EINVAL for bad arguments or a request never initialised. @r is then
  * idle, ready for another init. PW_PENDING otherwise.
  * Context: a task on a shard.
@@ -201,6 +229,18 @@ PW_API enum pw_poll pw_file_poll(struct pw_cx *cx, struct pw_file_req *r,
  * Context: the shard that polled @r.
  */
 PW_API void pw_file_cancel(struct pw_file_req *r);
+
+/**
+ * pw_file_cancel_sync - pw_file_cancel() that returns only once the
+ * kernel is done with @r's call: its memory and its descriptors (a
+ * synchronous cancel; the shard waits the moment the kernel takes to
+ * stop a running splice). For a drop hook about to close or reuse what
+ * a call in flight uses, such as a splice's pipe, whose descriptors the
+ * kernel looks up only when its worker starts the call. The final
+ * completion is still reaped by the shard later; harmless when idle.
+ * Context: the shard that polled @r.
+ */
+PW_API void pw_file_cancel_sync(struct pw_file_req *r);
 
 /**
  * pw_file_in_flight - whether the kernel may still use @r's memory (its

@@ -1,0 +1,288 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+#
+# bench/static.sh - pinwheel http --root against nginx serving the same
+# files, under wrk, on one core each.
+#
+# Method
+#   - A temporary root holds a 4 KiB and a 1 MiB file of random bytes.
+#     nginx runs from a generated configuration in the same temporary
+#     folder: one worker process, `root` that folder, sendfile on,
+#     access_log off, keepalive_requests effectively unlimited, no
+#     open_file_cache (each request opens its file, as pinwheel's does).
+#     pinwheel runs `pinwheel http --root DIR --shards 1 --cpus 0
+#     --sndbuf 0`: one shard thread, the socket send buffer left to the
+#     kernel's autotuning as nginx leaves it (the command's 16 KiB
+#     default guards against clients that do not read, and costs a large
+#     body a wake-up per 16 KiB).
+#   - The server is pinned to CPU $SERVER_CPU (0), wrk to CPU $CLIENT_CPU
+#     (1): `taskset -c 1 wrk -t1 -c64 -d10s --latency URL`. The kernel
+#     runs pinwheel's splices in its io_uring worker threads, which the
+#     shard's pinning does not bind: their CPU time is the process's and
+#     is counted, wherever they ran.
+#   - For each file, runs alternate A B A B (nginx, pinwheel) for $ROUNDS
+#     rounds, so drift in the machine's state hits both alike. Each run
+#     starts a fresh server, warms it for $WARMUP, then measures for
+#     $DURATION. A run with an answer other than 2xx stops the script.
+#   - Reported per run and as the median over runs: requests/s and p99
+#     latency as wrk prints them (--latency), and the server's CPU time per
+#     request: utime + stime of every process of the server (nginx: master
+#     and worker; pinwheel: its one process, all threads, io_uring
+#     workers included), read from /proc/PID/stat just before and just
+#     after the measured run, in clock ticks converted to microseconds,
+#     divided by the requests wrk completed; then the ratios pinwheel /
+#     nginx of the medians (cpu_us/req below 1: pinwheel spends less).
+#   - A table goes to stdout, JSON to $OUT (bench/results/static.json).
+#
+# Caveat: numbers mean something only on an otherwise idle machine with at
+# least two CPUs; on a shared machine, treat them as a smoke test.
+#
+# Usage: bench/static.sh [OUT.json]
+#   environment: DURATION=10s ROUNDS=3 CONNS=64 WARMUP=1s SERVER_CPU=0
+#                CLIENT_CPU=1 PORT=18490 PINWHEEL=build/pinwheel
+#                SIZES="4096 1048576" PINWHEEL_FLAGS= (more flags for
+#                `pinwheel http`, e.g. "--sndbuf 16k"), KEEP=1 keeps the
+#                temporary folder (logs, wrk outputs)
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")/.." && pwd)
+DURATION=${DURATION:-10s}
+ROUNDS=${ROUNDS:-3}
+CONNS=${CONNS:-64}
+WARMUP=${WARMUP:-1s}
+SERVER_CPU=${SERVER_CPU:-0}
+CLIENT_CPU=${CLIENT_CPU:-1}
+PORT=${PORT:-18490}
+PINWHEEL=${PINWHEEL:-$here/build/pinwheel}
+PINWHEEL_FLAGS=${PINWHEEL_FLAGS:-}
+OUT=${1:-$here/bench/results/static.json}
+SIZES=${SIZES:-4096 1048576}
+
+die() {
+	echo "bench/static.sh: $*" >&2
+	exit 1
+}
+
+case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a whole number >= 1" ;; esac
+for size in $SIZES; do
+	case $size in *[!0-9]*) die "SIZES: $size is not a size in bytes" ;; esac
+done
+pkgs=wrk
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs="$pkgs nginx"
+# shellcheck disable=SC2086
+sh "$here/scripts/deps.sh" $pkgs ||
+	die "needs wrk and nginx (apt-get install wrk nginx)"
+command -v taskset >/dev/null || die "needs taskset (util-linux)"
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+[ -x "$NGINX" ] || die "nginx not found"
+[ -x "$PINWHEEL" ] || die "$PINWHEEL is not built (run make)"
+TCK=$(getconf CLK_TCK)
+
+tmp=$(mktemp -d /tmp/pinwheel-bench-static.XXXXXX)
+server_pid=""
+cleanup() {
+	if [ -n "$server_pid" ]; then
+		kill -TERM "$server_pid" 2>/dev/null || true
+		wait "$server_pid" 2>/dev/null || true
+	fi
+	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# nginx's worker may run as another user (nobody, when started as root).
+chmod 755 "$tmp"
+mkdir -m 755 "$tmp/root"
+for size in $SIZES; do
+	head -c "$size" /dev/urandom >"$tmp/root/f$size.bin"
+	chmod 644 "$tmp/root/f$size.bin"
+done
+
+cat >"$tmp/nginx.conf" <<EOF
+daemon off;
+master_process on;
+worker_processes 1;
+pid $tmp/nginx.pid;
+error_log $tmp/error.log warn;
+events { worker_connections 4096; }
+http {
+	access_log off;
+	sendfile on;
+	keepalive_requests 100000000;
+	keepalive_timeout 300s;
+	client_body_temp_path $tmp/body;
+	proxy_temp_path $tmp/proxy;
+	fastcgi_temp_path $tmp/fastcgi;
+	uwsgi_temp_path $tmp/uwsgi;
+	scgi_temp_path $tmp/scgi;
+	server {
+		listen 127.0.0.1:$PORT;
+		root $tmp/root;
+	}
+}
+EOF
+
+# Every process of the server: the one started and its children.
+server_pids() {
+	echo "$server_pid"
+	pgrep -P "$server_pid" 2>/dev/null || true
+}
+
+# utime + stime, in clock ticks, summed over the server's processes.
+cpu_ticks() {
+	local t=0 p f
+	for p in $(server_pids); do
+		# Fields after the command name, which may hold spaces.
+		f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
+		set -- $f
+		t=$((t + ${12} + ${13}))
+	done
+	echo "$t"
+}
+
+wait_port() {
+	for _ in $(seq 100); do
+		if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
+			return 0
+		fi
+		sleep 0.05
+	done
+	die "server did not listen on port $PORT (see $tmp)"
+}
+
+start_server() {
+	case $1 in
+	nginx)
+		taskset -c "$SERVER_CPU" "$NGINX" -p "$tmp" -e "$tmp/error.log" \
+			-c "$tmp/nginx.conf" >"$tmp/server.log" 2>&1 &
+		;;
+	pinwheel)
+		# shellcheck disable=SC2086 # PINWHEEL_FLAGS: words on purpose
+		"$PINWHEEL" http --listen "127.0.0.1:$PORT" --shards 1 \
+			--cpus "$SERVER_CPU" --root "$tmp/root" --sndbuf 0 \
+			$PINWHEEL_FLAGS \
+			>"$tmp/server.log" 2>&1 &
+		;;
+	esac
+	server_pid=$!
+	wait_port
+	# nginx's worker starts after the master listens.
+	[ "$1" = nginx ] && sleep 0.2
+	return 0
+}
+
+stop_server() {
+	kill -TERM "$server_pid" 2>/dev/null || true
+	wait "$server_pid" 2>/dev/null || true
+	server_pid=""
+}
+
+# A wrk latency value ("812.00us", "1.20ms", "2.00s") in microseconds.
+to_us() {
+	awk -v v="$1" 'BEGIN {
+		n = v + 0
+		if (v ~ /us$/) m = 1; else if (v ~ /ms$/) m = 1000;
+		else if (v ~ /m$/) m = 60000000; else if (v ~ /s$/) m = 1000000;
+		else m = 1
+		printf "%.2f", n * m }'
+}
+
+runs=()
+run_one() {
+	local name=$1 size=$2 out c0 c1 reqs rps p99 errs non2xx cpu_us
+	local url="http://127.0.0.1:$PORT/f$size.bin"
+	start_server "$name"
+	taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$WARMUP" "$url" >/dev/null
+	c0=$(cpu_ticks)
+	out=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" --latency "$url")
+	c1=$(cpu_ticks)
+	stop_server
+	echo "$out" >"$tmp/wrk-$name-$size-${#runs[@]}.txt"
+	reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
+	rps=$(echo "$out" | awk '/^Requests\/sec:/ { print $2 }')
+	p99=$(to_us "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
+	errs=$(echo "$out" | awk '/Socket errors/ { s = 0; for (i = 4; i <= NF; i += 2) s += $i; print s }')
+	non2xx=$(echo "$out" | awk '/Non-2xx/ { print $NF }')
+	[ -n "$reqs" ] && [ "$reqs" -gt 0 ] || die "$name: wrk completed no request: $out"
+	[ "${non2xx:-0}" = 0 ] || die "$name: $non2xx answers were not 2xx"
+	cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TCK" -v r="$reqs" \
+		'BEGIN { printf "%.3f", d * 1e6 / t / r }')
+	runs+=("$name $size $rps $p99 $cpu_us $reqs ${errs:-0} ${non2xx:-0}")
+	printf '%-9s %8s %12s %10s %12s %10s %7s %7s\n' "$name" "$size" \
+		"$rps" "$p99" "$cpu_us" "$reqs" "${errs:-0}" "${non2xx:-0}"
+}
+
+echo "pinwheel http --root vs nginx: wrk -t1 -c$CONNS -d$DURATION --latency," \
+	"server on CPU $SERVER_CPU, wrk on CPU $CLIENT_CPU, $ROUNDS round(s)"
+printf '%-9s %8s %12s %10s %12s %10s %7s %7s\n' server bytes req/s p99_us \
+	cpu_us/req requests errors non2xx
+for size in $SIZES; do
+	for ((r = 0; r < ROUNDS; r++)); do
+		run_one nginx "$size"
+		run_one pinwheel "$size"
+	done
+done
+
+median() { # values on stdin
+	sort -g | awk '{ v[NR] = $1 } END {
+		if (NR % 2) print v[(NR + 1) / 2];
+		else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# $1 / $2, or null.
+ratio() {
+	awk -v a="$1" -v b="$2" 'BEGIN { if (b > 0) printf "%.3f", a / b; else print "null" }'
+}
+
+echo
+printf '%-9s %8s %12s %10s %12s\n' median bytes req/s p99_us cpu_us/req
+json_runs=""
+json_med=""
+for size in $SIZES; do
+	json_size=""
+	declare -A med=()
+	for name in nginx pinwheel; do
+		sel=$(printf '%s\n' "${runs[@]}" | awk -v n="$name" -v s="$size" '$1 == n && $2 == s')
+		m_rps=$(echo "$sel" | awk '{ print $3 }' | median)
+		m_p99=$(echo "$sel" | awk '{ print $4 }' | median)
+		m_cpu=$(echo "$sel" | awk '{ print $5 }' | median)
+		med[$name.rps]=$m_rps
+		med[$name.p99]=$m_p99
+		med[$name.cpu]=$m_cpu
+		printf '%-9s %8s %12s %10s %12s\n' "$name" "$size" "$m_rps" "$m_p99" "$m_cpu"
+		json_size+="${json_size:+, }\"$name\": {\"requests_per_sec\": $m_rps, \"p99_us\": $m_p99, \"cpu_us_per_request\": $m_cpu}"
+	done
+	r_rps=$(ratio "${med[pinwheel.rps]}" "${med[nginx.rps]}")
+	r_p99=$(ratio "${med[pinwheel.p99]}" "${med[nginx.p99]}")
+	r_cpu=$(ratio "${med[pinwheel.cpu]}" "${med[nginx.cpu]}")
+	printf '%-9s %8s %12s %10s %12s\n' pw/nginx "$size" "$r_rps" "$r_p99" "$r_cpu"
+	json_med+="${json_med:+,}
+    \"$size\": {$json_size, \"pinwheel_over_nginx\": {\"requests_per_sec\": $r_rps, \"p99_us\": $r_p99, \"cpu_us_per_request\": $r_cpu}}"
+	unset med
+done
+for run in "${runs[@]}"; do
+	# shellcheck disable=SC2086 # the run's fields: words on purpose
+	set -- $run
+	json_runs+="${json_runs:+,}
+    {\"server\": \"$1\", \"bytes\": $2, \"requests_per_sec\": $3, \"p99_us\": $4, \"cpu_us_per_request\": $5, \"requests\": $6, \"socket_errors\": $7, \"non_2xx\": $8}"
+done
+
+mkdir -p "$(dirname "$OUT")"
+cat >"$OUT" <<EOF
+{
+  "benchmark": "static",
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "kernel": "$(uname -r)",
+  "cpus": $(nproc),
+  "wrk": "wrk -t1 -c$CONNS -d$DURATION --latency",
+  "server_cpu": $SERVER_CPU,
+  "client_cpu": $CLIENT_CPU,
+  "rounds": $ROUNDS,
+  "pinwheel_flags": "--shards 1 --sndbuf 0 $PINWHEEL_FLAGS",
+  "runs": [$json_runs
+  ],
+  "median": {$json_med
+  }
+}
+EOF
+echo
+echo "wrote $OUT"
