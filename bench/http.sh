@@ -105,13 +105,7 @@ mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 {
   "benchmark": "http",
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "kernel": "$(uname -r)",
-  "cpus": $(nproc),
-  "wrk": "wrk -t1 -c$CONNS -d$DURATION --latency",
-  "server_cpu": $SERVER_CPU,
-  "client_cpu": $CLIENT_CPU,
-  "rounds": $ROUNDS,
+$(wrk_json_meta)
   "body_bytes": ${#BODY},
   "runs": [$json_runs
   ],

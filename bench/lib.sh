@@ -192,6 +192,21 @@ wrk_measure() {
 		'BEGIN { printf "%.3f", d * 1e6 / t / r }')
 }
 
+# wrk_json_meta: print the JSON members every wrk benchmark records (date,
+# kernel, CPUs, wrk's command line, the CPUs used, rounds), one a line,
+# each ending with a comma.
+wrk_json_meta() {
+	cat <<EOF
+  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+  "kernel": "$(uname -r)",
+  "cpus": $(nproc),
+  "wrk": "wrk -t1 -c$CONNS -d$DURATION --latency",
+  "server_cpu": $SERVER_CPU,
+  "client_cpu": $CLIENT_CPU,
+  "rounds": $ROUNDS,
+EOF
+}
+
 # median DECIMALS: print the median of the numbers on stdin; of an even
 # count, the mean of the middle two with DECIMALS decimals.
 median() {

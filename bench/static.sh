@@ -148,13 +148,7 @@ mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 {
   "benchmark": "static",
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "kernel": "$(uname -r)",
-  "cpus": $(nproc),
-  "wrk": "wrk -t1 -c$CONNS -d$DURATION --latency",
-  "server_cpu": $SERVER_CPU,
-  "client_cpu": $CLIENT_CPU,
-  "rounds": $ROUNDS,
+$(wrk_json_meta)
   "pinwheel_flags": "--shards 1 --sndbuf 0 $PINWHEEL_FLAGS",
   "runs": [$json_runs
   ],
