@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "bench/udp_floor.h"
 #include "pinwheel.h"
 #include "pinwheel/async.h"
 
@@ -250,34 +251,12 @@ static void *floor_main(void *arg)
 {
 	int fd = *(int *)arg;
 	static char buf[BATCH][DGRAM];
-	static struct sockaddr_storage from[BATCH];
-	struct iovec iov[BATCH];
-	struct mmsghdr m[BATCH];
+	static struct udp_floor f = { .buf = buf[0], .dgram = DGRAM };
 
 	pin_self(0);
-	for (;;) {
-		for (unsigned i = 0; i < BATCH; i++) {
-			iov[i].iov_base = buf[i];
-			iov[i].iov_len = DGRAM;
-			memset(&m[i], 0, sizeof(m[i]));
-			m[i].msg_hdr.msg_iov = &iov[i];
-			m[i].msg_hdr.msg_iovlen = 1;
-			m[i].msg_hdr.msg_name = &from[i];
-			m[i].msg_hdr.msg_namelen = sizeof(from[i]);
-		}
-		int k = recvmmsg(fd, m, BATCH, MSG_WAITFORONE, NULL);
-		if (k <= 0)
-			return NULL;
-		for (int i = 0; i < k; i++)
-			if (!(iov[i].iov_len = m[i].msg_len))
-				return NULL; /* an empty datagram: stop */
-		for (int done = 0; done < k;) {
-			int n = sendmmsg(fd, m + done, (unsigned)(k - done), 0);
-			if (n <= 0)
-				break;
-			done += n;
-		}
-	}
+	while (udp_floor_round(fd, &f, true) >= 0)
+		;
+	return NULL; /* an empty datagram: stop */
 }
 
 static void bm_udp_echo_floor(struct pw_bench *b)

@@ -25,6 +25,9 @@
 # Needs nginx, haproxy and wrk (Debian packages of those names; haproxy
 # not with VERSUS=ops).
 set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 
 DURATION=${DURATION:-10s}
 VERSUS=${VERSUS:-haproxy}
@@ -57,7 +60,7 @@ for tool in $TOOLS; do
 done
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 HAPROXY=$(command -v haproxy || echo /usr/sbin/haproxy || true)
-[ -x "$PINWHEEL" ] || { echo "bench/proxy.sh: build $PINWHEEL first (make)" >&2; exit 1; }
+[ -x "$PINWHEEL" ] || die "build $PINWHEEL first (make)"
 
 TMP=$(mktemp -d /tmp/pinwheel-bench-proxy.XXXXXX)
 PIDS=()
@@ -69,17 +72,6 @@ cleanup() {
 	rm -rf "$TMP"
 }
 trap cleanup EXIT INT TERM
-
-wait_port() { # port: wait up to 5 s for a listener
-	for _ in $(seq 1 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	echo "bench/proxy.sh: nothing listens on port $1" >&2
-	return 1
-}
 
 mkdir -p "$TMP/nginx/logs" "$TMP/nginx/tmp"
 cat >"$TMP/nginx/nginx.conf" <<EOF
@@ -125,20 +117,6 @@ taskset -c 1 "$NGINX" -p "$TMP/nginx" -c "$TMP/nginx/nginx.conf" \
 	>"$TMP/nginx/logs/stdout" 2>&1 &
 PIDS+=($!)
 wait_port "$NGX_PORT"
-
-CLK_TCK=$(getconf CLK_TCK)
-cpu_ticks() { # pid: utime + stime (fields 14 and 15; comm may hold spaces)
-	sed -e 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-}
-to_us() { # wrk latency such as 1.23ms, 456.78us, 1.2s
-	awk -v v="$1" 'BEGIN {
-		n = v + 0
-		if (v ~ /us$/) print n
-		else if (v ~ /ms$/) print n * 1000
-		else if (v ~ /m$/) print n * 60000000
-		else if (v ~ /s$/) print n * 1000000
-		else print n }'
-}
 
 RESULTS="$TMP/results"
 : >"$RESULTS"
@@ -198,8 +176,8 @@ run_one() { # name port
 		exit 1
 	fi
 	local p99us cpu_us
-	p99us=$(to_us "$p99")
-	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$CLK_TCK" -v n="$reqs" \
+	p99us=$(to_us "$p99" %s)
+	cpu_us=$(awk -v a="$t0" -v b="$t1" -v hz="$TCK" -v n="$reqs" \
 		'BEGIN { printf "%.3f", (b - a) * 1000000 / hz / n }')
 	echo "$name $rps $p99us $cpu_us $reqs" >>"$RESULTS"
 	printf '  %-9s round %d: %10s req/s  p99 %9s us  cpu %7s us/req%s\n' \
@@ -225,22 +203,17 @@ for round in $(seq 1 "$ROUNDS"); do
 		<(tail -n 2 "$RESULTS") 2>>"$TMP/ratios"
 done
 
-median() { # name column
-	awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$RESULTS" | sort -g |
-		awk '{ v[NR] = $1 } END {
-			if (NR % 2) print v[(NR + 1) / 2];
-			else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+col() { # name column: the median
+	awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$RESULTS" | median 3
 }
 
 echo
 printf '%-9s %14s %14s %16s\n' proxy "req/s (med)" "p99 us (med)" "cpu us/req (med)"
 for name in pinwheel "$B"; do
-	printf '%-9s %14s %14s %16s\n' "$name" "$(median $name 2)" \
-		"$(median $name 3)" "$(median $name 4)"
+	printf '%-9s %14s %14s %16s\n' "$name" "$(col "$name" 2)" \
+		"$(col "$name" 3)" "$(col "$name" 4)"
 done
-RATIO=$(sort -g "$TMP/ratios" | awk '{ v[NR] = $1 } END {
-	if (NR % 2) print v[(NR + 1) / 2];
-	else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }')
+RATIO=$(median 4 <"$TMP/ratios")
 echo "$B/pinwheel cpu per request, median of the per-round ratios: ${RATIO}x"
 
 
@@ -256,8 +229,8 @@ mkdir -p "$(dirname "$OUT")"
 		[ $first = 1 ] || printf ',\n'
 		first=0
 		printf '    "%s": {"rps": %s, "p99_us": %s, "cpu_us_per_req": %s}' \
-			"$name" "$(median $name 2)" "$(median $name 3)" \
-			"$(median $name 4)"
+			"$name" "$(col "$name" 2)" "$(col "$name" 3)" \
+			"$(col "$name" 4)"
 	done
 	printf '\n  },\n  "cpu_ratio_median": %s\n}\n' "$RATIO"
 } >"$OUT"

@@ -58,36 +58,18 @@ PINWHEEL_FLAGS=${PINWHEEL_FLAGS:-}
 OUT=${1:-$here/bench/results/static.json}
 SIZES=${SIZES:-4096 1048576}
 
-die() {
-	echo "bench/static.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 
-case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a whole number >= 1" ;; esac
+check_rounds
 for size in $SIZES; do
 	case $size in *[!0-9]*) die "SIZES: $size is not a size in bytes" ;; esac
 done
-pkgs=wrk
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || pkgs="$pkgs nginx"
-# shellcheck disable=SC2086
-sh "$here/scripts/deps.sh" $pkgs ||
-	die "needs wrk and nginx (apt-get install wrk nginx)"
-command -v taskset >/dev/null || die "needs taskset (util-linux)"
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-[ -x "$NGINX" ] || die "nginx not found"
+need_wrk_nginx
 [ -x "$PINWHEEL" ] || die "$PINWHEEL is not built (run make)"
-TCK=$(getconf CLK_TCK)
 
-tmp=$(mktemp -d /tmp/pinwheel-bench-static.XXXXXX)
-server_pid=""
-cleanup() {
-	if [ -n "$server_pid" ]; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	[ -n "${KEEP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
+KEEP_TMP=${KEEP:-}
+bench_tmp static
 
 # nginx's worker may run as another user (nobody, when started as root).
 chmod 755 "$tmp"
@@ -97,118 +79,20 @@ for size in $SIZES; do
 	chmod 644 "$tmp/root/f$size.bin"
 done
 
-cat >"$tmp/nginx.conf" <<EOF
-daemon off;
-master_process on;
-worker_processes 1;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log warn;
-events { worker_connections 4096; }
-http {
-	access_log off;
-	sendfile on;
-	keepalive_requests 100000000;
-	keepalive_timeout 300s;
-	client_body_temp_path $tmp/body;
-	proxy_temp_path $tmp/proxy;
-	fastcgi_temp_path $tmp/fastcgi;
-	uwsgi_temp_path $tmp/uwsgi;
-	scgi_temp_path $tmp/scgi;
-	server {
-		listen 127.0.0.1:$PORT;
-		root $tmp/root;
-	}
-}
-EOF
-
-# Every process of the server: the one started and its children.
-server_pids() {
-	echo "$server_pid"
-	pgrep -P "$server_pid" 2>/dev/null || true
-}
-
-# utime + stime, in clock ticks, summed over the server's processes.
-cpu_ticks() {
-	local t=0 p f
-	for p in $(server_pids); do
-		# Fields after the command name, which may hold spaces.
-		f=$(sed 's/^.*) //' "/proc/$p/stat" 2>/dev/null) || continue
-		set -- $f
-		t=$((t + ${12} + ${13}))
-	done
-	echo "$t"
-}
-
-wait_port() {
-	for _ in $(seq 100); do
-		if (exec 3<>"/dev/tcp/127.0.0.1/$PORT") 2>/dev/null; then
-			return 0
-		fi
-		sleep 0.05
-	done
-	die "server did not listen on port $PORT (see $tmp)"
-}
-
-start_server() {
-	case $1 in
-	nginx)
-		taskset -c "$SERVER_CPU" "$NGINX" -p "$tmp" -e "$tmp/error.log" \
-			-c "$tmp/nginx.conf" >"$tmp/server.log" 2>&1 &
-		;;
-	pinwheel)
-		# shellcheck disable=SC2086 # PINWHEEL_FLAGS: words on purpose
-		"$PINWHEEL" http --listen "127.0.0.1:$PORT" --shards 1 \
-			--cpus "$SERVER_CPU" --root "$tmp/root" --sndbuf 0 \
-			$PINWHEEL_FLAGS \
-			>"$tmp/server.log" 2>&1 &
-		;;
-	esac
-	server_pid=$!
-	wait_port
-	# nginx's worker starts after the master listens.
-	[ "$1" = nginx ] && sleep 0.2
-	return 0
-}
-
-stop_server() {
-	kill -TERM "$server_pid" 2>/dev/null || true
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=""
-}
-
-# A wrk latency value ("812.00us", "1.20ms", "2.00s") in microseconds.
-to_us() {
-	awk -v v="$1" 'BEGIN {
-		n = v + 0
-		if (v ~ /us$/) m = 1; else if (v ~ /ms$/) m = 1000;
-		else if (v ~ /m$/) m = 60000000; else if (v ~ /s$/) m = 1000000;
-		else m = 1
-		printf "%.2f", n * m }'
-}
+nginx_conf "
+	sendfile on;" "		root $tmp/root;"
 
 runs=()
 run_one() {
-	local name=$1 size=$2 out c0 c1 reqs rps p99 errs non2xx cpu_us
-	local url="http://127.0.0.1:$PORT/f$size.bin"
-	start_server "$name"
-	taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$WARMUP" "$url" >/dev/null
-	c0=$(cpu_ticks)
-	out=$(taskset -c "$CLIENT_CPU" wrk -t1 -c"$CONNS" -d"$DURATION" --latency "$url")
-	c1=$(cpu_ticks)
+	local name=$1 size=$2 reqs rps p99 errs non2xx cpu_us
+	start_server "$name" --root "$tmp/root" --sndbuf 0
+	wrk_measure "$name" "http://127.0.0.1:$PORT/f$size.bin" \
+		"$tmp/wrk-$name-$size-${#runs[@]}.txt"
 	stop_server
-	echo "$out" >"$tmp/wrk-$name-$size-${#runs[@]}.txt"
-	reqs=$(echo "$out" | awk '/requests in/ { print $1 }')
-	rps=$(echo "$out" | awk '/^Requests\/sec:/ { print $2 }')
-	p99=$(to_us "$(echo "$out" | awk '$1 == "99%" { print $2 }')")
-	errs=$(echo "$out" | awk '/Socket errors/ { s = 0; for (i = 4; i <= NF; i += 2) s += $i; print s }')
-	non2xx=$(echo "$out" | awk '/Non-2xx/ { print $NF }')
-	[ -n "$reqs" ] && [ "$reqs" -gt 0 ] || die "$name: wrk completed no request: $out"
-	[ "${non2xx:-0}" = 0 ] || die "$name: $non2xx answers were not 2xx"
-	cpu_us=$(awk -v d=$((c1 - c0)) -v t="$TCK" -v r="$reqs" \
-		'BEGIN { printf "%.3f", d * 1e6 / t / r }')
-	runs+=("$name $size $rps $p99 $cpu_us $reqs ${errs:-0} ${non2xx:-0}")
+	[ "$non2xx" = 0 ] || die "$name: $non2xx answers were not 2xx"
+	runs+=("$name $size $rps $p99 $cpu_us $reqs $errs $non2xx")
 	printf '%-9s %8s %12s %10s %12s %10s %7s %7s\n' "$name" "$size" \
-		"$rps" "$p99" "$cpu_us" "$reqs" "${errs:-0}" "${non2xx:-0}"
+		"$rps" "$p99" "$cpu_us" "$reqs" "$errs" "$non2xx"
 }
 
 echo "pinwheel http --root vs nginx: wrk -t1 -c$CONNS -d$DURATION --latency," \
@@ -221,12 +105,6 @@ for size in $SIZES; do
 		run_one pinwheel "$size"
 	done
 done
-
-median() { # values on stdin
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (NR % 2) print v[(NR + 1) / 2];
-		else printf "%.3f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 # $1 / $2, or null.
 ratio() {
@@ -242,9 +120,9 @@ for size in $SIZES; do
 	declare -A med=()
 	for name in nginx pinwheel; do
 		sel=$(printf '%s\n' "${runs[@]}" | awk -v n="$name" -v s="$size" '$1 == n && $2 == s')
-		m_rps=$(echo "$sel" | awk '{ print $3 }' | median)
-		m_p99=$(echo "$sel" | awk '{ print $4 }' | median)
-		m_cpu=$(echo "$sel" | awk '{ print $5 }' | median)
+		m_rps=$(echo "$sel" | awk '{ print $3 }' | median 3)
+		m_p99=$(echo "$sel" | awk '{ print $4 }' | median 3)
+		m_cpu=$(echo "$sel" | awk '{ print $5 }' | median 3)
 		med[$name.rps]=$m_rps
 		med[$name.p99]=$m_p99
 		med[$name.cpu]=$m_cpu
@@ -270,13 +148,7 @@ mkdir -p "$(dirname "$OUT")"
 cat >"$OUT" <<EOF
 {
   "benchmark": "static",
-  "date": "$(date -u +%Y-%m-%dT%H:%M:%SZ)",
-  "kernel": "$(uname -r)",
-  "cpus": $(nproc),
-  "wrk": "wrk -t1 -c$CONNS -d$DURATION --latency",
-  "server_cpu": $SERVER_CPU,
-  "client_cpu": $CLIENT_CPU,
-  "rounds": $ROUNDS,
+$(wrk_json_meta)
   "pinwheel_flags": "--shards 1 --sndbuf 0 $PINWHEEL_FLAGS",
   "runs": [$json_runs
   ],

@@ -53,31 +53,15 @@ FLOOR=${FLOOR:-$here/build/udp-floor}
 PINWHEEL_FLAGS=${PINWHEEL_FLAGS:-}
 OUT=${1:-$here/build/bench-udp.json}
 
-die() {
-	echo "bench/udp.sh: $*" >&2
-	exit 1
-}
+# shellcheck source=bench/lib.sh
+. "$here/bench/lib.sh"
 
-case $ROUNDS in '' | *[!0-9]* | 0) die "ROUNDS must be a whole number >= 1" ;; esac
+check_rounds
 command -v taskset >/dev/null || die "needs taskset (util-linux)"
 [ -x "$PINWHEEL" ] || die "$PINWHEEL is not built (run make)"
 [ -x "$FLOOR" ] || die "$FLOOR is not built (run make udp-floor)"
-TCK=$(getconf CLK_TCK)
 
-tmp=$(mktemp -d /tmp/pinwheel-bench-udp.XXXXXX)
-server_pid=""
-cleanup() {
-	if [ -n "$server_pid" ]; then
-		kill -TERM "$server_pid" 2>/dev/null || true
-		wait "$server_pid" 2>/dev/null || true
-	fi
-	rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-cpu_ticks() { # pid: utime + stime (fields 14 and 15; comm may hold spaces)
-	sed -e 's/^.*) //' "/proc/$1/stat" | awk '{ print $12 + $13 }'
-}
+bench_tmp udp
 
 wait_banner() { # log: wait up to 5 s for "listening on"
 	for _ in $(seq 1 100); do
@@ -116,12 +100,10 @@ run_one() { # name
 	wait_banner "$tmp/srv.log"
 	load "$WARMUP" "$tmp/warm.json"
 	local t0 t1
-	t0=$(cpu_ticks "$server_pid")
+	t0=$(cpu_ticks)
 	load "$DURATION" "$tmp/run.json"
-	t1=$(cpu_ticks "$server_pid")
-	kill -TERM "$server_pid"
-	wait "$server_pid" 2>/dev/null || true
-	server_pid=""
+	t1=$(cpu_ticks)
+	stop_server
 	local rps got lost cpu_ns
 	rps=$(json_num "$tmp/run.json" throughput_rps)
 	got=$(json_num "$tmp/run.json" received)
@@ -132,12 +114,6 @@ run_one() { # name
 	echo "$name $rps $cpu_ns $got $lost" >>"$RESULTS"
 	printf '  %-8s round %d: %12.1f round trips/s  cpu %9s ns/datagram  (%s lost)\n' \
 		"$name" "$round" "$rps" "$cpu_ns" "$lost"
-}
-
-median() { # numbers on stdin
-	sort -g | awk '{ v[NR] = $1 } END {
-		if (NR % 2) print v[(NR + 1) / 2];
-		else printf "%.4f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 
 echo "pinwheel udp-echo vs the floor (recvmmsg/sendmmsg): server on CPU" \
@@ -159,9 +135,9 @@ for round in $(seq 1 "$ROUNDS"); do
 done
 
 col() { # name column
-	awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$RESULTS" | median
+	awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$RESULTS" | median 4
 }
-RATIO=$(median <"$tmp/ratios")
+RATIO=$(median 4 <"$tmp/ratios")
 echo
 printf '%-9s %22s %24s\n' server "round trips/s (med)" "cpu ns/datagram (med)"
 for name in udp-echo floor; do

@@ -4,7 +4,8 @@
  * can do. One thread, one socket: recvmmsg() of up to 64 datagrams
  * (waiting for the first one only), sendmmsg() of them back to their
  * senders, again; nothing else. No library, no ring, no counters beyond
- * the datagrams echoed, printed at the end.
+ * the datagrams echoed, printed at the end. The round itself is
+ * bench/udp_floor.h's, shared with the floor of bench/bench_udp.c.
  *
  *   build/udp-floor ADDR      ADDR: A.B.C.D:PORT or [IPv6]:PORT (port 0:
  *                             any); prints "udp-floor: listening on
@@ -23,7 +24,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#define BATCH 64
+#include "bench/udp_floor.h"
+
 #define DGRAM 65536
 
 static volatile sig_atomic_t stop;
@@ -90,10 +92,8 @@ static void banner(int fd)
 
 int main(int argc, char **argv)
 {
-	static char buf[BATCH][DGRAM];
-	static struct sockaddr_storage from[BATCH];
-	struct iovec iov[BATCH];
-	struct mmsghdr m[BATCH];
+	static char buf[UDP_FLOOR_BATCH][DGRAM];
+	static struct udp_floor f = { .buf = buf[0], .dgram = DGRAM };
 	struct sockaddr_storage ss;
 	struct sigaction sa = { .sa_handler = on_signal };
 	unsigned long long echoed = 0;
@@ -114,27 +114,9 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	banner(fd);
 	while (!stop) {
-		for (unsigned i = 0; i < BATCH; i++) {
-			iov[i].iov_base = buf[i];
-			iov[i].iov_len = DGRAM;
-			memset(&m[i], 0, sizeof(m[i]));
-			m[i].msg_hdr.msg_iov = &iov[i];
-			m[i].msg_hdr.msg_iovlen = 1;
-			m[i].msg_hdr.msg_name = &from[i];
-			m[i].msg_hdr.msg_namelen = sizeof(from[i]);
-		}
-		int k = recvmmsg(fd, m, BATCH, MSG_WAITFORONE, NULL);
-		if (k <= 0)
+		int done = udp_floor_round(fd, &f, false);
+		if (done < 0)
 			continue; /* EINTR: look at stop */
-		for (int i = 0; i < k; i++)
-			iov[i].iov_len = m[i].msg_len;
-		int done = 0;
-		while (done < k) {
-			int n = sendmmsg(fd, m + done, (unsigned)(k - done), 0);
-			if (n <= 0)
-				break;
-			done += n;
-		}
 		echoed += (unsigned long long)done;
 	}
 	printf("udp-floor: stopped; %llu datagrams echoed\n", echoed);
