@@ -92,35 +92,13 @@ static void srv_start_pass(struct srv *v, unsigned shards,
 }
 
 /* srv_start_pass() with the paused clock: time moves only by
- * srv_advance(). */
+ * pw_test_advance(). */
 static void srv_start_paused(struct srv *v, unsigned shards,
 			     const struct pw_http_opts *o)
 {
 	srv_start_flags(v, shards, o,
 			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD,
 			PW_CONFIG_PAUSED_CLOCK);
-}
-
-/* Move the paused clock of @v's runtime forward by @ns (a task on its
- * shard 0 does it) and wait until that is done. */
-static _Atomic int srv_advances;
-
-static enum pw_poll srv_advance_poll(struct pw_cx *cx, void *state)
-{
-	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
-	atomic_fetch_add(&srv_advances, 1);
-	return pw_ready(cx, 0);
-}
-
-static void srv_advance(struct srv *v, uint64_t ns)
-{
-	int n = atomic_load(&srv_advances);
-
-	cr_assert_eq(pw_runtime_spawn(v->rt, 0, srv_advance_poll, &ns,
-				      sizeof(ns), NULL),
-		     0);
-	PW_TEST_WAIT_UNTIL(atomic_load(&srv_advances) > n, PW_TEST_WAIT_SECS,
-			   "the clock was not advanced");
 }
 
 static struct pw_http_stats srv_shard(struct srv *v, unsigned shard)
@@ -808,17 +786,17 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	send_all(silent, "GET / HT", 8);
 	/* Its bytes read means its task was polled: its timer is armed. */
 	wait_reads(&v, 3);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
-	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS / 2 - TICK_NS);
 	/* Active answered again: the server turned after that advance. */
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
 	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
 	expect_quiet(idle, 0);
 	expect_quiet(silent, 0);
-	srv_advance(&v, TICK_NS); /* virtual time T */
+	pw_test_advance(v.rt, TICK_NS); /* virtual time T */
 	PW_TEST_WAIT_UNTIL(SUM(&v, timeouts) >= 2, PW_TEST_WAIT_SECS,
 			   "%llu idle connections closed at the timeout",
 			   (unsigned long long)SUM(&v, timeouts));
@@ -830,10 +808,10 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	expect_ok(active, true);
 	cr_assert_eq(SUM(&v, timeouts), 2);
 	/* Silent from now (T) on: open until 2T - 1 tick, closed at 2T. */
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	expect_quiet(active, 0);
 	cr_assert_eq(SUM(&v, timeouts), 2, "active closed before 2T");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_eof(active);
 	cr_assert_eq(SUM(&v, timeouts), 3);
 	cr_assert_eq(SUM(&v, requests), 5);
@@ -857,10 +835,10 @@ Test(http, idle_timeout_exact_time)
 	int fd = client(&v);
 	send_all(fd, REQ, strlen(REQ));
 	expect_ok(fd, true);
-	srv_advance(&v, t - TICK_NS);
+	pw_test_advance(v.rt, t - TICK_NS);
 	expect_quiet(fd, 0);
 	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, timeouts), 1);
 	cr_assert_eq(SUM(&v, requests), 1);
@@ -1032,19 +1010,19 @@ Test(http, head_timeout_slowloris_gets_408_at_exact_time)
 	int fd = client(&v);
 	send_all(fd, "GET / HT", 8);
 	wait_reads(&v, 1);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(fd, "TP/1.1\r\n", 8);
 	wait_reads(&v, 2);
-	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS / 2 - TICK_NS);
 	expect_quiet(fd, 20);
 	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
-	srv_advance(&v, TICK_NS); /* virtual time T */
+	pw_test_advance(v.rt, TICK_NS); /* virtual time T */
 	expect_response(fd, 408, false, "Request Timeout");
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, head_timeouts), 1);
 	cr_assert_eq(SUM(&v, errors), 0);
 	close(fd);
-	srv_advance(&v, 2 * IDLE_NS);
+	pw_test_advance(v.rt, 2 * IDLE_NS);
 	send_all(quiet, REQ, strlen(REQ));
 	expect_ok(quiet, true);
 	close(quiet);
@@ -1069,7 +1047,7 @@ Test(http, slowloris_without_head_timeout_holds)
 	for (size_t i = 0; i + 1 < n; i++) {
 		send_all(fd, req + i, 1);
 		wait_reads(&v, i + 1);
-		srv_advance(&v, IDLE_NS / 2);
+		pw_test_advance(v.rt, IDLE_NS / 2);
 	}
 	expect_quiet(fd, 20);
 	send_all(fd, req + n - 1, 1);
@@ -1100,13 +1078,13 @@ Test(http, head_timeout_on_a_stalled_body)
 	wait_reads(&v, 1);
 	send_all(fd, "12345", 5);
 	wait_reads(&v, 2);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(fd, "678", 3);
 	wait_reads(&v, 3);
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	expect_quiet(fd, 20);
 	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_response(fd, 408, false, "Request Timeout");
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, head_timeouts), 1);
@@ -1129,11 +1107,11 @@ Test(http, send_timeout_resets_a_nonreader_at_exact_time)
 	srv_start_paused(&v, 1, &o);
 	int bad = nonreader(&v, NULL);
 	int good = client(&v);
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	send_all(good, REQ, strlen(REQ));
 	expect_ok(good, true);
 	cr_assert_eq(SUM(&v, send_timeouts), 0, "cut before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	PW_TEST_WAIT_UNTIL(SUM(&v, send_timeouts) >= 1, PW_TEST_WAIT_SECS,
 			   "the non-reading client was not cut");
 	cr_assert_eq(read_to_end(bad), ECONNRESET);
@@ -1418,19 +1396,6 @@ Test(http, wrk_as_a_client)
 
 /* ---- the command --------------------------------------------------------- */
 
-/* Append the rest of what the command writes to @fd, to its end, to
- * @text (as pw_test_banner_addr()), and close @fd. */
-static void read_all(int fd, char *text, size_t size, size_t *len)
-{
-	ssize_t n;
-
-	while (*len + 1 < size &&
-	       (n = read(fd, text + *len, size - 1 - *len)) > 0)
-		*len += (size_t)n;
-	text[*len] = '\0';
-	close(fd);
-}
-
 static int run_cmd(char *const argv[])
 {
 	return pw_test_cmd_wait(pw_test_spawn(argv[0], argv, NULL, NULL), -1,
@@ -1502,7 +1467,7 @@ Test(http, command_flags_and_graceful_stop)
 	expect_eof(busy);
 	close(idle);
 	close(busy);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
@@ -1537,7 +1502,7 @@ Test(http, command_limit_flags)
 	int out;
 	char *help[] = { bin, "http", "--help", NULL };
 	pid_t pid = pw_test_spawn(bin, help, NULL, &out);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -1614,7 +1579,7 @@ Test(http, command_limit_flags)
 	expect_eof(fd);
 	close(fd);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
 		  text);
@@ -1649,7 +1614,7 @@ Test(http, command_drain_deadline)
 	send_all(fd, r, strlen(r));
 	expect_ok(fd, true);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
@@ -1705,7 +1670,7 @@ static void second_signal(int first, int second, int status)
 			   "pinwheel http: stopped; ");
 	expect_eof(busy);
 	close(busy);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == status,

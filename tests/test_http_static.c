@@ -90,26 +90,6 @@ static void tree_make(void)
 	close(fd);
 }
 
-/* rm -r of @dir, two levels deep at most. */
-static void rm_tree(const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (unlink(p) && depth > 0)
-			rm_tree(p, depth - 1);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* ---- the server ----------------------------------------------------------- */
 
 struct srv {
@@ -437,7 +417,7 @@ Test(http_static, bodies_byte_for_byte)
 	srv_stop(&v);
 	for (int i = 0; i < 4; i++)
 		free(body[i]);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* Last-Modified is the file's mtime; If-Modified-Since at it (or later)
@@ -487,7 +467,7 @@ Test(http_static, last_modified_and_if_modified_since)
 	cr_assert_eq(files(&v).not_modified, 2);
 	srv_stop(&v);
 	free(b);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* Other methods get 405 with Allow; the connection stays; a HEAD of a
@@ -520,7 +500,7 @@ Test(http_static, other_methods_405)
 			 "text/plain");
 	close(fd);
 	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* ---- paths ------------------------------------------------------------------ */
@@ -590,7 +570,7 @@ Test(http_static, traversal_refused)
 	cr_assert_leq(k, 0);
 	close(fd);
 	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* ---- connections ------------------------------------------------------------ */
@@ -637,7 +617,7 @@ Test(http_static, pipelined)
 	free(small);
 	free(mid);
 	free(big);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* A file unlinked while it is sent is sent whole (the open descriptor
@@ -685,7 +665,7 @@ static void changed_under_send(bool truncate_it)
 	srv_stop(&v);
 	free(b);
 	free(got);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 Test(http_static, unlinked_while_sent_is_whole)
@@ -696,27 +676,6 @@ Test(http_static, unlinked_while_sent_is_whole)
 Test(http_static, truncated_while_sent_ends_the_connection)
 {
 	changed_under_send(true);
-}
-
-/* Move the paused clock of @v's runtime forward by @ns. */
-static _Atomic int advances;
-
-static enum pw_poll advance_poll(struct pw_cx *cx, void *state)
-{
-	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
-	atomic_fetch_add(&advances, 1);
-	return pw_ready(cx, 0);
-}
-
-static void advance(struct srv *v, uint64_t ns)
-{
-	int n = atomic_load(&advances);
-
-	cr_assert_eq(pw_runtime_spawn(v->rt, 0, advance_poll, &ns, sizeof(ns),
-				      NULL),
-		     0);
-	PW_TEST_WAIT_UNTIL(atomic_load(&advances) > n, PW_TEST_WAIT_SECS,
-			   "the clock was not advanced");
 }
 
 /* A client that never reads a large file: the splice into its socket
@@ -742,7 +701,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 	 * until the cut, which comes 5 s of virtual time after the splice
 	 * into the socket started. */
 	struct pw_http_stats st;
-	PW_TEST_WAIT_UNTIL((advance(&v, PW_NSEC_PER_SEC),
+	PW_TEST_WAIT_UNTIL((pw_test_advance(v.rt, PW_NSEC_PER_SEC),
 			    !pw_http_server_stats(v.s, 0, &st) &&
 				    st.send_timeouts == 1),
 			   PW_TEST_WAIT_SECS, "no send timeout");
@@ -755,7 +714,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 	close(fd);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
 	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 Test(http_static, bad_root)
@@ -812,5 +771,5 @@ Test(http_static, command_flags)
 	cr_assert_eq(get_status(&v, "/../x"), 403);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
 	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "%s", out);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
