@@ -50,6 +50,16 @@ static inline bool pw_test_readable(int fd, int ms)
 	return poll(&p, 1, ms) == 1;
 }
 
+/* The address the socket @fd is bound to, into *@a; fails the test if
+ * it cannot be read. Any thread. */
+static inline void pw_test_local_addr(int fd, struct pw_net_addr *a)
+{
+	socklen_t len = sizeof(a->u);
+
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+}
+
 /*
  * A socket of @type (SOCK_STREAM, SOCK_DGRAM) bound to the address @text
  * ("127.0.0.1:0", "[::1]:0": a free port), not listening; its address as
@@ -64,9 +74,7 @@ static inline int pw_test_bind(int type, const char *text,
 	int fd = socket(a->u.sa.sa_family, type | SOCK_CLOEXEC, 0);
 	cr_assert_geq(fd, 0);
 	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0, "bind: %d", errno);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
+	pw_test_local_addr(fd, a);
 	return fd;
 }
 

@@ -535,9 +535,7 @@ Test(udp, flood_loss_counted_exactly)
 	cr_assert_eq(pw_net_addr_parse(&t.me, "127.0.0.1:0"), 0);
 	t.fd = pw_udp_open(&t.me, NULL, &o);
 	cr_assert_geq(t.fd, 0, "open: %d", t.fd);
-	socklen_t len = sizeof(t.me.u);
-	cr_assert_eq(getsockname(t.fd, &t.me.u.sa, &len), 0);
-	t.me.len = len;
+	pw_test_local_addr(t.fd, &t.me);
 	cr_assert_eq(pthread_create(&th, NULL, flood_sender, &t), 0);
 	struct pw_runtime *rt = run_fiber(1, flood_fiber, &t, &res);
 	pthread_join(th, NULL);
@@ -598,9 +596,7 @@ Test(udp, fiber_echo_ipv6_per_shard)
 	cr_assert_neq(srv.u.in6.sin6_port, 0, "a port was chosen");
 	for (unsigned i = 0; i < 2; i++) {
 		int fd = pw_udp_socket_fd(echo_sock, i);
-		socklen_t len = sizeof(bound[i].u);
-		cr_assert_eq(getsockname(fd, &bound[i].u.sa, &len), 0);
-		bound[i].len = len;
+		pw_test_local_addr(fd, &bound[i]);
 		cr_assert(addr_eq(&bound[i], &srv), "shard %u on the port", i);
 	}
 	cr_assert_neq(pw_udp_socket_fd(echo_sock, 0),
