@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/common.h"
+#include "tests/http_fixtures.h"
 #include "pinwheel/net.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
@@ -92,54 +93,25 @@ static void tree_make(void)
 
 /* ---- the server ----------------------------------------------------------- */
 
-struct srv {
-	struct pw_runtime *rt;
-	struct pw_http_server *s;
-	struct pw_net_addr a;
-	int fds;
-};
-
-static void srv_start_flags(struct srv *v, const struct pw_http_opts *o,
-			    unsigned flags)
+/* A server of @o with --root root on one shard under the scheduler of
+ * this pass, with the runtime flags @flags. */
+static void srv_start_flags(struct pw_test_http *v,
+			    const struct pw_http_opts *o, unsigned flags)
 {
-	struct pw_config cfg;
-	struct pw_net_addr any;
 	struct pw_http_opts opts = { 0 };
 
 	if (o)
 		opts = *o;
 	opts.root = root;
-	v->fds = pw_test_open_fds();
-	pw_config_init(&cfg);
-	cfg.shards = 1;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE | flags;
-	cfg.sched = pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD;
-	cr_assert_eq(pw_runtime_create(&v->rt, &cfg), 0);
-	if (cfg.sched == PW_SCHED_STEAL)
-		opts.listen_flags |= PW_NET_LISTEN_SHARED;
-	cr_assert_eq(pw_net_addr_parse(&any, "127.0.0.1:0"), 0);
-	int err = pw_http_server_start(&v->s, v->rt, &any, &opts);
-	cr_assert_eq(err, 0, "pw_http_server_start: %d", err);
-	cr_assert_eq(pw_http_server_addr(v->s, &v->a), 0);
+	pw_test_http_start(v, 1, &opts, pw_test_sched(), flags);
 }
 
-static void srv_start(struct srv *v, const struct pw_http_opts *o)
+static void srv_start(struct pw_test_http *v, const struct pw_http_opts *o)
 {
 	srv_start_flags(v, o, 0);
 }
 
-static void srv_stop(struct srv *v)
-{
-	cr_assert_eq(pw_http_server_drain(v->s), 0);
-	PW_TEST_WAIT_UNTIL(pw_http_server_open(v->s) == 0, PW_TEST_WAIT_SECS,
-			   "%d connections left open after the drain",
-			   pw_http_server_open(v->s));
-	cr_assert_eq(pw_runtime_destroy(v->rt), 0);
-	cr_assert_eq(pw_http_server_destroy(v->s), 0);
-	cr_assert_eq(pw_test_open_fds(), v->fds, "descriptor leak");
-}
-
-static struct pw_http_static_stats files(struct srv *v)
+static struct pw_http_static_stats files(struct pw_test_http *v)
 {
 	struct pw_http_static_stats st;
 
@@ -151,7 +123,7 @@ static struct pw_http_static_stats files(struct srv *v)
 /* ---- a client ------------------------------------------------------------- */
 
 /* A connection; @rcvbuf: its SO_RCVBUF (0: the kernel's). */
-static int client_buf(const struct srv *v, int rcvbuf)
+static int client_buf(const struct pw_test_http *v, int rcvbuf)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct timeval tv = { 10, 0 };
@@ -167,7 +139,7 @@ static int client_buf(const struct srv *v, int rcvbuf)
 	return fd;
 }
 
-static int client(const struct srv *v)
+static int client(const struct pw_test_http *v)
 {
 	return client_buf(v, 0);
 }
@@ -267,7 +239,7 @@ static void expect(int fd, int status, const char *body, size_t n)
 }
 
 /* GET @path on a new connection: the status (and the body read). */
-static int get_status(struct srv *v, const char *path)
+static int get_status(struct pw_test_http *v, const char *path)
 {
 	char req[1200];
 	struct resp r;
@@ -382,7 +354,7 @@ Test(http_static, bodies_byte_for_byte)
 		  { "mid.bin", 20000 },
 		  { "big.bin", 1 << 20 } };
 	char *body[4];
-	struct srv v;
+	struct pw_test_http v;
 	char req[256];
 	struct resp r;
 
@@ -414,7 +386,7 @@ Test(http_static, bodies_byte_for_byte)
 	cr_assert_eq(st.file_bytes, 3 * 4096 + 2 * 20000 + 2 * (1 << 20));
 	cr_assert_eq(st.spliced, 2);
 	cr_assert_eq(st.copied, 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	for (int i = 0; i < 4; i++)
 		free(body[i]);
 	pw_test_rm_tree(top, 2);
@@ -424,7 +396,7 @@ Test(http_static, bodies_byte_for_byte)
  * gets 304 without a body, earlier gets 200; Content-Type by extension. */
 Test(http_static, last_modified_and_if_modified_since)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	struct stat sb;
 	char p[PATH_MAX], want[PW_HTTP_DATE_LEN + 1], got[128], req[512];
@@ -465,7 +437,7 @@ Test(http_static, last_modified_and_if_modified_since)
 	expect(fd, 200, b, 100); /* one second before the mtime */
 	close(fd);
 	cr_assert_eq(files(&v).not_modified, 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(b);
 	pw_test_rm_tree(top, 2);
 }
@@ -474,7 +446,7 @@ Test(http_static, last_modified_and_if_modified_since)
  * missing file gets the 404's head alone. */
 Test(http_static, other_methods_405)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	char got[64];
 
@@ -499,7 +471,7 @@ Test(http_static, other_methods_405)
 	cr_assert_str_eq(header(&r, "Content-Type", got, sizeof(got)),
 			 "text/plain");
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	pw_test_rm_tree(top, 2);
 }
 
@@ -524,7 +496,7 @@ Test(http_static, traversal_refused)
 		"/%2e%2e%2fx",
 	};
 	char p[PATH_MAX], t[PATH_MAX];
-	struct srv v;
+	struct pw_test_http v;
 
 	tree_make();
 	free(make("a.txt", 5, 1));
@@ -569,7 +541,7 @@ Test(http_static, traversal_refused)
 	while (k > 0);
 	cr_assert_leq(k, 0);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	pw_test_rm_tree(top, 2);
 }
 
@@ -579,7 +551,7 @@ Test(http_static, traversal_refused)
  * order, byte for byte. */
 Test(http_static, pipelined)
 {
-	struct srv v;
+	struct pw_test_http v;
 	char *small = NULL, *big = NULL, *mid = NULL;
 	char *all = malloc(64 * 64);
 
@@ -612,7 +584,7 @@ Test(http_static, pipelined)
 	send_str(fd, GET("/s.bin"));
 	expect(fd, 200, small, 4096);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(all);
 	free(small);
 	free(mid);
@@ -627,7 +599,7 @@ static void changed_under_send(bool truncate_it)
 {
 	enum { N = 8 << 20 };
 	char p[PATH_MAX];
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	char *b, *got = malloc(N);
 
@@ -662,7 +634,7 @@ static void changed_under_send(bool truncate_it)
 	}
 	close(fd);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(b);
 	free(got);
 	pw_test_rm_tree(top, 2);
@@ -685,7 +657,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 {
 	struct pw_http_opts o = { .send_timeout_ns = 5 * PW_NSEC_PER_SEC,
 				  .sndbuf = 16 << 10 };
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 
 	tree_make();
@@ -713,7 +685,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 	cr_assert(k == 0 || errno == ECONNRESET);
 	close(fd);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	pw_test_rm_tree(top, 2);
 }
 
@@ -758,7 +730,7 @@ Test(http_static, command_flags)
 	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "Not a directory"), "%s", out);
 
-	struct srv v;
+	struct pw_test_http v;
 	size_t len = 0;
 	tree_make();
 	free(make("a.txt", 5, 1));
