@@ -7,10 +7,13 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +252,73 @@ static inline int64_t pw_test_block_on(struct pw_runtime *rt, pw_poll_fn fn,
 	return res;
 }
 
+/* The state of the task of pw_test_advance(). */
+struct pw_test_advance_arg {
+	uint64_t ns;
+	_Atomic int *done; /* pw_test_advance()'s count of advances made */
+};
+
+/* The task of pw_test_advance(): moves the paused clock, then counts. */
+static inline enum pw_poll pw_test_advance_poll(struct pw_cx *cx, void *state)
+{
+	struct pw_test_advance_arg *a = state;
+
+	cr_assert_eq(pw_time_advance(a->ns), 0);
+	/* Pairs with the loads in pw_test_advance(): the advance is made
+	 * before the count says so. */
+	atomic_fetch_add(a->done, 1);
+	return pw_ready(cx, 0);
+}
+
+/*
+ * Move the paused clock of @rt (made with PW_CONFIG_PAUSED_CLOCK) forward
+ * by @ns: a task spawned on its shard 0 calls pw_time_advance(), and this
+ * returns once it has. Fails the test if the spawn or the advance fails,
+ * or if the task has not run within PW_TEST_WAIT_SECS. Called from the
+ * test's thread, never from one of @rt's shards (it waits for them).
+ */
+static inline void pw_test_advance(struct pw_runtime *rt, uint64_t ns)
+{
+	/* Advances made (by tasks of every runtime of this test); pairs
+	 * with the fetch_add in pw_test_advance_poll(). */
+	static _Atomic int advances;
+	struct pw_test_advance_arg a = { .ns = ns, .done = &advances };
+	int n = atomic_load(&advances);
+
+	cr_assert_eq(pw_runtime_spawn(rt, 0, pw_test_advance_poll, &a,
+				      sizeof(a), NULL),
+		     0);
+	PW_TEST_WAIT_UNTIL(atomic_load(&advances) > n, PW_TEST_WAIT_SECS,
+			   "the clock was not advanced");
+}
+
+/*
+ * rm -r of the folder @dir, @depth levels of folders below it at most
+ * (0: only its files): what a test made there, removed at its end.
+ * Best effort: what cannot be removed stays, silently (a test that must
+ * see its folder gone checks that itself). Any thread.
+ */
+static inline void pw_test_rm_tree(const char *dir, int depth)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[PATH_MAX];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		int n = snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (n < 0 || (size_t)n >= sizeof(p))
+			continue; /* too long to be one of a test's */
+		if (unlink(p) && depth > 0)
+			pw_test_rm_tree(p, depth - 1);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
 /*
  * Restrict every thread of this process to @set (the mask of a process is
  * the union of its threads', and a sanitizer may run threads of its own).
@@ -387,6 +457,24 @@ static inline void pw_test_banner_addr(int fd, char *text, size_t size,
 	cr_assert_neq(a->u.in4.sin_port, 0, "banner: %s", text);
 }
 
+/*
+ * Append what a child writes to @fd, up to its end, to @text
+ * (NUL-terminated, *@len bytes so far, at most @size - 1 kept; what does
+ * not fit is left unread), then close @fd. For after pw_test_read_until(),
+ * or alone with *@len 0.
+ */
+static inline void pw_test_read_rest(int fd, char *text, size_t size,
+				     size_t *len)
+{
+	ssize_t n;
+
+	while (*len + 1 < size &&
+	       (n = read(fd, text + *len, size - 1 - *len)) > 0)
+		*len += (size_t)n;
+	text[*len] = '\0';
+	close(fd);
+}
+
 #ifdef PW_BUILDDIR
 /* pw_test_spawn() of the built pinwheel command (argv[0] is only its
  * name). */
@@ -404,16 +492,10 @@ static inline pid_t pw_test_cmd_start(char *const argv[], int *fd)
 static inline int pw_test_cmd_wait(pid_t pid, int fd, char *out, size_t len)
 {
 	size_t got = 0;
-	ssize_t r;
 	int status;
 
-	if (fd >= 0) {
-		while (got + 1 < len &&
-		       (r = read(fd, out + got, len - 1 - got)) > 0)
-			got += (size_t)r;
-		out[got] = '\0';
-		close(fd);
-	}
+	if (fd >= 0)
+		pw_test_read_rest(fd, out, len, &got);
 	cr_assert_eq(waitpid(pid, &status, 0), pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * net_fixtures.h - helpers shared by the socket tests (test_net.c,
- * test_proxy.c): blocking client sockets, loopback listeners, ports that
- * refuse or never answer (each held by its socket while in use), descriptor exhaustion and forked scenarios.
+ * test_proxy.c, test_udp.c, ...): blocking client sockets, bound
+ * sockets, loopback listeners, ports that refuse or never answer (each held by its socket while in use), descriptor exhaustion and forked scenarios.
  */
 #ifndef PW_TESTS_NET_FIXTURES_H
 #define PW_TESTS_NET_FIXTURES_H
@@ -50,17 +50,40 @@ static inline bool pw_test_readable(int fd, int ms)
 	return poll(&p, 1, ms) == 1;
 }
 
+/* The address the socket @fd is bound to, into *@a; fails the test if
+ * it cannot be read. Any thread. */
+static inline void pw_test_local_addr(int fd, struct pw_net_addr *a)
+{
+	socklen_t len = sizeof(a->u);
+
+	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
+	a->len = len;
+}
+
+/*
+ * A socket of @type (SOCK_STREAM, SOCK_DGRAM) bound to the address @text
+ * ("127.0.0.1:0", "[::1]:0": a free port), not listening; its address as
+ * bound, with the port the kernel chose, goes to *@a. Fails the test if
+ * a step fails. Returns the socket (close-on-exec, blocking): close it
+ * when done. Any thread of the test.
+ */
+static inline int pw_test_bind(int type, const char *text,
+			       struct pw_net_addr *a)
+{
+	cr_assert_eq(pw_net_addr_parse(a, text), 0, "%s", text);
+	int fd = socket(a->u.sa.sa_family, type | SOCK_CLOEXEC, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0, "bind: %d", errno);
+	pw_test_local_addr(fd, a);
+	return fd;
+}
+
 /* A listening socket on a free loopback port, whose address goes to *@a. */
 static inline int pw_test_listen_any(struct pw_net_addr *a, int backlog)
 {
-	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
+	int fd = pw_test_bind(SOCK_STREAM, "127.0.0.1:0", a);
+
 	cr_assert_eq(listen(fd, backlog), 0);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
 	return fd;
 }
 
@@ -72,14 +95,7 @@ static inline int pw_test_listen_any(struct pw_net_addr *a, int backlog)
  */
 static inline int pw_test_refusing_port(struct pw_net_addr *a)
 {
-	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
-	return fd;
+	return pw_test_bind(SOCK_STREAM, "127.0.0.1:0", a);
 }
 
 /* Whether a socket of this process's is in the set of @n inodes. */

@@ -798,18 +798,6 @@ Test(access_log, write_error_counted_and_forwarding_goes_on)
 
 /* ---- the command: SIGHUP, standard output ---------------------------- */
 
-/* Read what the child writes to @fd until its end. */
-static void read_rest(int fd, char *text, size_t size, size_t *len)
-{
-	ssize_t n;
-
-	while (*len + 1 < size &&
-	       (n = read(fd, text + *len, size - 1 - *len)) > 0)
-		*len += (size_t)n;
-	text[*len] = '\0';
-	close(fd);
-}
-
 /* Start `pinwheel proxy` on @up logging to @log with @shards; its
  * address into *@pa, its output's pipe into *@out. */
 static pid_t px_cmd(const struct pw_net_addr *up, const char *log,
@@ -895,7 +883,7 @@ Test(access_log, command_sighup_rotation_loses_no_line)
 			   "%s not reopened", log);
 	dial_n(&pa, NROT);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	read_rest(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "status %d: %s", st, text);
 	up_stop(&u);
@@ -933,7 +921,7 @@ Test(access_log, command_log_to_stdout)
 		px_cmd(&u.addr, "-", "1", &pa, &out, text, sizeof(text), &len);
 	dial_n(&pa, 3);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	read_rest(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && !WEXITSTATUS(st), "status %d: %s", st, text);
 	up_stop(&u);

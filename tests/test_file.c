@@ -38,27 +38,6 @@ static void dir_make(void)
 			   strerror(errno));
 }
 
-/* Remove the folder and what the tests left in it (files, one level of
- * folders). */
-static void dir_clean(void)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[PATH_MAX + 256];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (unlink(p))
-			rmdir(p);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 static const char *path_in(char *buf, size_t n, const char *name)
 {
 	int len = snprintf(buf, n, "%s/%s", dir, name);
@@ -195,7 +174,7 @@ Test(file, write_then_read_back)
 	cr_assert_eq(fcntl(fd, F_GETFD), -1);
 	free(want);
 	free(got);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -224,7 +203,7 @@ Test(file, short_read_at_end_of_file)
 	pw_file_readv_init(&o.r, fd, v, 2, 0);
 	cr_assert_eq(run(rt, &o), 1000);
 	close(fd);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -253,7 +232,7 @@ Test(file, unlinked_while_open_still_reads)
 	cr_assert_eq(sx.stx_size, sizeof(want));
 	pw_file_close_init(&o.r, fd);
 	cr_assert_eq(run(rt, &o), 0);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -326,7 +305,7 @@ Test(file, splice_file_pipe_socket)
 	close(sv[1]);
 	free(want);
 	free(got);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -388,7 +367,7 @@ Test(file, statx_matches_stat)
 	cr_assert_eq(run(rt, &o), 0);
 	cr_assert_eq(sx.stx_size, 12345);
 	close(dfd);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -440,7 +419,7 @@ Test(file, rename_and_unlink)
 	cr_assert_eq(run(rt, &o), 0);
 	cr_assert_eq(faccessat(dfd, "sub", F_OK, 0), -1);
 	close(dfd);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -485,7 +464,7 @@ Test(file, openat2_keeps_paths_beneath)
 	pw_file_openat2_init(&o.r, dfd, NULL, O_RDONLY, 0, 0);
 	cr_assert_eq(run(rt, &o), -EINVAL);
 	close(dfd);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -545,7 +524,7 @@ Test(file, direct_reads_with_aligned_buffers)
 	int fd = open_at(rt, p, O_RDONLY | O_DIRECT);
 	if (fd == -EINVAL) {
 		free(want);
-		dir_clean();
+		pw_test_rm_tree(dir, 1);
 		cr_assert_eq(pw_runtime_destroy(rt), 0);
 		cr_skip_test("O_DIRECT: %s refuses it (EINVAL)", dir);
 		return;
@@ -582,7 +561,7 @@ Test(file, direct_reads_with_aligned_buffers)
 	close(fd);
 	pw_file_buf_free(buf);
 	free(want);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -680,7 +659,7 @@ Test(file, registered_buffer_reads)
 	close(s.fd);
 	pw_file_buf_free(s.mem);
 	free(want);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -796,7 +775,7 @@ Test(file, stream_4mib_from_a_poll_task)
 	cr_assert_eq(t.bytes, 300001);
 	cr_assert_eq(t.h, pw_test_fnv(14695981039346656037ull, want, 300001));
 	free(want);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -812,7 +791,7 @@ Test(file, stream_direct)
 	int err = pw_file_direct(fd, true);
 	close(fd);
 	if (err == -EINVAL) {
-		dir_clean();
+		pw_test_rm_tree(dir, 1);
 		cr_assert_eq(pw_runtime_destroy(rt), 0);
 		cr_skip_test("O_DIRECT: %s refuses it (EINVAL)", dir);
 		return;
@@ -829,7 +808,7 @@ Test(file, stream_direct)
 		cr_assert_eq(t.bytes, STREAM_N + 4000);
 		cr_assert_eq(t.h, h);
 	}
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -879,7 +858,7 @@ Test(file, stream_with_every_slot_taken)
 	cr_assert_eq(f.s.t.h, h);
 	close(fd);
 	pw_file_buf_free(f.mem);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -935,7 +914,7 @@ Test(file, stream_4mib_from_the_macros)
 	cr_assert_eq(s.t.bytes, STREAM_N);
 	cr_assert_eq(s.t.h, h);
 	cr_assert_eq(s.t.chunks, (int)(STREAM_N / (128 << 10)));
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 
@@ -1029,7 +1008,7 @@ Test(file, every_call_from_a_fiber)
 	cr_assert_eq(a.t.bytes, STREAM_N);
 	cr_assert_eq(a.t.h, a.want_h);
 	cr_assert_eq(pw_fiber_file_read(0, p, 1, 0), -EPERM);
-	dir_clean();
+	pw_test_rm_tree(dir, 1);
 	cr_assert_eq(pw_runtime_destroy(rt), 0);
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "tests/common.h"
+#include "tests/http_fixtures.h"
 #include "pinwheel/net.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
@@ -35,95 +36,35 @@
 
 /* ---- the server --------------------------------------------------------- */
 
-struct srv {
-	struct pw_runtime *rt;
-	struct pw_http_server *s;
-	struct pw_net_addr a;
-	int fds; /* open before the runtime started */
-};
-
-/* A server on a runtime of @shards shards under @sched, with the runtime
- * flags @flags on top of PW_CONFIG_OVERSUBSCRIBE. */
-static void srv_start_flags(struct srv *v, unsigned shards,
-			    const struct pw_http_opts *o, enum pw_sched sched,
-			    unsigned flags)
-{
-	struct pw_config cfg;
-	struct pw_net_addr any;
-	struct pw_http_opts def = { 0 };
-
-	v->fds = pw_test_open_fds();
-	pw_config_init(&cfg);
-	cfg.shards = shards;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE | flags;
-	cfg.sched = sched;
-	int err = pw_runtime_create(&v->rt, &cfg);
-	cr_assert_eq(err, 0, "pw_runtime_create: %d (%s)", err,
-		     pw_strerror_setup(err));
-	if (!o)
-		o = &def;
-	struct pw_http_opts opts = *o;
-	if (sched == PW_SCHED_STEAL)
-		opts.listen_flags |= PW_NET_LISTEN_SHARED;
-	cr_assert_eq(pw_net_addr_parse(&any, "127.0.0.1:0"), 0);
-	err = pw_http_server_start(&v->s, v->rt, &any, &opts);
-	cr_assert_eq(err, 0, "pw_http_server_start: %d", err);
-	cr_assert_eq(pw_http_server_addr(v->s, &v->a), 0);
-}
-
-static void srv_start_sched(struct srv *v, unsigned shards,
+static void srv_start_sched(struct pw_test_http *v, unsigned shards,
 			    const struct pw_http_opts *o, enum pw_sched sched)
 {
-	srv_start_flags(v, shards, o, sched, 0);
+	pw_test_http_start(v, shards, o, sched, 0);
 }
 
-static void srv_start(struct srv *v, unsigned shards,
+static void srv_start(struct pw_test_http *v, unsigned shards,
 		      const struct pw_http_opts *o)
 {
 	srv_start_sched(v, shards, o, PW_SCHED_SHARD);
 }
 
 /* A server under the scheduler of this pass of the suite (PW_SCHED). */
-static void srv_start_pass(struct srv *v, unsigned shards,
+static void srv_start_pass(struct pw_test_http *v, unsigned shards,
 			   const struct pw_http_opts *o)
 {
-	srv_start_sched(v, shards, o,
-			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD);
+	srv_start_sched(v, shards, o, pw_test_sched());
 }
 
 /* srv_start_pass() with the paused clock: time moves only by
- * srv_advance(). */
-static void srv_start_paused(struct srv *v, unsigned shards,
+ * pw_test_advance(). */
+static void srv_start_paused(struct pw_test_http *v, unsigned shards,
 			     const struct pw_http_opts *o)
 {
-	srv_start_flags(v, shards, o,
-			pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD,
-			PW_CONFIG_PAUSED_CLOCK);
+	pw_test_http_start(v, shards, o, pw_test_sched(),
+			   PW_CONFIG_PAUSED_CLOCK);
 }
 
-/* Move the paused clock of @v's runtime forward by @ns (a task on its
- * shard 0 does it) and wait until that is done. */
-static _Atomic int srv_advances;
-
-static enum pw_poll srv_advance_poll(struct pw_cx *cx, void *state)
-{
-	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
-	atomic_fetch_add(&srv_advances, 1);
-	return pw_ready(cx, 0);
-}
-
-static void srv_advance(struct srv *v, uint64_t ns)
-{
-	int n = atomic_load(&srv_advances);
-
-	cr_assert_eq(pw_runtime_spawn(v->rt, 0, srv_advance_poll, &ns,
-				      sizeof(ns), NULL),
-		     0);
-	PW_TEST_WAIT_UNTIL(atomic_load(&srv_advances) > n, PW_TEST_WAIT_SECS,
-			   "the clock was not advanced");
-}
-
-static struct pw_http_stats srv_shard(struct srv *v, unsigned shard)
+static struct pw_http_stats srv_shard(struct pw_test_http *v, unsigned shard)
 {
 	struct pw_http_stats st;
 
@@ -131,20 +72,7 @@ static struct pw_http_stats srv_shard(struct srv *v, unsigned shard)
 	return st;
 }
 
-/* Drain (every client is closed by now), stop, and check that every
- * connection task ended and no descriptor is left. */
-static void srv_stop(struct srv *v)
-{
-	cr_assert_eq(pw_http_server_drain(v->s), 0);
-	PW_TEST_WAIT_UNTIL(pw_http_server_open(v->s) == 0, PW_TEST_WAIT_SECS,
-			   "%d connections left open after the drain",
-			   pw_http_server_open(v->s));
-	cr_assert_eq(pw_runtime_destroy(v->rt), 0);
-	cr_assert_eq(pw_http_server_destroy(v->s), 0);
-	cr_assert_eq(pw_test_open_fds(), v->fds, "descriptor leak");
-}
-
-static uint64_t srv_sum(struct srv *v, size_t field)
+static uint64_t srv_sum(struct pw_test_http *v, size_t field)
 {
 	uint64_t n = 0;
 	int shards = pw_runtime_shards(v->rt);
@@ -161,7 +89,7 @@ static uint64_t srv_sum(struct srv *v, size_t field)
 
 /* Wait until the server has received @n buffers of request bytes in all
  * (its "reads" counter), then expect exactly @n. */
-static void wait_reads(struct srv *v, uint64_t n)
+static void wait_reads(struct pw_test_http *v, uint64_t n)
 {
 	PW_TEST_WAIT_UNTIL(SUM(v, reads) >= n, PW_TEST_WAIT_SECS,
 			   "the server received %llu buffers, %llu expected",
@@ -172,7 +100,7 @@ static void wait_reads(struct srv *v, uint64_t n)
 
 /* ---- a client ------------------------------------------------------------ */
 
-static int client(const struct srv *v)
+static int client(const struct pw_test_http *v)
 {
 	int fd = socket(v->a.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct timeval tv = { 10, 0 };
@@ -271,7 +199,7 @@ static void expect_ok(int fd, bool keep)
 
 /* ---- the cases ----------------------------------------------------------- */
 
-static void pipelined(struct srv *v, int n)
+static void pipelined(struct pw_test_http *v, int n)
 {
 	static char reqs[100 * 64];
 	size_t len = 0;
@@ -294,12 +222,12 @@ static void pipelined(struct srv *v, int n)
 
 Test(http, pipelined_100_in_one_write)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 2, NULL);
 	pipelined(&v, 100);
 	cr_assert_eq(SUM(&v, requests), 101);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, pipelined_in_odd_chunks)
@@ -309,7 +237,7 @@ Test(http, pipelined_in_odd_chunks)
 	 * own, requests are cut anywhere across reads, and answered in
 	 * order. */
 	static char reqs[100 * 64];
-	struct srv v;
+	struct pw_test_http v;
 	size_t len = 0;
 	uint64_t chunks = 0;
 
@@ -340,7 +268,7 @@ Test(http, pipelined_in_odd_chunks)
 	expect_eof(fd);
 	close(fd);
 	cr_assert_eq(SUM(&v, requests), 103);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, request_byte_by_byte)
@@ -348,7 +276,7 @@ Test(http, request_byte_by_byte)
 	/* A request sent one byte at a time, each byte once the server has
 	 * received the one before: one read per byte, one answer per
 	 * request, twice on the same connection. */
-	struct srv v;
+	struct pw_test_http v;
 	const char *r = "GET /split HTTP/1.1\r\nHost: t\r\nAccept: */*\r\n"
 			"X-Long: 0123456789\r\n\r\n";
 	uint64_t bytes = 0;
@@ -365,12 +293,12 @@ Test(http, request_byte_by_byte)
 	close(fd);
 	cr_assert_eq(bytes, 2 * strlen(r));
 	cr_assert_eq(SUM(&v, requests), 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, oversized_head_gets_431_and_close)
 {
-	struct srv v;
+	struct pw_test_http v;
 	static char big[12000];
 
 	srv_start(&v, 1, NULL);
@@ -386,7 +314,7 @@ Test(http, oversized_head_gets_431_and_close)
 	close(fd);
 
 	/* A small cap; the first request is answered, the second too long. */
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	struct pw_http_opts o = { .head_max = 64 };
 	srv_start(&v, 1, &o);
 	fd = client(&v);
@@ -398,7 +326,7 @@ Test(http, oversized_head_gets_431_and_close)
 	expect_eof(fd);
 	close(fd);
 	cr_assert_eq(SUM(&v, errors), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, garbage_gets_400_and_close)
@@ -411,7 +339,7 @@ Test(http, garbage_gets_400_and_close)
 		("GET / HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n"
 		 "\r\n"),
 	};
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 2, NULL);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -440,12 +368,12 @@ Test(http, garbage_gets_400_and_close)
 	 * one answered. */
 	cr_assert_eq(SUM(&v, errors), 7);
 	cr_assert_eq(SUM(&v, requests), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, keep_alive_1000_sequential)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 2, NULL);
 	int fd = client(&v);
@@ -459,7 +387,7 @@ Test(http, keep_alive_1000_sequential)
 	PW_TEST_WAIT_UNTIL(SUM(&v, closed) >= 1, PW_TEST_WAIT_SECS,
 			   "the closed connection was never counted");
 	cr_assert_eq(SUM(&v, closed), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, connection_close_and_http10)
@@ -477,7 +405,7 @@ Test(http, connection_close_and_http10)
 		{ "POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
 		  true },
 	};
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 1, NULL);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
@@ -505,12 +433,12 @@ Test(http, connection_close_and_http10)
 	/* Two closing cases once, three keeping ones twice, two more. */
 	cr_assert_eq(SUM(&v, requests), 2 + 3 * 2 + 2);
 	cr_assert_eq(SUM(&v, accepted), 6);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, custom_body)
 {
-	struct srv v;
+	struct pw_test_http v;
 	const char *body = "pinwheel says hi\n";
 	struct pw_http_opts o = { .body = body, .body_len = strlen(body) };
 
@@ -519,7 +447,7 @@ Test(http, custom_body)
 	send_all(fd, REQ, strlen(REQ));
 	expect_response(fd, 200, true, body);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 
 	char big[PW_HTTP_BODY_MAX + 1];
 	memset(big, 'b', sizeof(big));
@@ -578,7 +506,7 @@ static void expect_stream(int fd, const char *want, size_t n)
 /* HEAD, GET, HEAD, GET pipelined in one write, then a closing HEAD: the
  * whole reply stream, byte for byte (HEADs without a body), then the
  * end of the stream and nothing else. */
-static void head_pipelined(struct srv *v)
+static void head_pipelined(struct pw_test_http *v)
 {
 	static const char reqs[] = HEAD_REQ REQ HEAD_REQ REQ HEAD_CLOSE;
 	char want[4096];
@@ -612,27 +540,27 @@ static void head_pipelined(struct srv *v)
 
 Test(http, head_has_headers_and_no_body)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start_pass(&v, 1, NULL);
 	head_pipelined(&v);
 	cr_assert_eq(SUM(&v, requests), 7);
 	cr_assert_eq(SUM(&v, errors), 0);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, head_after_a_job_has_no_body)
 {
 	/* With --work the answer is appended once the child is joined, on
 	 * another path than the plain one: HEAD must hold there too. */
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .work = 100 };
 
 	srv_start_pass(&v, 2, &o);
 	head_pipelined(&v);
 	cr_assert_eq(SUM(&v, requests), 7);
 	cr_assert_eq(SUM(&v, work), 7);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -642,7 +570,7 @@ Test(http, head_after_a_job_has_no_body)
  * together can overflow it, and net/ then closes the extra ones unread
  * (counted as the listener's "dropped").
  */
-static void many_connections(struct srv *v, int n, int rounds)
+static void many_connections(struct pw_test_http *v, int n, int rounds)
 {
 	int *fds = calloc((size_t)n, sizeof(int));
 
@@ -669,18 +597,18 @@ static void many_connections(struct srv *v, int n, int rounds)
 
 Test(http, many_concurrent_connections)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 2, NULL);
 	many_connections(&v, 200, 5);
 	cr_assert_eq(SUM(&v, accepted), 200);
 	cr_assert_eq(SUM(&v, requests), 1000);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, stealing_scheduler)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start_sched(&v, 2, NULL, PW_SCHED_STEAL);
 	pipelined(&v, 100);
@@ -693,12 +621,12 @@ Test(http, stealing_scheduler)
 	close(fd);
 	cr_assert_eq(SUM(&v, requests), 101 + 100 * 3 + 200);
 	cr_assert_eq(SUM(&v, accepted), 1 + 100 + 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, drain_finishes_requests_and_closes_idle)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start(&v, 2, NULL);
 	int idle = client(&v), busy = client(&v);
@@ -717,14 +645,14 @@ Test(http, drain_finishes_requests_and_closes_idle)
 	close(idle);
 	close(busy);
 	cr_assert_eq(SUM(&v, requests), 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /* ---- scenario options ----------------------------------------------------- */
 
 Test(http, work_child_task_keeps_responses_in_order)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .work = 1000 };
 
 	srv_start_pass(&v, 2, &o);
@@ -744,12 +672,12 @@ Test(http, work_child_task_keeps_responses_in_order)
 	cr_assert_eq(SUM(&v, requests), want);
 	cr_assert_eq(SUM(&v, work), want, "one child task per request");
 	cr_assert_eq(SUM(&v, calls), 0);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, fanout_calls_every_shard_per_request)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .fanout = true };
 
 	srv_start_pass(&v, 2, &o);
@@ -765,7 +693,7 @@ Test(http, fanout_calls_every_shard_per_request)
 		cr_assert_eq(srv_shard(&v, i).calls, 91,
 			     "shard %u answered %llu calls", i,
 			     (unsigned long long)srv_shard(&v, i).calls);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 
 	/* With --work too: the child first, then the calls. */
 	o.work = 500;
@@ -774,7 +702,7 @@ Test(http, fanout_calls_every_shard_per_request)
 	cr_assert_eq(SUM(&v, work), 21);
 	cr_assert_eq(srv_shard(&v, 0).calls, 21);
 	cr_assert_eq(srv_shard(&v, 1).calls, 21);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /* The idle timeout of the next tests, in virtual time, and the clock's
@@ -794,7 +722,7 @@ Test(http, fanout_calls_every_shard_per_request)
  */
 Test(http, idle_timeout_closes_idle_and_spares_active)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .keepalive_ns = IDLE_NS };
 
 	srv_start_paused(&v, 2, &o);
@@ -808,17 +736,17 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	send_all(silent, "GET / HT", 8);
 	/* Its bytes read means its task was polled: its timer is armed. */
 	wait_reads(&v, 3);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
-	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS / 2 - TICK_NS);
 	/* Active answered again: the server turned after that advance. */
 	send_all(active, REQ, strlen(REQ));
 	expect_ok(active, true);
 	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
 	expect_quiet(idle, 0);
 	expect_quiet(silent, 0);
-	srv_advance(&v, TICK_NS); /* virtual time T */
+	pw_test_advance(v.rt, TICK_NS); /* virtual time T */
 	PW_TEST_WAIT_UNTIL(SUM(&v, timeouts) >= 2, PW_TEST_WAIT_SECS,
 			   "%llu idle connections closed at the timeout",
 			   (unsigned long long)SUM(&v, timeouts));
@@ -830,17 +758,17 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
 	expect_ok(active, true);
 	cr_assert_eq(SUM(&v, timeouts), 2);
 	/* Silent from now (T) on: open until 2T - 1 tick, closed at 2T. */
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	expect_quiet(active, 0);
 	cr_assert_eq(SUM(&v, timeouts), 2, "active closed before 2T");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_eof(active);
 	cr_assert_eq(SUM(&v, timeouts), 3);
 	cr_assert_eq(SUM(&v, requests), 5);
 	close(silent);
 	close(idle);
 	close(active);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -849,7 +777,7 @@ Test(http, idle_timeout_closes_idle_and_spares_active)
  */
 Test(http, idle_timeout_exact_time)
 {
-	struct srv v;
+	struct pw_test_http v;
 	const uint64_t t = 200 * PW_NSEC_PER_MSEC;
 	struct pw_http_opts o = { .keepalive_ns = t };
 
@@ -857,15 +785,15 @@ Test(http, idle_timeout_exact_time)
 	int fd = client(&v);
 	send_all(fd, REQ, strlen(REQ));
 	expect_ok(fd, true);
-	srv_advance(&v, t - TICK_NS);
+	pw_test_advance(v.rt, t - TICK_NS);
 	expect_quiet(fd, 0);
 	cr_assert_eq(SUM(&v, timeouts), 0, "closed before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, timeouts), 1);
 	cr_assert_eq(SUM(&v, requests), 1);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /* ---- limits against hostile clients ------------------------------------- */
@@ -882,7 +810,7 @@ static enum pw_poll net_stats_poll(struct pw_cx *cx, void *state)
 	return pw_ready(cx, 0);
 }
 
-static struct pw_net_stats srv_net(struct srv *v)
+static struct pw_net_stats srv_net(struct pw_test_http *v)
 {
 	int n = atomic_load(&net_reads);
 
@@ -905,7 +833,7 @@ static char nonreader_reqs[150 * (sizeof(REQ) - 1)];
  * first windows). Returns the socket, blocking again; *@sent (if not
  * NULL) receives the bytes written.
  */
-static int nonreader_until(struct srv *v, size_t *sent, bool answered)
+static int nonreader_until(struct pw_test_http *v, size_t *sent, bool answered)
 {
 	uint64_t requests = SUM(v, requests);
 	int fd = socket(v->a.u.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -944,7 +872,7 @@ static int nonreader_until(struct srv *v, size_t *sent, bool answered)
 	return fd;
 }
 
-static int nonreader(struct srv *v, size_t *sent)
+static int nonreader(struct pw_test_http *v, size_t *sent)
 {
 	return nonreader_until(v, sent, false);
 }
@@ -982,7 +910,7 @@ static int read_to_end(int fd)
 Test(http, nonreaders_leave_the_ring_to_a_good_client)
 {
 	enum { BAD = 6 };
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_net_config net;
 	struct pw_http_opts o = { .net = &net };
 	int bad[BAD];
@@ -1011,7 +939,7 @@ Test(http, nonreaders_leave_the_ring_to_a_good_client)
 	close(fd);
 	for (int i = 0; i < BAD; i++)
 		close(bad[i]);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1024,7 +952,7 @@ Test(http, nonreaders_leave_the_ring_to_a_good_client)
  */
 Test(http, head_timeout_slowloris_gets_408_at_exact_time)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .head_timeout_ns = IDLE_NS };
 
 	srv_start_paused(&v, 1, &o);
@@ -1032,25 +960,25 @@ Test(http, head_timeout_slowloris_gets_408_at_exact_time)
 	int fd = client(&v);
 	send_all(fd, "GET / HT", 8);
 	wait_reads(&v, 1);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(fd, "TP/1.1\r\n", 8);
 	wait_reads(&v, 2);
-	srv_advance(&v, IDLE_NS / 2 - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS / 2 - TICK_NS);
 	expect_quiet(fd, 20);
 	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
-	srv_advance(&v, TICK_NS); /* virtual time T */
+	pw_test_advance(v.rt, TICK_NS); /* virtual time T */
 	expect_response(fd, 408, false, "Request Timeout");
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, head_timeouts), 1);
 	cr_assert_eq(SUM(&v, errors), 0);
 	close(fd);
-	srv_advance(&v, 2 * IDLE_NS);
+	pw_test_advance(v.rt, 2 * IDLE_NS);
 	send_all(quiet, REQ, strlen(REQ));
 	expect_ok(quiet, true);
 	close(quiet);
 	cr_assert_eq(SUM(&v, head_timeouts), 1);
 	cr_assert_eq(SUM(&v, requests), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1060,7 +988,7 @@ Test(http, head_timeout_slowloris_gets_408_at_exact_time)
  */
 Test(http, slowloris_without_head_timeout_holds)
 {
-	struct srv v;
+	struct pw_test_http v;
 
 	srv_start_paused(&v, 1, NULL);
 	int fd = client(&v);
@@ -1069,7 +997,7 @@ Test(http, slowloris_without_head_timeout_holds)
 	for (size_t i = 0; i + 1 < n; i++) {
 		send_all(fd, req + i, 1);
 		wait_reads(&v, i + 1);
-		srv_advance(&v, IDLE_NS / 2);
+		pw_test_advance(v.rt, IDLE_NS / 2);
 	}
 	expect_quiet(fd, 20);
 	send_all(fd, req + n - 1, 1);
@@ -1078,7 +1006,7 @@ Test(http, slowloris_without_head_timeout_holds)
 	cr_assert_eq(SUM(&v, head_timeouts), 0);
 	cr_assert_eq(SUM(&v, timeouts), 0);
 	cr_assert_eq(SUM(&v, requests), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1088,7 +1016,7 @@ Test(http, slowloris_without_head_timeout_holds)
  */
 Test(http, head_timeout_on_a_stalled_body)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .head_timeout_ns = IDLE_NS };
 	const char *head =
 		"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 10\r\n"
@@ -1100,18 +1028,18 @@ Test(http, head_timeout_on_a_stalled_body)
 	wait_reads(&v, 1);
 	send_all(fd, "12345", 5);
 	wait_reads(&v, 2);
-	srv_advance(&v, IDLE_NS / 2);
+	pw_test_advance(v.rt, IDLE_NS / 2);
 	send_all(fd, "678", 3);
 	wait_reads(&v, 3);
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	expect_quiet(fd, 20);
 	cr_assert_eq(SUM(&v, head_timeouts), 0, "408 before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	expect_response(fd, 408, false, "Request Timeout");
 	expect_eof(fd);
 	cr_assert_eq(SUM(&v, head_timeouts), 1);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1123,17 +1051,17 @@ Test(http, head_timeout_on_a_stalled_body)
  */
 Test(http, send_timeout_resets_a_nonreader_at_exact_time)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .send_timeout_ns = IDLE_NS };
 
 	srv_start_paused(&v, 1, &o);
 	int bad = nonreader(&v, NULL);
 	int good = client(&v);
-	srv_advance(&v, IDLE_NS - TICK_NS);
+	pw_test_advance(v.rt, IDLE_NS - TICK_NS);
 	send_all(good, REQ, strlen(REQ));
 	expect_ok(good, true);
 	cr_assert_eq(SUM(&v, send_timeouts), 0, "cut before the timeout");
-	srv_advance(&v, TICK_NS);
+	pw_test_advance(v.rt, TICK_NS);
 	PW_TEST_WAIT_UNTIL(SUM(&v, send_timeouts) >= 1, PW_TEST_WAIT_SECS,
 			   "the non-reading client was not cut");
 	cr_assert_eq(read_to_end(bad), ECONNRESET);
@@ -1142,7 +1070,7 @@ Test(http, send_timeout_resets_a_nonreader_at_exact_time)
 	cr_assert_eq(SUM(&v, send_timeouts), 1);
 	close(bad);
 	close(good);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1153,7 +1081,7 @@ Test(http, send_timeout_resets_a_nonreader_at_exact_time)
  */
 Test(http, max_conns_leaves_the_excess_in_the_backlog)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .max_conns = 2 };
 	int fd[4];
 
@@ -1183,7 +1111,7 @@ Test(http, max_conns_leaves_the_excess_in_the_backlog)
 	close(fd[2]);
 	close(fd[3]);
 	cr_assert_eq(SUM(&v, requests), 5);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1193,7 +1121,7 @@ Test(http, max_conns_leaves_the_excess_in_the_backlog)
  */
 Test(http, max_requests_closes_after_the_last)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .max_requests = 3 };
 
 	srv_start_pass(&v, 1, &o);
@@ -1213,7 +1141,7 @@ Test(http, max_requests_closes_after_the_last)
 	close(fd);
 	cr_assert_eq(SUM(&v, requests), 6);
 	cr_assert_eq(SUM(&v, capped), 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1227,7 +1155,7 @@ Test(http, max_requests_closes_after_the_last)
  */
 Test(http, sndbuf_stalls_a_nonreader_below_max_requests)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .max_requests = 1000, .sndbuf = 16384 };
 
 	srv_start_pass(&v, 1, &o);
@@ -1246,7 +1174,7 @@ Test(http, sndbuf_stalls_a_nonreader_below_max_requests)
 	cr_assert_eq(SUM(&v, requests), served + 1, "the nonreader moved on");
 	close(good);
 	close(bad);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /* Send @n bytes of zeros on @fd until done or an error; 0 or the errno. */
@@ -1276,7 +1204,7 @@ static int send_zeros(int fd, size_t n)
  */
 Test(http, linger_drops_at_most_64k_then_resets)
 {
-	struct srv v;
+	struct pw_test_http v;
 	const char *req =
 		"GET / HTTP/1.1\r\nHost: t\r\nConnection: close\r\n\r\n";
 
@@ -1299,7 +1227,7 @@ Test(http, linger_drops_at_most_64k_then_resets)
 	cr_assert_eq(SUM(&v, requests), 2);
 	close(calm);
 	close(flood);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /*
@@ -1310,7 +1238,7 @@ Test(http, linger_drops_at_most_64k_then_resets)
  */
 Test(http, max_body_gets_413_without_reading_the_body)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .max_body = 100 };
 	char req[512], body[100];
 
@@ -1339,12 +1267,12 @@ Test(http, max_body_gets_413_without_reading_the_body)
 	cr_assert_eq(SUM(&v, too_large), 2);
 	cr_assert_eq(SUM(&v, errors), 2);
 	cr_assert_eq(SUM(&v, requests), 1);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 Test(http, accept_shards_one_takes_every_connection)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct pw_http_opts o = { .accept_shards = 1, .work = 300 };
 
 	srv_start_pass(&v, 2, &o);
@@ -1360,7 +1288,7 @@ Test(http, accept_shards_one_takes_every_connection)
 		cr_assert_eq(s1.requests, 0);
 		cr_assert_eq(s1.work, 0);
 	}
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 
 	/* More accepting shards than shards is refused. */
 	struct pw_http_server *s = NULL;
@@ -1385,7 +1313,7 @@ static long long after(const char *text, const char *key)
 
 Test(http, wrk_as_a_client)
 {
-	struct srv v;
+	struct pw_test_http v;
 	char url[PW_NET_ADDR_STRLEN + 16], out[8192], at[PW_NET_ADDR_STRLEN];
 	char *argv[] = { "wrk", "-t1", "-c16", "-d1s", url, NULL };
 	int fd;
@@ -1413,23 +1341,10 @@ Test(http, wrk_as_a_client)
 	/* wrk may cut its last requests short when its time is up, so the
 	 * server may have answered a few more than wrk counted. */
 	cr_assert_geq((long long)SUM(&v, requests), reqs);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 }
 
 /* ---- the command --------------------------------------------------------- */
-
-/* Append the rest of what the command writes to @fd, to its end, to
- * @text (as pw_test_banner_addr()), and close @fd. */
-static void read_all(int fd, char *text, size_t size, size_t *len)
-{
-	ssize_t n;
-
-	while (*len + 1 < size &&
-	       (n = read(fd, text + *len, size - 1 - *len)) > 0)
-		*len += (size_t)n;
-	text[*len] = '\0';
-	close(fd);
-}
 
 static int run_cmd(char *const argv[])
 {
@@ -1480,7 +1395,7 @@ Test(http, command_flags_and_graceful_stop)
 	 * Connection: close once it is whole, and the command exits 0. */
 	char *serve[] = { bin, "http",	  "--listen", "127.0.0.1:0", "--shards",
 			  "2", "--drain", "3s",	      "--metrics",   NULL };
-	struct srv v = { 0 };
+	struct pw_test_http v = { 0 };
 	char text[16384];
 	size_t len = 0;
 	int out;
@@ -1502,7 +1417,7 @@ Test(http, command_flags_and_graceful_stop)
 	expect_eof(busy);
 	close(idle);
 	close(busy);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
@@ -1537,7 +1452,7 @@ Test(http, command_limit_flags)
 	int out;
 	char *help[] = { bin, "http", "--help", NULL };
 	pid_t pid = pw_test_spawn(bin, help, NULL, &out);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0);
@@ -1602,7 +1517,7 @@ Test(http, command_limit_flags)
 			  "0",
 			  "--metrics",
 			  NULL };
-	struct srv v = { 0 };
+	struct pw_test_http v = { 0 };
 	len = 0;
 	pid = pw_test_spawn(bin, serve, NULL, &out);
 	pw_test_banner_addr(out, text, sizeof(text), &len, &v.a);
@@ -1614,7 +1529,7 @@ Test(http, command_limit_flags)
 	expect_eof(fd);
 	close(fd);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
 		  text);
@@ -1638,7 +1553,7 @@ Test(http, command_drain_deadline)
 		cr_skip_test("%s is not built", bin);
 	char *serve[] = { bin, "http",	  "--listen", "127.0.0.1:0", "--shards",
 			  "1", "--drain", "200ms",    NULL };
-	struct srv v = { 0 };
+	struct pw_test_http v = { 0 };
 	char text[16384];
 	size_t len = 0;
 	int out;
@@ -1649,7 +1564,7 @@ Test(http, command_drain_deadline)
 	send_all(fd, r, strlen(r));
 	expect_ok(fd, true);
 	cr_assert_eq(kill(pid, SIGINT), 0);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "status %d: %s", st,
@@ -1682,7 +1597,7 @@ static void second_signal(int first, int second, int status)
 		cr_skip_test("%s is not built", bin);
 	char *serve[] = { bin, "http",	  "--listen", "127.0.0.1:0", "--shards",
 			  "2", "--drain", "1h",	      "--metrics",   NULL };
-	struct srv v = { 0 };
+	struct pw_test_http v = { 0 };
 	char text[16384];
 	size_t len = 0;
 	int out;
@@ -1705,7 +1620,7 @@ static void second_signal(int first, int second, int status)
 			   "pinwheel http: stopped; ");
 	expect_eof(busy);
 	close(busy);
-	read_all(out, text, sizeof(text), &len);
+	pw_test_read_rest(out, text, sizeof(text), &len);
 	int st;
 	cr_assert_eq(waitpid(pid, &st, 0), pid);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == status,

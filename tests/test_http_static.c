@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tests/common.h"
+#include "tests/http_fixtures.h"
 #include "pinwheel/net.h"
 #include "apps/http.h"
 #include "apps/http_parse.h"
@@ -90,76 +91,27 @@ static void tree_make(void)
 	close(fd);
 }
 
-/* rm -r of @dir, two levels deep at most. */
-static void rm_tree(const char *dir, int depth)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[PATH_MAX];
-
-	if (!d)
-		return;
-	while ((e = readdir(d))) {
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
-		if (unlink(p) && depth > 0)
-			rm_tree(p, depth - 1);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 /* ---- the server ----------------------------------------------------------- */
 
-struct srv {
-	struct pw_runtime *rt;
-	struct pw_http_server *s;
-	struct pw_net_addr a;
-	int fds;
-};
-
-static void srv_start_flags(struct srv *v, const struct pw_http_opts *o,
-			    unsigned flags)
+/* A server of @o with --root root on one shard under the scheduler of
+ * this pass, with the runtime flags @flags. */
+static void srv_start_flags(struct pw_test_http *v,
+			    const struct pw_http_opts *o, unsigned flags)
 {
-	struct pw_config cfg;
-	struct pw_net_addr any;
 	struct pw_http_opts opts = { 0 };
 
 	if (o)
 		opts = *o;
 	opts.root = root;
-	v->fds = pw_test_open_fds();
-	pw_config_init(&cfg);
-	cfg.shards = 1;
-	cfg.flags = PW_CONFIG_OVERSUBSCRIBE | flags;
-	cfg.sched = pw_test_steal() ? PW_SCHED_STEAL : PW_SCHED_SHARD;
-	cr_assert_eq(pw_runtime_create(&v->rt, &cfg), 0);
-	if (cfg.sched == PW_SCHED_STEAL)
-		opts.listen_flags |= PW_NET_LISTEN_SHARED;
-	cr_assert_eq(pw_net_addr_parse(&any, "127.0.0.1:0"), 0);
-	int err = pw_http_server_start(&v->s, v->rt, &any, &opts);
-	cr_assert_eq(err, 0, "pw_http_server_start: %d", err);
-	cr_assert_eq(pw_http_server_addr(v->s, &v->a), 0);
+	pw_test_http_start(v, 1, &opts, pw_test_sched(), flags);
 }
 
-static void srv_start(struct srv *v, const struct pw_http_opts *o)
+static void srv_start(struct pw_test_http *v, const struct pw_http_opts *o)
 {
 	srv_start_flags(v, o, 0);
 }
 
-static void srv_stop(struct srv *v)
-{
-	cr_assert_eq(pw_http_server_drain(v->s), 0);
-	PW_TEST_WAIT_UNTIL(pw_http_server_open(v->s) == 0, PW_TEST_WAIT_SECS,
-			   "%d connections left open after the drain",
-			   pw_http_server_open(v->s));
-	cr_assert_eq(pw_runtime_destroy(v->rt), 0);
-	cr_assert_eq(pw_http_server_destroy(v->s), 0);
-	cr_assert_eq(pw_test_open_fds(), v->fds, "descriptor leak");
-}
-
-static struct pw_http_static_stats files(struct srv *v)
+static struct pw_http_static_stats files(struct pw_test_http *v)
 {
 	struct pw_http_static_stats st;
 
@@ -171,7 +123,7 @@ static struct pw_http_static_stats files(struct srv *v)
 /* ---- a client ------------------------------------------------------------- */
 
 /* A connection; @rcvbuf: its SO_RCVBUF (0: the kernel's). */
-static int client_buf(const struct srv *v, int rcvbuf)
+static int client_buf(const struct pw_test_http *v, int rcvbuf)
 {
 	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	struct timeval tv = { 10, 0 };
@@ -187,7 +139,7 @@ static int client_buf(const struct srv *v, int rcvbuf)
 	return fd;
 }
 
-static int client(const struct srv *v)
+static int client(const struct pw_test_http *v)
 {
 	return client_buf(v, 0);
 }
@@ -287,7 +239,7 @@ static void expect(int fd, int status, const char *body, size_t n)
 }
 
 /* GET @path on a new connection: the status (and the body read). */
-static int get_status(struct srv *v, const char *path)
+static int get_status(struct pw_test_http *v, const char *path)
 {
 	char req[1200];
 	struct resp r;
@@ -402,7 +354,7 @@ Test(http_static, bodies_byte_for_byte)
 		  { "mid.bin", 20000 },
 		  { "big.bin", 1 << 20 } };
 	char *body[4];
-	struct srv v;
+	struct pw_test_http v;
 	char req[256];
 	struct resp r;
 
@@ -434,17 +386,17 @@ Test(http_static, bodies_byte_for_byte)
 	cr_assert_eq(st.file_bytes, 3 * 4096 + 2 * 20000 + 2 * (1 << 20));
 	cr_assert_eq(st.spliced, 2);
 	cr_assert_eq(st.copied, 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	for (int i = 0; i < 4; i++)
 		free(body[i]);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* Last-Modified is the file's mtime; If-Modified-Since at it (or later)
  * gets 304 without a body, earlier gets 200; Content-Type by extension. */
 Test(http_static, last_modified_and_if_modified_since)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	struct stat sb;
 	char p[PATH_MAX], want[PW_HTTP_DATE_LEN + 1], got[128], req[512];
@@ -485,16 +437,16 @@ Test(http_static, last_modified_and_if_modified_since)
 	expect(fd, 200, b, 100); /* one second before the mtime */
 	close(fd);
 	cr_assert_eq(files(&v).not_modified, 2);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(b);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* Other methods get 405 with Allow; the connection stays; a HEAD of a
  * missing file gets the 404's head alone. */
 Test(http_static, other_methods_405)
 {
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	char got[64];
 
@@ -519,8 +471,8 @@ Test(http_static, other_methods_405)
 	cr_assert_str_eq(header(&r, "Content-Type", got, sizeof(got)),
 			 "text/plain");
 	close(fd);
-	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_http_stop(&v);
+	pw_test_rm_tree(top, 2);
 }
 
 /* ---- paths ------------------------------------------------------------------ */
@@ -544,7 +496,7 @@ Test(http_static, traversal_refused)
 		"/%2e%2e%2fx",
 	};
 	char p[PATH_MAX], t[PATH_MAX];
-	struct srv v;
+	struct pw_test_http v;
 
 	tree_make();
 	free(make("a.txt", 5, 1));
@@ -589,8 +541,8 @@ Test(http_static, traversal_refused)
 	while (k > 0);
 	cr_assert_leq(k, 0);
 	close(fd);
-	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_http_stop(&v);
+	pw_test_rm_tree(top, 2);
 }
 
 /* ---- connections ------------------------------------------------------------ */
@@ -599,7 +551,7 @@ Test(http_static, traversal_refused)
  * order, byte for byte. */
 Test(http_static, pipelined)
 {
-	struct srv v;
+	struct pw_test_http v;
 	char *small = NULL, *big = NULL, *mid = NULL;
 	char *all = malloc(64 * 64);
 
@@ -632,12 +584,12 @@ Test(http_static, pipelined)
 	send_str(fd, GET("/s.bin"));
 	expect(fd, 200, small, 4096);
 	close(fd);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(all);
 	free(small);
 	free(mid);
 	free(big);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 /* A file unlinked while it is sent is sent whole (the open descriptor
@@ -647,7 +599,7 @@ static void changed_under_send(bool truncate_it)
 {
 	enum { N = 8 << 20 };
 	char p[PATH_MAX];
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 	char *b, *got = malloc(N);
 
@@ -682,10 +634,10 @@ static void changed_under_send(bool truncate_it)
 	}
 	close(fd);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
-	srv_stop(&v);
+	pw_test_http_stop(&v);
 	free(b);
 	free(got);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }
 
 Test(http_static, unlinked_while_sent_is_whole)
@@ -698,27 +650,6 @@ Test(http_static, truncated_while_sent_ends_the_connection)
 	changed_under_send(true);
 }
 
-/* Move the paused clock of @v's runtime forward by @ns. */
-static _Atomic int advances;
-
-static enum pw_poll advance_poll(struct pw_cx *cx, void *state)
-{
-	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
-	atomic_fetch_add(&advances, 1);
-	return pw_ready(cx, 0);
-}
-
-static void advance(struct srv *v, uint64_t ns)
-{
-	int n = atomic_load(&advances);
-
-	cr_assert_eq(pw_runtime_spawn(v->rt, 0, advance_poll, &ns, sizeof(ns),
-				      NULL),
-		     0);
-	PW_TEST_WAIT_UNTIL(atomic_load(&advances) > n, PW_TEST_WAIT_SECS,
-			   "the clock was not advanced");
-}
-
 /* A client that never reads a large file: the splice into its socket
  * waits until the send timeout resets the connection; the server serves
  * on. */
@@ -726,7 +657,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 {
 	struct pw_http_opts o = { .send_timeout_ns = 5 * PW_NSEC_PER_SEC,
 				  .sndbuf = 16 << 10 };
-	struct srv v;
+	struct pw_test_http v;
 	struct resp r;
 
 	tree_make();
@@ -742,7 +673,7 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 	 * until the cut, which comes 5 s of virtual time after the splice
 	 * into the socket started. */
 	struct pw_http_stats st;
-	PW_TEST_WAIT_UNTIL((advance(&v, PW_NSEC_PER_SEC),
+	PW_TEST_WAIT_UNTIL((pw_test_advance(v.rt, PW_NSEC_PER_SEC),
 			    !pw_http_server_stats(v.s, 0, &st) &&
 				    st.send_timeouts == 1),
 			   PW_TEST_WAIT_SECS, "no send timeout");
@@ -754,8 +685,8 @@ Test(http_static, send_timeout_cuts_a_client_that_never_reads)
 	cr_assert(k == 0 || errno == ECONNRESET);
 	close(fd);
 	cr_assert_eq(get_status(&v, "/a.txt"), 200);
-	srv_stop(&v);
-	rm_tree(top, 2);
+	pw_test_http_stop(&v);
+	pw_test_rm_tree(top, 2);
 }
 
 Test(http_static, bad_root)
@@ -799,7 +730,7 @@ Test(http_static, command_flags)
 	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 1, "%s", out);
 	cr_assert_not_null(strstr(out, "Not a directory"), "%s", out);
 
-	struct srv v;
+	struct pw_test_http v;
 	size_t len = 0;
 	tree_make();
 	free(make("a.txt", 5, 1));
@@ -812,5 +743,5 @@ Test(http_static, command_flags)
 	cr_assert_eq(get_status(&v, "/../x"), 403);
 	cr_assert_eq(kill(pid, SIGTERM), 0);
 	cr_assert_eq(pw_test_cmd_wait(pid, fd, out, sizeof(out)), 0, "%s", out);
-	rm_tree(top, 2);
+	pw_test_rm_tree(top, 2);
 }

@@ -1038,8 +1038,7 @@ Test(net, port_with_time_wait_sockets_is_free)
 				sizeof(one)),
 		     0);
 	cr_assert_eq(bind(lfd, &a.u.sa, a.len), 0);
-	socklen_t len = sizeof(a.u);
-	cr_assert_eq(getsockname(lfd, &a.u.sa, &len), 0);
+	pw_test_local_addr(lfd, &a);
 	cr_assert_eq(listen(lfd, 8), 0);
 	int cfd = pw_test_dial(&a);
 	cr_assert_geq(cfd, 0);

@@ -487,10 +487,7 @@ Test(numa, no_numa_support_is_one_node)
 	close(pfd[1]);
 	char out[4096] = { 0 };
 	size_t got = 0;
-	ssize_t r;
-	while ((r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)r;
-	close(pfd[0]);
+	pw_test_read_rest(pfd[0], out, sizeof(out), &got);
 	int status;
 	waitpid(pid, &status, 0);
 	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);

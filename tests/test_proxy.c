@@ -733,28 +733,6 @@ Test(proxy, slow_reader_bounded_memory)
 
 /* ---- idle timeout, limits, drain ------------------------------------ */
 
-/* Move the paused clock of @x's proxy forward by @ns (a task on its shard
- * 0 does it) and wait until that is done. */
-static _Atomic int px_advances;
-
-static enum pw_poll px_advance_poll(struct pw_cx *cx, void *state)
-{
-	cr_assert_eq(pw_time_advance(*(uint64_t *)state), 0);
-	atomic_fetch_add(&px_advances, 1);
-	return pw_ready(cx, 0);
-}
-
-static void px_advance(const struct px *x, uint64_t ns)
-{
-	int n = atomic_load(&px_advances);
-
-	cr_assert_eq(pw_runtime_spawn(pw_proxy_runtime(x->p), 0,
-				      px_advance_poll, &ns, sizeof(ns), NULL),
-		     0);
-	PW_TEST_WAIT_UNTIL(atomic_load(&px_advances) > n, PW_TEST_WAIT_SECS,
-			   "the clock was not advanced");
-}
-
 /* The client of @fd sees the proxy's orderly close (end of stream). */
 static void expect_eof(int fd, const char *who)
 {
@@ -787,7 +765,7 @@ Test(proxy, idle_timeout_closes)
 	/* 1 s of virtual time; without the activity the active connection,
 	 * the older one, would be closed first. */
 	for (int i = 0; i < 10; i++) {
-		px_advance(&px, 100 * PW_NSEC_PER_MSEC);
+		pw_test_advance(pw_proxy_runtime(px.p), 100 * PW_NSEC_PER_MSEC);
 		echo4(active, "ping");
 	}
 	expect_eof(silent, "the silent connection");
@@ -800,8 +778,8 @@ Test(proxy, idle_timeout_closes)
 	/* Silent from now on: every byte it moved has been seen by the
 	 * proxy's first turn after this advance, so its last activity is at
 	 * most 300 ms before the end of the second. */
-	px_advance(&px, 300 * PW_NSEC_PER_MSEC);
-	px_advance(&px, 300 * PW_NSEC_PER_MSEC);
+	pw_test_advance(pw_proxy_runtime(px.p), 300 * PW_NSEC_PER_MSEC);
+	pw_test_advance(pw_proxy_runtime(px.p), 300 * PW_NSEC_PER_MSEC);
 	expect_eof(active, "the active connection once silent");
 	close(active);
 	st = px_idle(&px);
@@ -1143,7 +1121,8 @@ Test(proxy, slow_steady_reader_not_cut)
 		/* Not after the end: the stream is whole, and the idle
 		 * timeout may then close a client that lingers. */
 		if (!eof)
-			px_advance(&px, 100 * PW_NSEC_PER_MSEC);
+			pw_test_advance(pw_proxy_runtime(px.p),
+					100 * PW_NSEC_PER_MSEC);
 	}
 	cr_assert_eq(err, 0, "the reader saw %s", strerror(err));
 	cr_assert_eq(got, STREAM_BYTES, "got %llu of %d bytes",
@@ -1162,7 +1141,7 @@ Test(proxy, slow_steady_reader_not_cut)
 #define ADVANCE_UNTIL(x, ns, st, pred)                                     \
 	do {                                                               \
 		for (int k_ = 0; k_ < 10; k_++) {                          \
-			px_advance((x), (ns));                             \
+			pw_test_advance(pw_proxy_runtime((x)->p), (ns));   \
 			uint64_t dl_ =                                     \
 				pw_test_now_ns() + 500 * PW_NSEC_PER_MSEC; \
 			while (pw_proxy_stats((x)->p, &(st)) == 0 &&       \
@@ -1233,7 +1212,7 @@ Test(proxy, send_timeout_resets_both_sides)
 	int fd = stalled_download(&px, &u);
 	struct pw_proxy_stats st;
 	/* Not before the timeout. */
-	px_advance(&px, 900 * PW_NSEC_PER_MSEC);
+	pw_test_advance(pw_proxy_runtime(px.p), 900 * PW_NSEC_PER_MSEC);
 	pw_proxy_stats(px.p, &st);
 	cr_assert_eq(st.send_timeouts, 0);
 	ADVANCE_UNTIL(&px, PW_NSEC_PER_SEC, st, st.send_timeouts == 1);

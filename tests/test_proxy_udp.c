@@ -85,22 +85,10 @@ static void *up_main(void *arg)
 	return NULL;
 }
 
-static int udp_bound(struct pw_net_addr *a)
-{
-	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
-	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
-	return fd;
-}
-
 static void up_start(struct up_srv *s, char tag)
 {
 	s->tag = tag;
-	s->fd = udp_bound(&s->addr);
+	s->fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &s->addr);
 	cr_assert_eq(pthread_create(&s->th, NULL, up_main, s), 0);
 }
 

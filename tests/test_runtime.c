@@ -523,10 +523,7 @@ Test(runtime, io_uring_unavailable_is_a_clear_error)
 	close(pfd[1]);
 	char out[1024] = { 0 };
 	size_t got = 0;
-	ssize_t r;
-	while ((r = read(pfd[0], out + got, sizeof(out) - 1 - got)) > 0)
-		got += (size_t)r;
-	close(pfd[0]);
+	pw_test_read_rest(pfd[0], out, sizeof(out), &got);
 	int status;
 	waitpid(pid, &status, 0);
 	cr_assert(WIFEXITED(status));

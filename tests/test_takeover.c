@@ -43,8 +43,7 @@ static int listen_on(unsigned port, struct pw_net_addr *a)
 		setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one)), 0);
 	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0);
 	cr_assert_eq(listen(fd, 16), 0);
-	a->len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &a->len), 0);
+	pw_test_local_addr(fd, a);
 	return fd;
 }
 

@@ -25,19 +25,6 @@
 
 /* ---- fixtures ------------------------------------------------------------ */
 
-/* A plain UDP socket bound to @text's address, its address in *@a. */
-static int plain_bind(const char *text, struct pw_net_addr *a)
-{
-	cr_assert_eq(pw_net_addr_parse(a, text), 0);
-	int fd = socket(a->u.sa.sa_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	cr_assert_geq(fd, 0);
-	cr_assert_eq(bind(fd, &a->u.sa, a->len), 0, "bind: %d", errno);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
-	return fd;
-}
-
 /* A receive queue large enough that loopback never drops in a test. */
 static void big_rcvbuf(int fd)
 {
@@ -191,8 +178,8 @@ static void boundaries(const char *any)
 	int64_t res = -1;
 	static char buf[65536], back[65536];
 
-	int cli = plain_bind(any, &t.sender);
-	t.fd = plain_bind(any, &me);
+	int cli = pw_test_bind(SOCK_DGRAM, any, &t.sender);
+	t.fd = pw_test_bind(SOCK_DGRAM, any, &me);
 	big_rcvbuf(t.fd);
 	big_rcvbuf(cli);
 	for (unsigned k = 0; k < NSIZES; k++) {
@@ -268,8 +255,8 @@ Test(udp, truncation_reported_with_real_length)
 	static char buf[10000];
 	int64_t res = -1;
 
-	int cli = plain_bind("127.0.0.1:0", &cli_a);
-	t.fd = plain_bind("127.0.0.1:0", &me);
+	int cli = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &cli_a);
+	t.fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &me);
 	const size_t len[] = { 10000, 100, 50 };
 	for (unsigned k = 0; k < 3; k++) {
 		fill_pat(buf, k, len[k]);
@@ -320,10 +307,10 @@ static void segments(uint32_t flags, int gso)
 
 	memset(&t, 0, sizeof(t));
 	t.flags = flags;
-	int rx = plain_bind("127.0.0.1:0", &t.to);
+	int rx = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.to);
 	big_rcvbuf(rx);
 	struct pw_net_addr me;
-	t.fd = plain_bind("127.0.0.1:0", &me);
+	t.fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &me);
 	for (size_t i = 0; i < SEG_LEN; i++)
 		t.buf[i] = pat((unsigned)(i / SEG), i % SEG);
 	struct pw_runtime *rt = run_fiber(1, gso_fiber, &t, &res);
@@ -436,8 +423,8 @@ static void gro(uint32_t flags, bool on)
 	struct gro_t t = { .flags = flags };
 	int64_t res = -1;
 
-	t.cli = plain_bind("127.0.0.1:0", &t.sender);
-	t.fd = plain_bind("127.0.0.1:0", &t.me);
+	t.cli = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.sender);
+	t.fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.me);
 	big_rcvbuf(t.fd);
 	struct pw_runtime *rt = run_fiber(1, gro_fiber, &t, &res);
 	cr_assert_eq(res, 0, "%s", t.v.why);
@@ -548,9 +535,7 @@ Test(udp, flood_loss_counted_exactly)
 	cr_assert_eq(pw_net_addr_parse(&t.me, "127.0.0.1:0"), 0);
 	t.fd = pw_udp_open(&t.me, NULL, &o);
 	cr_assert_geq(t.fd, 0, "open: %d", t.fd);
-	socklen_t len = sizeof(t.me.u);
-	cr_assert_eq(getsockname(t.fd, &t.me.u.sa, &len), 0);
-	t.me.len = len;
+	pw_test_local_addr(t.fd, &t.me);
 	cr_assert_eq(pthread_create(&th, NULL, flood_sender, &t), 0);
 	struct pw_runtime *rt = run_fiber(1, flood_fiber, &t, &res);
 	pthread_join(th, NULL);
@@ -611,9 +596,7 @@ Test(udp, fiber_echo_ipv6_per_shard)
 	cr_assert_neq(srv.u.in6.sin6_port, 0, "a port was chosen");
 	for (unsigned i = 0; i < 2; i++) {
 		int fd = pw_udp_socket_fd(echo_sock, i);
-		socklen_t len = sizeof(bound[i].u);
-		cr_assert_eq(getsockname(fd, &bound[i].u.sa, &len), 0);
-		bound[i].len = len;
+		pw_test_local_addr(fd, &bound[i]);
 		cr_assert(addr_eq(&bound[i], &srv), "shard %u on the port", i);
 	}
 	cr_assert_neq(pw_udp_socket_fd(echo_sock, 0),
@@ -625,7 +608,7 @@ Test(udp, fiber_echo_ipv6_per_shard)
 			     0);
 	for (int c = 0; c < CLIENTS; c++) {
 		struct pw_net_addr a;
-		cli[c] = plain_bind("[::1]:0", &a);
+		cli[c] = pw_test_bind(SOCK_DGRAM, "[::1]:0", &a);
 	}
 	for (unsigned k = 0; k < ROUNDS; k++) {
 		for (int c = 0; c < CLIENTS; c++) {
@@ -746,8 +729,8 @@ Test(udp, poll_echo_with_batches)
 	int64_t res = -1;
 
 	memset(&m, 0, sizeof(m));
-	int cli = plain_bind("127.0.0.1:0", &ca);
-	m.fd = plain_bind("127.0.0.1:0", &me);
+	int cli = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &ca);
+	m.fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &me);
 	big_rcvbuf(m.fd);
 	big_rcvbuf(cli);
 	for (unsigned k = 0; k < MECHO; k++) {
@@ -847,10 +830,10 @@ Test(udp, connected_sockets)
 	struct pw_net_addr from;
 	int64_t res = -1;
 
-	t.srv_fd = plain_bind("127.0.0.1:0", &t.srv);
-	t.stranger_fd = plain_bind("127.0.0.1:0", &t.stranger);
+	t.srv_fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.srv);
+	t.stranger_fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.stranger);
 	/* A port bound by nobody: the socket holding it closed. */
-	int gone = plain_bind("127.0.0.1:0", &t.refusing);
+	int gone = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.refusing);
 	close(gone);
 	struct pw_runtime *rt = run_fiber(1, connected_fiber, &t, &res);
 	cr_assert_eq(res, 0, "%s", t.v.why);
@@ -918,8 +901,8 @@ Test(udp, cancel_armed_multishot)
 	struct pw_net_addr ca;
 	int64_t res = -1;
 
-	t.cli = plain_bind("127.0.0.1:0", &ca);
-	t.fd = plain_bind("127.0.0.1:0", &t.me);
+	t.cli = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &ca);
+	t.fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &t.me);
 	struct pw_runtime *rt = run_fiber(1, cancel_fiber, &t, &res);
 	cr_assert_eq(res, 0, "%s", t.v.why);
 	pw_runtime_destroy(rt);
@@ -960,7 +943,7 @@ Test(udp, task_dropped_with_receive_armed)
 	struct armed a;
 
 	atomic_store(&dropped, 0);
-	int fd = plain_bind("127.0.0.1:0", &me);
+	int fd = pw_test_bind(SOCK_DGRAM, "127.0.0.1:0", &me);
 	struct pw_runtime *rt = pw_test_runtime(1);
 	pw_udp_recv_init(&a.r, fd, 0);
 	a.dropped = &dropped;

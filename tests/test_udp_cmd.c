@@ -105,13 +105,11 @@ static int client(const struct pw_net_addr *a, int rcvbuf)
 static int bound(char *at, size_t size)
 {
 	struct pw_net_addr a;
-	socklen_t len = sizeof(a.u);
 
 	cr_assert_eq(pw_net_addr_parse(&a, "127.0.0.1:0"), 0);
 	int fd = pw_udp_open(&a, NULL, NULL);
 	cr_assert_geq(fd, 0);
-	cr_assert_eq(getsockname(fd, &a.u.sa, &len), 0);
-	a.len = len;
+	pw_test_local_addr(fd, &a);
 	pw_net_addr_format(&a, at, size);
 	return fd;
 }

@@ -230,9 +230,8 @@ static int listen_new(struct pw_net_addr *a)
 {
 	cr_assert_eq(pw_net_addr_parse(a, "127.0.0.1:0"), 0);
 	int fd = listen_at(a);
-	socklen_t len = sizeof(a->u);
-	cr_assert_eq(getsockname(fd, &a->u.sa, &len), 0);
-	a->len = len;
+
+	pw_test_local_addr(fd, a);
 	return fd;
 }
 
