@@ -6,6 +6,7 @@
 #define PW_TESTS_COMMON_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
@@ -17,6 +18,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -541,5 +543,33 @@ static inline void pw_test_cmd_cases(const struct pw_test_cmd_case *cases,
 	}
 }
 #endif
+
+/*
+ * pw_test_bench_lock - take the lock that the tests running real
+ * benchmarks (a `pinwheel bench` with its server and load pinned to this
+ * machine's CPUs) hold while they run, so that no two of them compete
+ * for the same CPUs: a second benchmark pinned beside the first starves
+ * it (a round of one got no answer for a second). Criterion runs each
+ * test in its own process, so the lock (flock(2) on a file in /tmp) is
+ * held until pw_test_bench_unlock() or the test's process ends.
+ * Return: the descriptor to hand to pw_test_bench_unlock().
+ * Context: the test's thread.
+ */
+static inline int pw_test_bench_lock(void)
+{
+	int fd = open("/tmp/pinwheel-tests-bench.lock",
+		      O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+
+	cr_assert_geq(fd, 0, "bench lock: %s", strerror(errno));
+	while (flock(fd, LOCK_EX) && errno == EINTR)
+		;
+	return fd;
+}
+
+/* pw_test_bench_unlock - let go of pw_test_bench_lock()'s lock @fd. */
+static inline void pw_test_bench_unlock(int fd)
+{
+	close(fd);
+}
 
 #endif /* PW_TESTS_COMMON_H */

@@ -350,7 +350,9 @@ Test(bench, short_http_run_writes_json_and_plot)
 			 "--json",	   json,    "--plot",	   plot,
 			 "--hgrm",	   hdr,	    "--hdr-log",   hdr,
 			 "--server-cores", "1",	    NULL };
+	int lock = pw_test_bench_lock();
 	int st = run_cmd(out, sizeof(out), argv);
+	pw_test_bench_unlock(lock);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	cr_expect_eq(dir_entries(tmp), 0, "the scratch folder is left");
 	cr_expect_eq(rmdir(tmp), 0);
@@ -460,7 +462,9 @@ Test(bench, peer_column_and_skips)
 		json,	    "--plot",	  plot,		 "--server-cores",
 		"auto",	    NULL
 	};
+	int lock = pw_test_bench_lock();
 	int st = run_cmd(out, sizeof(out), argv);
+	pw_test_bench_unlock(lock);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	char *j = pw_test_slurp(json, &len);
 	cr_assert_not_null(j, "%s", out);

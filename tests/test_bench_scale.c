@@ -353,7 +353,9 @@ Test(bench_scale, http_at_one_and_two_server_cores)
 			 "--hgrm",
 			 hdr,
 			 NULL };
+	int lock = pw_test_bench_lock();
 	int st = pw_test_run_cmd(out, sizeof(out), argv);
+	pw_test_bench_unlock(lock);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	cr_expect(strstr(out, "server cores: 1, 2"), "%s", out);
 	cr_expect(strstr(out, "\nhttp c1 "), "the table's rows: %s", out);
@@ -424,7 +426,9 @@ Test(bench_scale, overlapping_cpus_are_warned_about)
 			 "http",     "--json",	    json,
 			 "--plot",   plot,	    "--server-cores",
 			 "all",	     NULL };
+	int lock = pw_test_bench_lock();
 	int st = pw_test_run_cmd(out, sizeof(out), argv);
+	pw_test_bench_unlock(lock);
 	cr_assert_eq(st, 0, "status %d: %s", st, out);
 	cr_expect(strstr(out, "CPUs overlap (1 shared)"), "%s", out);
 	cr_expect(strstr(out, "scaling plot skipped: fewer than two"), "%s",
