@@ -28,6 +28,7 @@
 
 #include "tests/common.h"
 #include "tests/net_fixtures.h"
+#include "tests/proxy_fixtures.h"
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/echo.h"
@@ -67,25 +68,6 @@ static void echo_stop(struct echo_srv *e)
 }
 
 /* ---- the proxy under test ------------------------------------------- */
-
-static void proxy_cfg(struct pw_proxy_config *cfg, unsigned shards)
-{
-	pw_proxy_config_init(cfg);
-	cfg->rt.sched = pw_test_sched();
-	cr_assert_eq(pw_net_addr_parse(&cfg->listen, "127.0.0.1:0"), 0);
-	cfg->rt.shards = shards;
-	cfg->rt.flags |= PW_CONFIG_OVERSUBSCRIBE;
-}
-
-static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
-				 struct pw_net_addr *addr)
-{
-	struct pw_proxy *p = NULL;
-	int err = pw_proxy_start(&p, cfg);
-	cr_assert_eq(err, 0, "pw_proxy_start: %d", err);
-	cr_assert_eq(pw_proxy_addr(p, addr), 0);
-	return p;
-}
 
 /* Read the proxy's stats into @st until @pred holds, for at most
  * PW_TEST_WAIT_SECS; the caller then checks @pred (usable in a forked
@@ -127,7 +109,7 @@ static void px_begin_echo(struct px *x, unsigned seconds, struct echo_srv *e)
 /* Configure @shards shards and the one upstream @up. */
 static void px_config(struct px *x, unsigned shards, struct pw_net_addr up)
 {
-	proxy_cfg(&x->cfg, shards);
+	pw_test_proxy_cfg(&x->cfg, shards);
 	x->cfg.upstream[0] = up;
 	x->cfg.nupstreams = 1;
 }
@@ -135,7 +117,7 @@ static void px_config(struct px *x, unsigned shards, struct pw_net_addr up)
 /* Start the proxy configured in x->cfg. */
 static void px_up(struct px *x)
 {
-	x->p = proxy_up(&x->cfg, &x->pa);
+	x->p = pw_test_proxy_up(&x->cfg, &x->pa);
 }
 
 /* px_config() then px_up(). */

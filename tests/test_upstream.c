@@ -24,6 +24,7 @@
 
 #include "tests/common.h"
 #include "tests/net_fixtures.h"
+#include "tests/proxy_fixtures.h"
 #include "pinwheel/net.h"
 #include "apps/apps.h"
 #include "apps/proxy.h"
@@ -287,25 +288,6 @@ static int route(const struct pw_net_addr *pa, const int *lfd, int n, int *keep)
 	return -2;
 }
 
-static void proxy_cfg(struct pw_proxy_config *cfg, unsigned shards)
-{
-	pw_proxy_config_init(cfg);
-	cfg->rt.sched = pw_test_sched();
-	cr_assert_eq(pw_net_addr_parse(&cfg->listen, "127.0.0.1:0"), 0);
-	cfg->rt.shards = shards;
-	cfg->rt.flags |= PW_CONFIG_OVERSUBSCRIBE;
-}
-
-static struct pw_proxy *proxy_up(struct pw_proxy_config *cfg,
-				 struct pw_net_addr *pa)
-{
-	struct pw_proxy *p = NULL;
-
-	cr_assert_eq(pw_proxy_start(&p, cfg), 0);
-	cr_assert_eq(pw_proxy_addr(p, pa), 0);
-	return p;
-}
-
 static struct pw_proxy_stats stats(struct pw_proxy *p)
 {
 	struct pw_proxy_stats st;
@@ -342,7 +324,7 @@ Test(upstream, checks_take_a_dead_server_out_and_back)
 	/* SO_REUSEADDR: server 0 listens again on its port. */
 	int lfd[2] = { listen_new(&a[0]), listen_new(&a[1]) };
 	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
+	pw_test_proxy_cfg(&cfg, 2);
 	cfg.upstream[0] = a[0];
 	cfg.upstream[1] = a[1];
 	cfg.nupstreams = 2;
@@ -351,7 +333,7 @@ Test(upstream, checks_take_a_dead_server_out_and_back)
 	cfg.rise = 2;
 	cfg.fall = 2;
 	cfg.max_fails = 0; /* only the checks mark */
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct pw_proxy *p = pw_test_proxy_up(&cfg, &pa);
 	WAIT_UP(p, 2, 2);
 	for (int i = 0; i < 4; i++)
 		cr_assert_geq(route(&pa, lfd, 2, NULL), 0);
@@ -412,13 +394,13 @@ Test(upstream, passive_marking_without_checks)
 		       pw_test_listen_any(&a[1], 128) };
 	int only1[2] = { -1, lfd[1] };
 	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 1);
+	pw_test_proxy_cfg(&cfg, 1);
 	cfg.upstream[0] = a[0];
 	cfg.upstream[1] = a[1];
 	cfg.nupstreams = 2;
 	cfg.max_fails = 2;
 	cfg.fail_timeout_ns = 300 * PW_NSEC_PER_MSEC;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct pw_proxy *p = pw_test_proxy_up(&cfg, &pa);
 	/* Round robin: 0 (refused, failover to 1), 1, 0 (refused: the
 	 * second in a row marks it down), then only 1. */
 	for (int i = 0; i < 8; i++)
@@ -475,7 +457,7 @@ Test(upstream, name_gives_two_then_one_address)
 	lfd[1] = listen_at(&a[1]);
 
 	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
+	pw_test_proxy_cfg(&cfg, 2);
 	cfg.resolve = fake_resolve;
 	cfg.resolve_interval_ns = 50 * PW_NSEC_PER_MSEC;
 	cfg.max_fails = 0;
@@ -483,7 +465,7 @@ Test(upstream, name_gives_two_then_one_address)
 	snprintf(text, sizeof(text), "two.test:%u", port);
 	cr_assert_eq(pw_proxy_upstreams_parse(&cfg, text), 0);
 	cr_assert_eq(cfg.nupstreams, 2);
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct pw_proxy *p = pw_test_proxy_up(&cfg, &pa);
 	WAIT_UP(p, 2, 2);
 	cr_assert_str_eq(server(p, 1).name, text);
 
@@ -542,7 +524,7 @@ Test(upstream, passive_mark_with_checks_needs_rise)
 	int lfd[2] = { pw_test_refusing_port(&a[0]), listen_new(&a[1]) };
 	int only1[2] = { -1, lfd[1] };
 	struct pw_proxy_config cfg;
-	proxy_cfg(&cfg, 2);
+	pw_test_proxy_cfg(&cfg, 2);
 	cfg.upstream[0] = a[0];
 	cfg.upstream[1] = a[1];
 	cfg.nupstreams = 2;
@@ -551,7 +533,7 @@ Test(upstream, passive_mark_with_checks_needs_rise)
 	cfg.rise = 2;
 	cfg.fall = 1000; /* the checks alone never take it down */
 	cfg.max_fails = 1;
-	struct pw_proxy *p = proxy_up(&cfg, &pa);
+	struct pw_proxy *p = pw_test_proxy_up(&cfg, &pa);
 	/* Clients until one fails on server 0: down on every shard. */
 	while (stats(p).connect_errors == 0)
 		cr_assert_eq(route(&pa, only1, 2, NULL), 1);
